@@ -1,0 +1,17 @@
+#include "core/encodings/position_encoding.h"
+
+#include <cmath>
+
+namespace pelab {
+
+Positions contiguous_positions(int64_t batch, int64_t length, torch::Device device) {
+  auto row = torch::arange(length, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  auto positions = row.unsqueeze(0).expand({batch, length});
+  return {positions, positions};
+}
+
+double PositionEncodingImpl::attention_scale() const {
+  return 1.0 / std::sqrt(static_cast<double>(context_.head_dim()));
+}
+
+}  // namespace pelab

@@ -1,0 +1,78 @@
+// The position-encoding interface. A scheme overrides only the hooks it needs; this base
+// class is NoPE (every hook is the identity / adds nothing). Attention calls the hooks in
+// a fixed order (see core/model/attention.cpp):
+//   project -> rotate -> q k^T * attention_scale + score_bias + mask -> softmax
+//           -> probs v + value_term
+// A scheme is one module shared by all layers: the `layer` argument lets it keep
+// per-layer parameters or share them, as its paper does.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace pelab {
+
+// Positions are explicit so that tests and samplers can shift or randomize them.
+struct Positions {
+  torch::Tensor query;  // (B, Tq) int64
+  torch::Tensor key;    // (B, Tk) int64
+};
+
+// 0, 1, ..., T-1 for every row: positions (B, T) on `device`.
+Positions contiguous_positions(int64_t batch, int64_t length, torch::Device device = torch::kCPU);
+
+// What a scheme knows of the model it is plugged into.
+struct EncodingContext {
+  int64_t d_model = 64;
+  int64_t num_heads = 4;
+  int64_t num_layers = 2;
+  bool causal = false;
+  int64_t head_dim() const { return d_model / num_heads; }
+};
+
+// `layer` value of the embed hook at the token embeddings (before the embedding LayerNorm).
+constexpr int64_t kInputLayer = -1;
+
+class PositionEncodingImpl : public torch::nn::Module {
+ public:
+  explicit PositionEncodingImpl(const EncodingContext& context) : context_(context) {}
+  ~PositionEncodingImpl() override = default;
+
+  // Called once per forward pass before any hook: reject positions the scheme cannot encode.
+  virtual void check_positions(const Positions& positions) const {}
+
+  // Additive input encodings. x: (B, T, D) -> (B, T, D). Called with layer = kInputLayer
+  // on the token embeddings and with layer = l on the residual stream before block l.
+  virtual torch::Tensor embed(torch::Tensor x, const Positions& positions, int64_t layer) { return x; }
+
+  // Rotary encodings. q, k: (B, H, T, Dh) -> same shapes.
+  virtual std::pair<torch::Tensor, torch::Tensor> rotate(torch::Tensor q, torch::Tensor k,
+                                                         const Positions& positions, int64_t layer) {
+    return {std::move(q), std::move(k)};
+  }
+
+  // Relative and bias encodings: added to the scaled scores. q: (B, H, Tq, Dh), k: (B, H, Tk, Dh)
+  // -> (B|1, H|1, Tq, Tk), or an undefined tensor for none.
+  virtual torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k,
+                                   const Positions& positions, int64_t layer) {
+    return {};
+  }
+
+  // Relative value terms (Shaw). probs: (B, H, Tq, Tk) -> (B, H, Tq, Dh), or undefined for none.
+  virtual torch::Tensor value_term(const torch::Tensor& probs, const Positions& positions, int64_t layer) {
+    return {};
+  }
+
+  // Multiplies q k^T; 1/sqrt(Dh) unless a scheme's reference says otherwise (T5: 1).
+  virtual double attention_scale() const;
+
+  const EncodingContext& context() const { return context_; }
+
+ protected:
+  EncodingContext context_;
+};
+TORCH_MODULE(PositionEncoding);
+
+}  // namespace pelab

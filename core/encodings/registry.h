@@ -1,0 +1,26 @@
+// The scheme registry: an explicit name -> factory table in registry.cpp, the only place
+// scheme names appear. Adding a scheme is one file plus one line there.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/encodings/position_encoding.h"
+#include "core/registry_table.h"
+
+namespace pelab {
+
+using SchemeFactory = std::function<PositionEncoding(const EncodingContext&, const OptionValues&)>;
+using SchemeEntry = RegistryEntry<SchemeFactory>;
+
+// Every registered scheme, in name order.
+const std::vector<SchemeEntry>& scheme_registry();
+// Names, descriptions and options, for the config loader and `pelab list`.
+inline Catalog scheme_catalog() { return catalog_of(scheme_registry()); }
+// Builds a scheme; an unknown name throws std::invalid_argument listing the known names.
+// (Configs are checked earlier, by the loader, with file:line:col.)
+PositionEncoding make_position_encoding(const std::string& name, const EncodingContext& context,
+                                        const OptionValues& options);
+
+}  // namespace pelab

@@ -1,0 +1,48 @@
+#include "core/encodings/sinusoidal.h"
+
+namespace pelab {
+
+SinusoidalPositionEncodingImpl::SinusoidalPositionEncodingImpl(const EncodingContext& context,
+                                                               const OptionValues& options)
+    : AdditivePositionEncodingImpl(context, options),
+      layout_(options.get_string("layout")),
+      base_(options.get_float("base")) {
+  TORCH_CHECK(context.d_model % 2 == 0, "sinusoidal: d_model must be even, got ", context.d_model);
+  TORCH_CHECK(layout_ != "concatenated_t2t" || context.d_model >= 4,
+              "sinusoidal: layout concatenated_t2t needs d_model >= 4, got ", context.d_model);
+}
+
+std::string SinusoidalPositionEncodingImpl::description() {
+  return "fixed sin/cos of Vaswani et al. 2017, added to the input (or before every block)";
+}
+
+std::vector<OptionSpec> SinusoidalPositionEncodingImpl::options() {
+  return {
+      OptionSpec::choice("layout", "interleaved", {"interleaved", "concatenated", "concatenated_t2t"},
+                         "interleaved sin/cos pairs (Vaswani); [sin | cos] halves; or [sin | cos] "
+                         "with tensor2tensor/DeepMind frequencies base^(-i/(D/2-1))"),
+      OptionSpec::real("base", 10000.0, "wavelength base", 1.0, 1e12),
+      inject_option(),
+  };
+}
+
+torch::Tensor SinusoidalPositionEncodingImpl::position_vectors(const torch::Tensor& positions) {
+  const int64_t half = context_.d_model / 2;
+  // Angles in float64: positions sampled from a large range (randomized positions) keep
+  // their precision; the result is cast to float32.
+  auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(positions.device());
+  auto i = torch::arange(half, f64);
+  const double denominator = layout_ == "concatenated_t2t" ? static_cast<double>(half - 1)
+                                                           : static_cast<double>(half);
+  auto inverse_frequency = torch::pow(base_, -i / denominator);                   // (D/2)
+  auto angles = positions.to(torch::kFloat64).unsqueeze(-1) * inverse_frequency;  // (B, T, D/2)
+  torch::Tensor table;
+  if (layout_ == "interleaved") {
+    table = torch::stack({angles.sin(), angles.cos()}, -1).flatten(-2);  // (B, T, D): s0 c0 s1 c1 ...
+  } else {
+    table = torch::cat({angles.sin(), angles.cos()}, -1);  // (B, T, D): s0 s1 ... c0 c1 ...
+  }
+  return table.to(torch::kFloat32);
+}
+
+}  // namespace pelab

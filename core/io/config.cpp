@@ -1,0 +1,214 @@
+#include "core/io/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "core/io/yaml_reader.h"
+
+namespace pelab {
+
+namespace {
+
+std::vector<std::string> names_of(const Catalog& catalog) {
+  std::vector<std::string> names;
+  for (const auto& e : catalog) names.push_back(e.name);
+  return names;
+}
+
+// Reads a `{name: ..., <options>}` section against a catalog (schemes or tasks).
+template <typename Section>
+Section read_named_section(YamlReader reader, const std::string& what, const Catalog& catalog,
+                           const std::string& default_name) {
+  Section section;
+  section.name = reader.get_string("name", default_name);
+  const CatalogEntry* entry = nullptr;
+  for (const auto& e : catalog)
+    if (e.name == section.name) entry = &e;
+  if (!entry)
+    reader.fail_at("name", "unknown " + what + " '" + section.name + "'; known " + what + "s: " +
+                               join(names_of(catalog)));
+  section.options = reader.get_options(entry->options);
+  reader.finish(what + " '" + section.name + "'");
+  return section;
+}
+
+ModelConfig read_model(YamlReader r) {
+  ModelConfig m;
+  m.d_model = r.get_int("d_model", m.d_model, 1, 65536);
+  m.num_layers = r.get_int("num_layers", m.num_layers, 1, 1024);
+  m.num_heads = r.get_int("num_heads", m.num_heads, 1, 1024);
+  m.d_ff = r.get_int("d_ff", m.d_ff, 1, 1 << 20);
+  m.dropout = r.get_float("dropout", m.dropout, 0.0, 0.99);
+  m.attention_dropout = r.get_float("attention_dropout", m.attention_dropout, 0.0, 0.99);
+  m.activation = r.get_choice("activation", m.activation, {"gelu", "relu"});
+  m.norm = r.get_choice("norm", m.norm, {"pre", "post"});
+  m.causal = r.get_bool("causal", m.causal);
+  m.segment_embeddings = r.get_bool("segment_embeddings", m.segment_embeddings);
+  m.embedding_layer_norm = r.get_bool("embedding_layer_norm", m.embedding_layer_norm);
+  m.layer_norm_eps = r.get_float("layer_norm_eps", m.layer_norm_eps, 0.0, 1.0);
+  if (m.d_model % m.num_heads != 0)
+    r.fail_at("num_heads", std::to_string(m.num_heads) + " heads do not divide d_model = " +
+                               std::to_string(m.d_model));
+  r.finish("model");
+  return m;
+}
+
+TrainConfig read_train(YamlReader r) {
+  TrainConfig t;
+  t.steps = r.get_int("steps", t.steps, 1, 1e12);
+  t.batch_size = r.get_int("batch_size", t.batch_size, 1, 1 << 20);
+  t.min_length = r.get_int("min_length", t.min_length, 1, 1 << 24);
+  t.max_length = r.get_int("max_length", t.max_length, 1, 1 << 24);
+  t.optimizer = r.get_choice("optimizer", t.optimizer, {"adam", "adamw"});
+  t.learning_rate = r.get_float("learning_rate", t.learning_rate, 0.0, 100.0);
+  t.weight_decay = r.get_float("weight_decay", t.weight_decay, 0.0, 10.0);
+  t.beta1 = r.get_float("beta1", t.beta1, 0.0, 0.999999);
+  t.beta2 = r.get_float("beta2", t.beta2, 0.0, 0.999999);
+  t.eps = r.get_float("eps", t.eps, 0.0, 1.0);
+  t.warmup_steps = r.get_int("warmup_steps", t.warmup_steps, 0, 1e12);
+  t.schedule = r.get_choice("schedule", t.schedule, {"constant", "cosine"});
+  t.min_learning_rate = r.get_float("min_learning_rate", t.min_learning_rate, 0.0, 100.0);
+  t.grad_clip = r.get_float("grad_clip", t.grad_clip, 0.0, 1e9);
+  t.log_every = r.get_int("log_every", t.log_every, 1, 1e12);
+  if (t.min_length > t.max_length)
+    r.fail_at("min_length", "min_length = " + std::to_string(t.min_length) +
+                                " is larger than max_length = " + std::to_string(t.max_length));
+  if (t.min_learning_rate > t.learning_rate)
+    r.fail_at("min_learning_rate", "must not exceed learning_rate");
+  r.finish("train");
+  return t;
+}
+
+EvalConfig read_eval(YamlReader r) {
+  EvalConfig e;
+  e.lengths = r.get_int_list("lengths", e.lengths, 1, 1 << 24);
+  e.samples = r.get_int("samples", e.samples, 1, 1e9);
+  e.batch_size = r.get_int("batch_size", e.batch_size, 1, 1 << 20);
+  r.finish("eval");
+  return e;
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const std::string& yaml_text, const std::string& source_name,
+                           const std::vector<std::string>& overrides, const Catalog& schemes,
+                           const Catalog& tasks) {
+  auto source = std::make_shared<YamlSource>();
+  source->file = source_name;
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source_name + ":" + std::to_string(e.mark.line + 1) + ":" +
+                      std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+  }
+  for (const auto& assignment : overrides) apply_override(root, assignment, *source);
+
+  YamlReader r(root, source, "");
+  RunConfig c;
+  c.name = r.get_string("name", std::filesystem::path(source_name).stem().string());
+  c.seed = r.get_int("seed", c.seed, 0, 9.2e18);
+  c.threads = r.get_int("threads", c.threads, 0, 4096);
+  c.device = r.get_choice("device", c.device, {"cpu", "cuda", "auto"});
+  c.task = read_named_section<TaskConfig>(r.child("task"), "task", tasks, c.task.name);
+  c.model = read_model(r.child("model"));
+  c.encoding = read_named_section<EncodingConfig>(r.child("encoding"), "encoding", schemes, c.encoding.name);
+  c.train = read_train(r.child("train"));
+  c.eval = read_eval(r.child("eval"));
+  YamlReader out = r.child("output");
+  c.output.dir = out.get_string("dir", "runs/" + c.name);
+  out.finish("output");
+  r.finish("the run config");
+  return c;
+}
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
+                          const Catalog& schemes, const Catalog& tasks) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open config file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_run_config(text.str(), path, overrides, schemes, tasks);
+}
+
+namespace {
+
+void emit_value(YAML::Emitter& out, const OptionValue& v) {
+  if (const bool* b = std::get_if<bool>(&v)) out << *b;
+  else if (const int64_t* i = std::get_if<int64_t>(&v)) out << *i;
+  else if (const double* d = std::get_if<double>(&v)) out << *d;
+  else out << std::get<std::string>(v);
+}
+
+void emit_named(YAML::Emitter& out, const std::string& key, const std::string& name,
+                const OptionValues& options) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << name;
+  for (const auto& [k, v] : options.all()) {
+    out << YAML::Key << k << YAML::Value;
+    emit_value(out, v);
+  }
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string to_yaml(const RunConfig& c) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << c.name;
+  out << YAML::Key << "seed" << YAML::Value << c.seed;
+  out << YAML::Key << "threads" << YAML::Value << c.threads;
+  out << YAML::Key << "device" << YAML::Value << c.device;
+  emit_named(out, "task", c.task.name, c.task.options);
+  const ModelConfig& m = c.model;
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "d_model" << YAML::Value << m.d_model
+      << YAML::Key << "num_layers" << YAML::Value << m.num_layers
+      << YAML::Key << "num_heads" << YAML::Value << m.num_heads
+      << YAML::Key << "d_ff" << YAML::Value << m.d_ff
+      << YAML::Key << "dropout" << YAML::Value << m.dropout
+      << YAML::Key << "attention_dropout" << YAML::Value << m.attention_dropout
+      << YAML::Key << "activation" << YAML::Value << m.activation
+      << YAML::Key << "norm" << YAML::Value << m.norm
+      << YAML::Key << "causal" << YAML::Value << m.causal
+      << YAML::Key << "segment_embeddings" << YAML::Value << m.segment_embeddings
+      << YAML::Key << "embedding_layer_norm" << YAML::Value << m.embedding_layer_norm
+      << YAML::Key << "layer_norm_eps" << YAML::Value << m.layer_norm_eps
+      << YAML::EndMap;
+  emit_named(out, "encoding", c.encoding.name, c.encoding.options);
+  const TrainConfig& t = c.train;
+  out << YAML::Key << "train" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "steps" << YAML::Value << t.steps
+      << YAML::Key << "batch_size" << YAML::Value << t.batch_size
+      << YAML::Key << "min_length" << YAML::Value << t.min_length
+      << YAML::Key << "max_length" << YAML::Value << t.max_length
+      << YAML::Key << "optimizer" << YAML::Value << t.optimizer
+      << YAML::Key << "learning_rate" << YAML::Value << t.learning_rate
+      << YAML::Key << "weight_decay" << YAML::Value << t.weight_decay
+      << YAML::Key << "beta1" << YAML::Value << t.beta1
+      << YAML::Key << "beta2" << YAML::Value << t.beta2
+      << YAML::Key << "eps" << YAML::Value << t.eps
+      << YAML::Key << "warmup_steps" << YAML::Value << t.warmup_steps
+      << YAML::Key << "schedule" << YAML::Value << t.schedule
+      << YAML::Key << "min_learning_rate" << YAML::Value << t.min_learning_rate
+      << YAML::Key << "grad_clip" << YAML::Value << t.grad_clip
+      << YAML::Key << "log_every" << YAML::Value << t.log_every
+      << YAML::EndMap;
+  out << YAML::Key << "eval" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "lengths" << YAML::Value << YAML::Flow << c.eval.lengths
+      << YAML::Key << "samples" << YAML::Value << c.eval.samples
+      << YAML::Key << "batch_size" << YAML::Value << c.eval.batch_size
+      << YAML::EndMap;
+  out << YAML::Key << "output" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "dir" << YAML::Value << c.output.dir << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace pelab

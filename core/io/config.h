@@ -1,0 +1,97 @@
+// The run configuration: one YAML file describes a run (task, model, encoding, training,
+// evaluation, output). Loading validates every key, type, range and name and reports
+// problems as `file:line:col: message`. Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/options.h"
+
+namespace pelab {
+
+// What the config loader needs to know of a registry (schemes or tasks): names, help and
+// declared options. The registries provide it; the loader does not depend on LibTorch.
+struct CatalogEntry {
+  std::string name;
+  std::string description;
+  std::vector<OptionSpec> options;
+};
+using Catalog = std::vector<CatalogEntry>;
+
+struct TaskConfig {
+  std::string name = "reverse_string";  // a registered task, see `pelab list`
+  OptionValues options;                 // the task's declared options, defaults filled in
+};
+
+struct ModelConfig {
+  int64_t d_model = 64;                 // residual width
+  int64_t num_layers = 2;               // encoder blocks
+  int64_t num_heads = 4;                // attention heads; must divide d_model
+  int64_t d_ff = 256;                   // feed-forward hidden width
+  double dropout = 0.0;                 // residual and embedding dropout
+  double attention_dropout = 0.0;       // dropout on attention probabilities
+  std::string activation = "gelu";      // gelu | relu
+  std::string norm = "pre";             // pre (pre-LN) | post (post-LN, BERT)
+  bool causal = false;                  // causal (decoder-style) or bidirectional attention
+  bool segment_embeddings = false;      // BERT token_type embeddings (input vs output segment)
+  bool embedding_layer_norm = true;     // LayerNorm after the embedding sum, as BERT
+  double layer_norm_eps = 1e-5;
+};
+
+struct EncodingConfig {
+  std::string name = "none";            // a registered scheme, see `pelab list`
+  OptionValues options;                 // the scheme's declared options, defaults filled in
+};
+
+struct TrainConfig {
+  int64_t steps = 1000;
+  int64_t batch_size = 32;
+  int64_t min_length = 1;               // curriculum: one length per batch, uniform in
+  int64_t max_length = 20;              //   [min_length, max_length] (task input length)
+  std::string optimizer = "adam";       // adam | adamw
+  double learning_rate = 1e-3;          // peak learning rate
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  int64_t warmup_steps = 0;             // linear warm-up from 0 to learning_rate
+  std::string schedule = "constant";    // constant | cosine (decays to min_learning_rate)
+  double min_learning_rate = 0.0;
+  double grad_clip = 1.0;               // global gradient norm; 0 disables clipping
+  int64_t log_every = 50;               // training-curve and progress interval (steps)
+};
+
+struct EvalConfig {
+  std::vector<int64_t> lengths = {5, 10, 20, 40};  // test input lengths
+  int64_t samples = 256;                // sequences per test length
+  int64_t batch_size = 128;
+};
+
+struct OutputConfig {
+  std::string dir = "runs/default";     // the run file is <dir>/run.h5
+};
+
+struct RunConfig {
+  std::string name = "run";
+  int64_t seed = 0;
+  int64_t threads = 0;                  // intra-op threads; 0 = every core
+  std::string device = "cpu";           // cpu | cuda | auto (cuda when available)
+  TaskConfig task;
+  ModelConfig model;
+  EncodingConfig encoding;
+  TrainConfig train;
+  EvalConfig eval;
+  OutputConfig output;
+};
+
+// Loads and validates a run config. `overrides` are `key.path=value` strings (--set).
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
+                          const Catalog& schemes, const Catalog& tasks);
+// Same, from YAML text; `source_name` stands for the file in error messages.
+RunConfig parse_run_config(const std::string& yaml_text, const std::string& source_name,
+                           const std::vector<std::string>& overrides, const Catalog& schemes,
+                           const Catalog& tasks);
+// The fully resolved config (every default filled in) as YAML; parses back to the same config.
+std::string to_yaml(const RunConfig& config);
+
+}  // namespace pelab

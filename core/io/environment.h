@@ -1,0 +1,16 @@
+// What a run ran on: versions, commit, device, threads, host.
+#pragma once
+
+#include <string>
+
+namespace pelab {
+
+struct Environment {
+  std::string pelab_version, git_commit, torch_version, device, hostname, created_utc;
+  int64_t threads = 0;
+};
+
+// The current process's environment; `device` as resolved for the run ("cpu", "cuda:0").
+Environment current_environment(const std::string& device);
+
+}  // namespace pelab

@@ -1,0 +1,270 @@
+#include "core/io/hdf5_store.h"
+
+#include <H5Cpp.h>
+
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "core/io/schema.h"
+
+namespace pelab {
+
+namespace fs = std::filesystem;
+namespace s = schema;
+
+namespace {
+
+const H5::StrType& string_type() {
+  static const H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  return type;
+}
+
+template <typename T>
+const H5::PredType& native_type();
+template <>
+const H5::PredType& native_type<double>() { return H5::PredType::NATIVE_DOUBLE; }
+template <>
+const H5::PredType& native_type<int64_t>() { return H5::PredType::NATIVE_INT64; }
+
+void write_string_attribute(H5::H5Object& object, const std::string& name, const std::string& value) {
+  object.createAttribute(name, string_type(), H5::DataSpace(H5S_SCALAR)).write(string_type(), value);
+}
+
+template <typename T>
+void write_scalar_attribute(H5::H5Object& object, const std::string& name, T value) {
+  object.createAttribute(name, native_type<T>(), H5::DataSpace(H5S_SCALAR)).write(native_type<T>(), &value);
+}
+
+template <typename T>
+void write_vector(H5::Group& group, const std::string& name, const std::vector<T>& values) {
+  hsize_t dims[1] = {values.size()};
+  H5::DataSpace space(1, dims);
+  auto dataset = group.createDataSet(name, native_type<T>(), space);
+  if (!values.empty()) dataset.write(values.data(), native_type<T>());
+}
+
+std::string read_string_attribute(const H5::H5Object& object, const std::string& name) {
+  std::string value;
+  H5::Attribute attribute = object.openAttribute(name);
+  attribute.read(attribute.getStrType(), value);
+  return value;
+}
+
+template <typename T>
+T read_scalar_attribute(const H5::H5Object& object, const std::string& name) {
+  T value{};
+  object.openAttribute(name).read(native_type<T>(), &value);
+  return value;
+}
+
+template <typename T>
+std::vector<T> read_vector(const H5::Group& group, const std::string& name) {
+  H5::DataSet dataset = group.openDataSet(name);
+  hsize_t dims[1] = {0};
+  dataset.getSpace().getSimpleExtentDims(dims);
+  std::vector<T> values(dims[0]);
+  if (!values.empty()) dataset.read(values.data(), native_type<T>());
+  return values;
+}
+
+void write_tensor(H5::Group& group, const std::string& name, const torch::Tensor& tensor) {
+  auto t = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
+  H5::DataSpace space = dims.empty() ? H5::DataSpace(H5S_SCALAR) : H5::DataSpace(dims.size(), dims.data());
+  H5::DSetCreatPropList properties;
+  if (t.numel() >= 4096) {  // compress large tensors; tiny ones are cheaper raw
+    properties.setChunk(dims.size(), dims.data());
+    properties.setDeflate(4);
+  }
+  group.createDataSet(name, H5::PredType::NATIVE_FLOAT, space, properties)
+      .write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+}
+
+torch::Tensor read_tensor(const H5::Group& group, const std::string& name) {
+  H5::DataSet dataset = group.openDataSet(name);
+  H5::DataSpace space = dataset.getSpace();
+  std::vector<hsize_t> dims(space.getSimpleExtentNdims());
+  if (!dims.empty()) space.getSimpleExtentDims(dims.data());
+  std::vector<int64_t> shape(dims.begin(), dims.end());
+  auto t = torch::empty(shape, torch::kFloat32);
+  dataset.read(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+  return t;
+}
+
+std::vector<std::string> member_names(const H5::Group& group) {
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < group.getNumObjs(); ++i) names.push_back(group.getObjnameByIdx(i));
+  return names;
+}
+
+// Runs `body`, turning HDF5's exceptions into std::runtime_error naming the file.
+template <typename F>
+auto with_hdf5_errors(const std::string& what, const std::string& path, F&& body) {
+  H5::Exception::dontPrint();
+  try {
+    return body();
+  } catch (const H5::Exception& e) {
+    throw std::runtime_error("cannot " + what + " HDF5 run file " + path + ": " + e.getDetailMsg());
+  }
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> count_parameters(torch::nn::Module& model) {
+  std::map<std::string, int64_t> counts;
+  int64_t total = 0;
+  for (const auto& p : model.named_parameters()) {
+    const std::string& name = p.key();
+    // Group by the top-level module; blocks are counted one by one ("blocks.3").
+    auto dot = name.find('.');
+    std::string module = name.substr(0, dot);
+    if (module == "blocks" && dot != std::string::npos) module = name.substr(0, name.find('.', dot + 1));
+    counts[module] += p.value().numel();
+    total += p.value().numel();
+  }
+  counts[s::kTotal] = total;
+  return counts;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(torch::nn::Module& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : model.named_parameters()) out.emplace_back(p.key(), p.value().detach().cpu());
+  for (const auto& b : model.named_buffers()) out.emplace_back(b.key(), b.value().detach().cpu());
+  return out;
+}
+
+void write_run_file(const std::string& path, const RunRecord& r) {
+  const fs::path final_path(path);
+  if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path());
+  const std::string temporary = path + ".tmp";
+  with_hdf5_errors("write", temporary, [&] {
+    H5::H5File file(temporary, H5F_ACC_TRUNC);
+    write_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr, s::kSchemaVersion);
+    write_string_attribute(file, s::kRunNameAttr, r.run_name);
+    write_string_attribute(file, s::kStatusAttr, "complete");
+    file.createDataSet(s::kConfig, string_type(), H5::DataSpace(H5S_SCALAR)).write(r.config_yaml, string_type());
+
+    H5::Group env = file.createGroup(s::kEnvironment);
+    write_string_attribute(env, s::kPelabVersion, r.environment.pelab_version);
+    write_string_attribute(env, s::kGitCommit, r.environment.git_commit);
+    write_string_attribute(env, s::kTorchVersion, r.environment.torch_version);
+    write_string_attribute(env, s::kDevice, r.environment.device);
+    write_string_attribute(env, s::kHostname, r.environment.hostname);
+    write_string_attribute(env, s::kCreatedUtc, r.environment.created_utc);
+    write_scalar_attribute<int64_t>(env, s::kThreads, r.environment.threads);
+    write_scalar_attribute<double>(env, s::kTrainingSeconds, r.training_seconds);
+
+    H5::Group counts = file.createGroup(s::kParameterCounts);
+    for (const auto& [module, count] : r.parameter_counts) write_scalar_attribute<int64_t>(counts, module, count);
+
+    H5::Group training = file.createGroup(s::kTraining);
+    write_vector(training, s::kStep, r.training.step);
+    write_vector(training, s::kLoss, r.training.loss);
+    write_vector(training, s::kAccuracy, r.training.accuracy);
+    write_vector(training, s::kLearningRate, r.training.learning_rate);
+    write_vector(training, s::kTokensPerSecond, r.training.tokens_per_second);
+
+    H5::Group evaluation = file.createGroup(s::kEvaluation);
+    std::vector<int64_t> length, sequence_length, samples;
+    std::vector<double> loss, per_token, per_sequence;
+    for (const auto& e : r.evaluation) {
+      length.push_back(e.length);
+      sequence_length.push_back(e.sequence_length);
+      samples.push_back(e.samples);
+      loss.push_back(e.loss);
+      per_token.push_back(e.per_token_accuracy);
+      per_sequence.push_back(e.per_sequence_accuracy);
+    }
+    write_vector(evaluation, s::kLength, length);
+    write_vector(evaluation, s::kSequenceLength, sequence_length);
+    write_vector(evaluation, s::kSamples, samples);
+    write_vector(evaluation, s::kLoss, loss);
+    write_vector(evaluation, s::kPerTokenAccuracy, per_token);
+    write_vector(evaluation, s::kPerSequenceAccuracy, per_sequence);
+    write_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength, r.train_min_length);
+    write_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength, r.train_max_length);
+
+    H5::Group checkpoint = file.createGroup(s::kCheckpoint);
+    for (const auto& [name, tensor] : r.checkpoint) write_tensor(checkpoint, name, tensor);
+    file.close();
+    return 0;
+  });
+  fs::rename(temporary, final_path);
+}
+
+RunRecord read_run_file(const std::string& path) {
+  if (!fs::exists(path)) throw std::runtime_error("run file " + path + " does not exist");
+  return with_hdf5_errors("read", path, [&] {
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    const auto version = read_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr);
+    if (version != s::kSchemaVersion)
+      throw std::runtime_error(path + " has schema_version " + std::to_string(version) + "; this pelab reads " +
+                               std::to_string(s::kSchemaVersion));
+    RunRecord r;
+    r.run_name = read_string_attribute(file, s::kRunNameAttr);
+    file.openDataSet(s::kConfig).read(r.config_yaml, string_type());
+
+    H5::Group env = file.openGroup(s::kEnvironment);
+    r.environment.pelab_version = read_string_attribute(env, s::kPelabVersion);
+    r.environment.git_commit = read_string_attribute(env, s::kGitCommit);
+    r.environment.torch_version = read_string_attribute(env, s::kTorchVersion);
+    r.environment.device = read_string_attribute(env, s::kDevice);
+    r.environment.hostname = read_string_attribute(env, s::kHostname);
+    r.environment.created_utc = read_string_attribute(env, s::kCreatedUtc);
+    r.environment.threads = read_scalar_attribute<int64_t>(env, s::kThreads);
+    r.training_seconds = read_scalar_attribute<double>(env, s::kTrainingSeconds);
+
+    H5::Group counts = file.openGroup(s::kParameterCounts);
+    for (int i = 0; i < counts.getNumAttrs(); ++i) {
+      const std::string name = counts.openAttribute(static_cast<unsigned>(i)).getName();
+      r.parameter_counts[name] = read_scalar_attribute<int64_t>(counts, name);
+    }
+
+    H5::Group training = file.openGroup(s::kTraining);
+    r.training.step = read_vector<int64_t>(training, s::kStep);
+    r.training.loss = read_vector<double>(training, s::kLoss);
+    r.training.accuracy = read_vector<double>(training, s::kAccuracy);
+    r.training.learning_rate = read_vector<double>(training, s::kLearningRate);
+    r.training.tokens_per_second = read_vector<double>(training, s::kTokensPerSecond);
+
+    H5::Group evaluation = file.openGroup(s::kEvaluation);
+    auto length = read_vector<int64_t>(evaluation, s::kLength);
+    auto sequence_length = read_vector<int64_t>(evaluation, s::kSequenceLength);
+    auto samples = read_vector<int64_t>(evaluation, s::kSamples);
+    auto loss = read_vector<double>(evaluation, s::kLoss);
+    auto per_token = read_vector<double>(evaluation, s::kPerTokenAccuracy);
+    auto per_sequence = read_vector<double>(evaluation, s::kPerSequenceAccuracy);
+    for (size_t i = 0; i < length.size(); ++i)
+      r.evaluation.push_back({length[i], sequence_length[i], samples[i], loss[i], per_token[i], per_sequence[i]});
+    r.train_min_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength);
+    r.train_max_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength);
+
+    H5::Group checkpoint = file.openGroup(s::kCheckpoint);
+    for (const auto& name : member_names(checkpoint)) r.checkpoint.emplace_back(name, read_tensor(checkpoint, name));
+    return r;
+  });
+}
+
+void load_checkpoint(const std::string& path, torch::nn::Module& model) {
+  const RunRecord record = read_run_file(path);
+  std::map<std::string, torch::Tensor> stored(record.checkpoint.begin(), record.checkpoint.end());
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  auto copy_into = [&](const std::string& name, torch::Tensor& target) {
+    auto it = stored.find(name);
+    if (it == stored.end())
+      throw std::runtime_error(path + ": checkpoint has no tensor '" + name + "' (was it made with another config?)");
+    if (it->second.sizes() != target.sizes())
+      throw std::runtime_error(path + ": checkpoint tensor '" + name + "' has shape " +
+                               c10::str(it->second.sizes()) + ", the model expects " + c10::str(target.sizes()));
+    target.copy_(it->second.to(target.dtype()));
+    used.insert(name);
+  };
+  for (auto& p : model.named_parameters()) copy_into(p.key(), p.value());
+  for (auto& b : model.named_buffers()) copy_into(b.key(), b.value());
+  for (const auto& [name, tensor] : stored)
+    if (!used.count(name)) throw std::runtime_error(path + ": checkpoint tensor '" + name + "' is not in the model");
+}
+
+}  // namespace pelab

@@ -1,0 +1,41 @@
+// The HDF5 run file: one per run, written under a temporary name and renamed when
+// complete, so a file named run.h5 is always whole. Layout: core/io/schema.h, README.md.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/io/environment.h"
+#include "core/train/trainer.h"
+
+namespace pelab {
+
+struct RunRecord {
+  std::string run_name;
+  std::string config_yaml;                    // resolved config
+  Environment environment;
+  double training_seconds = 0;
+  std::map<std::string, int64_t> parameter_counts;  // module -> count, plus "total"
+  TrainingCurve training;
+  std::vector<EvalResult> evaluation;
+  int64_t train_min_length = 0, train_max_length = 0;
+  std::vector<std::pair<std::string, torch::Tensor>> checkpoint;  // name -> tensor (CPU)
+};
+
+// Parameters per module: embeddings, position_encoding, blocks.N, head, ... and "total".
+std::map<std::string, int64_t> count_parameters(torch::nn::Module& model);
+// Named parameters (and buffers) of `model`, detached, on the CPU, float32.
+std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(torch::nn::Module& model);
+
+// Writes `path` (via `path + ".tmp"` and a rename); throws std::runtime_error on failure.
+void write_run_file(const std::string& path, const RunRecord& record);
+// Reads everything back; throws std::runtime_error naming the file on failure.
+RunRecord read_run_file(const std::string& path);
+// Copies the checkpoint of a run file into `model` (same config); names and shapes must match.
+void load_checkpoint(const std::string& path, torch::nn::Module& model);
+
+}  // namespace pelab

@@ -1,0 +1,49 @@
+// Every group, dataset and attribute name of a pelab run file, in one place. The layout is
+// documented in README.md ("Run file schema"); bump kSchemaVersion on any change.
+#pragma once
+
+namespace pelab::schema {
+
+constexpr int kSchemaVersion = 1;
+constexpr const char* kRunFileName = "run.h5";
+
+// root attributes
+constexpr const char* kSchemaVersionAttr = "schema_version";
+constexpr const char* kStatusAttr = "status";        // "complete" in a finished file
+constexpr const char* kRunNameAttr = "run_name";
+// root datasets
+constexpr const char* kConfig = "config";            // string: the resolved YAML config
+
+constexpr const char* kEnvironment = "environment";  // group; attributes:
+constexpr const char* kPelabVersion = "pelab_version";
+constexpr const char* kGitCommit = "git_commit";
+constexpr const char* kTorchVersion = "torch_version";
+constexpr const char* kDevice = "device";
+constexpr const char* kThreads = "threads";
+constexpr const char* kHostname = "hostname";
+constexpr const char* kCreatedUtc = "created_utc";
+constexpr const char* kTrainingSeconds = "training_seconds";
+
+constexpr const char* kParameterCounts = "parameter_counts";  // group; one int64 attribute per module + "total"
+constexpr const char* kTotal = "total";
+
+constexpr const char* kTraining = "training";        // group; 1-D datasets of equal length:
+constexpr const char* kStep = "step";
+constexpr const char* kLoss = "loss";
+constexpr const char* kAccuracy = "accuracy";
+constexpr const char* kLearningRate = "learning_rate";
+constexpr const char* kTokensPerSecond = "tokens_per_second";
+
+constexpr const char* kEvaluation = "evaluation";    // group; 1-D datasets, one row per test length:
+constexpr const char* kLength = "length";
+constexpr const char* kSequenceLength = "sequence_length";
+constexpr const char* kSamples = "samples";
+constexpr const char* kPerTokenAccuracy = "per_token_accuracy";
+constexpr const char* kPerSequenceAccuracy = "per_sequence_accuracy";
+// (kLoss is also an evaluation dataset)
+constexpr const char* kTrainMinLength = "train_min_length";  // evaluation attributes
+constexpr const char* kTrainMaxLength = "train_max_length";
+
+constexpr const char* kCheckpoint = "checkpoint";    // group; one float32 dataset per named parameter
+
+}  // namespace pelab::schema

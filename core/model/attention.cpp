@@ -1,0 +1,36 @@
+#include "core/model/attention.h"
+
+namespace pelab {
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads,
+                                               double attention_dropout, int64_t layer)
+    : num_heads_(num_heads), layer_(layer) {
+  TORCH_CHECK(d_model % num_heads == 0, "num_heads = ", num_heads, " does not divide d_model = ", d_model);
+  qkv_ = register_module("qkv", torch::nn::Linear(d_model, 3 * d_model));
+  out_ = register_module("out", torch::nn::Linear(d_model, d_model));
+  dropout_ = register_module("dropout", torch::nn::Dropout(attention_dropout));
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+                                              const Positions& positions, PositionEncodingImpl& encoding,
+                                              torch::Tensor* probs_out) {
+  const int64_t B = x.size(0), T = x.size(1), D = x.size(2), H = num_heads_, Dh = D / H;
+  // project: (B, T, 3D) -> 3 x (B, H, T, Dh)
+  auto qkv = qkv_->forward(x).view({B, T, 3, H, Dh}).permute({2, 0, 3, 1, 4});
+  torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
+  std::tie(q, k) = encoding.rotate(q, k, positions, layer_);
+
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) * encoding.attention_scale();  // (B, H, T, T)
+  auto bias = encoding.score_bias(q, k, positions, layer_);
+  if (bias.defined()) scores = scores + bias;
+  scores = scores + mask;
+  auto probs = torch::softmax(scores, -1);
+  if (probs_out) *probs_out = probs;
+
+  auto context = torch::matmul(dropout_->forward(probs), v);  // (B, H, T, Dh)
+  auto value_term = encoding.value_term(probs, positions, layer_);
+  if (value_term.defined()) context = context + value_term;
+  return out_->forward(context.transpose(1, 2).reshape({B, T, D}));
+}
+
+}  // namespace pelab

@@ -1,0 +1,26 @@
+// Multi-head self-attention with the position-encoding hooks at fixed places.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "core/encodings/position_encoding.h"
+
+namespace pelab {
+
+class MultiHeadAttentionImpl : public torch::nn::Module {
+ public:
+  MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads, double attention_dropout, int64_t layer);
+
+  // x: (B, T, D); mask: additive (B|1, 1, T|1, T) with 0 or -inf; -> (B, T, D).
+  // When `probs_out` is given it receives the attention probabilities (B, H, T, T).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, const Positions& positions,
+                        PositionEncodingImpl& encoding, torch::Tensor* probs_out = nullptr);
+
+ private:
+  int64_t num_heads_, layer_;
+  torch::nn::Linear qkv_{nullptr}, out_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(MultiHeadAttention);
+
+}  // namespace pelab

@@ -1,0 +1,104 @@
+#include "core/model/encoder.h"
+
+#include <limits>
+
+#include "core/encodings/registry.h"
+
+namespace pelab {
+
+BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer)
+    : pre_norm_(c.norm == "pre"), gelu_(c.activation == "gelu") {
+  attention_ = register_module("attention",
+                               MultiHeadAttention(c.d_model, c.num_heads, c.attention_dropout, layer));
+  auto norm_options = torch::nn::LayerNormOptions({c.d_model}).eps(c.layer_norm_eps);
+  norm1_ = register_module("norm1", torch::nn::LayerNorm(norm_options));
+  norm2_ = register_module("norm2", torch::nn::LayerNorm(norm_options));
+  ff_in_ = register_module("ff_in", torch::nn::Linear(c.d_model, c.d_ff));
+  ff_out_ = register_module("ff_out", torch::nn::Linear(c.d_ff, c.d_model));
+  dropout_ = register_module("dropout", torch::nn::Dropout(c.dropout));
+}
+
+torch::Tensor BlockImpl::forward(torch::Tensor x, const torch::Tensor& mask, const Positions& positions,
+                                 PositionEncodingImpl& encoding, torch::Tensor* probs_out) {
+  auto feed_forward = [&](const torch::Tensor& h) {
+    auto hidden = ff_in_->forward(h);
+    hidden = gelu_ ? torch::gelu(hidden) : torch::relu(hidden);
+    return dropout_->forward(ff_out_->forward(hidden));
+  };
+  if (pre_norm_) {
+    x = x + dropout_->forward(attention_->forward(norm1_->forward(x), mask, positions, encoding, probs_out));
+    return x + feed_forward(norm2_->forward(x));
+  }
+  x = norm1_->forward(x + dropout_->forward(attention_->forward(x, mask, positions, encoding, probs_out)));
+  return norm2_->forward(x + feed_forward(x));
+}
+
+EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encoding, int64_t vocab_size,
+                         int64_t num_classes)
+    : config_(model) {
+  token_embedding_ = register_module(
+      "token_embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab_size, model.d_model)
+                                                  .padding_idx(kPadToken)));
+  if (model.segment_embeddings)
+    segment_embedding_ = register_module("segment_embedding", torch::nn::Embedding(2, model.d_model));
+  auto norm_options = torch::nn::LayerNormOptions({model.d_model}).eps(model.layer_norm_eps);
+  if (model.embedding_layer_norm)
+    embedding_norm_ = register_module("embedding_norm", torch::nn::LayerNorm(norm_options));
+  dropout_ = register_module("dropout", torch::nn::Dropout(model.dropout));
+  EncodingContext context{model.d_model, model.num_heads, model.num_layers, model.causal};
+  position_encoding_ = register_module("position_encoding",
+                                       make_position_encoding(encoding.name, context, encoding.options));
+  blocks_ = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t l = 0; l < model.num_layers; ++l) blocks_->push_back(Block(model, l));
+  if (model.norm == "pre") final_norm_ = register_module("final_norm", torch::nn::LayerNorm(norm_options));
+  head_ = register_module("head", torch::nn::Linear(model.d_model, num_classes));
+}
+
+torch::Tensor attention_mask(const torch::Tensor& padding, bool causal) {
+  const int64_t T = padding.size(1);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  auto float_options = torch::TensorOptions().dtype(torch::kFloat32).device(padding.device());
+  // (B, 1, 1, T): padding keys get -inf
+  auto mask = torch::zeros(padding.sizes(), float_options).masked_fill(padding, neg_inf).view({-1, 1, 1, T});
+  if (causal) {
+    auto future = torch::ones({T, T}, float_options.dtype(torch::kBool)).triu(1);  // key j > query i
+    mask = mask + torch::zeros({T, T}, float_options).masked_fill(future, neg_inf).view({1, 1, T, T});
+  }
+  return mask;
+}
+
+EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Tensor& padding,
+                                   const Positions& positions, const torch::Tensor& segments,
+                                   const ForwardRequest& request) {
+  TORCH_CHECK(tokens.dim() == 2, "tokens must be (B, T), got ", tokens.sizes());
+  TORCH_CHECK(padding.sizes() == tokens.sizes(), "padding ", padding.sizes(), " must match tokens ",
+              tokens.sizes());
+  TORCH_CHECK(positions.query.sizes() == tokens.sizes() && positions.key.sizes() == tokens.sizes(),
+              "positions must be (B, T) like tokens ", tokens.sizes());
+  position_encoding_->check_positions(positions);
+
+  EncoderOutput out;
+  auto x = token_embedding_->forward(tokens);  // (B, T, D)
+  if (segment_embedding_) {
+    x = x + segment_embedding_->forward(segments.defined() ? segments : torch::zeros_like(tokens));
+  }
+  x = position_encoding_->embed(x, positions, kInputLayer);
+  if (embedding_norm_) x = embedding_norm_->forward(x);
+  x = dropout_->forward(x);
+  if (request.hidden_states) out.hidden_states.push_back(x);
+
+  const auto mask = attention_mask(padding, config_.causal);
+  for (int64_t l = 0; l < static_cast<int64_t>(blocks_->size()); ++l) {
+    x = position_encoding_->embed(x, positions, l);
+    torch::Tensor probs;
+    x = blocks_[l]->as<Block>()->forward(x, mask, positions, *position_encoding_,
+                                         request.attentions ? &probs : nullptr);
+    if (request.attentions) out.attentions.push_back(probs);
+    if (request.hidden_states) out.hidden_states.push_back(x);
+  }
+  if (final_norm_) x = final_norm_->forward(x);
+  out.logits = head_->forward(x);
+  return out;
+}
+
+}  // namespace pelab

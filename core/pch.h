@@ -1,0 +1,3 @@
+// Precompiled header of pelab_core: LibTorch dominates compile time on small machines.
+#pragma once
+#include <torch/torch.h>

@@ -1,0 +1,85 @@
+#include "core/run.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "core/io/hdf5_store.h"
+#include "core/io/schema.h"
+#include "data/task_registry.h"
+
+namespace pelab {
+
+torch::Device resolve_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  if (name == "cuda" || name == "auto") {
+    if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, 0);
+    if (name == "cuda")
+      throw std::runtime_error("device: cuda was requested but this LibTorch has no CUDA device available; "
+                               "use device: cpu or auto");
+    return torch::kCPU;
+  }
+  throw std::invalid_argument("unknown device '" + name + "'; expected cpu, cuda or auto");
+}
+
+void set_threads(int64_t requested) {
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  torch::set_num_threads(static_cast<int>(requested > 0 ? requested : cores));
+}
+
+Encoder build_model(const RunConfig& config, const Task& task) {
+  torch::manual_seed(config.seed);
+  return Encoder(config.model, config.encoding, task.vocab_size(), task.num_classes());
+}
+
+RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive) {
+  set_threads(config.threads);
+  const torch::Device device = resolve_device(config.device);
+  auto task = make_task(config.task.name, config.task.options);
+  Encoder model = build_model(config, *task);
+  model->to(device);
+  const auto counts = count_parameters(*model);
+
+  log << fmt::format("pelab run '{}': task {}, encoding {}, {} layers x d_model {} ({} parameters), {} on {} "
+                     "with {} threads\n",
+                     config.name, config.task.name, config.encoding.name, config.model.num_layers,
+                     config.model.d_model, counts.at(schema::kTotal),
+                     config.model.causal ? "causal" : "bidirectional", device.str(), torch::get_num_threads());
+  Trainer trainer(config, model, *task, device);
+  RunOutcome outcome;
+  outcome.training = trainer.train(log, interactive);
+  outcome.tokens_per_second = trainer.tokens_per_second();
+  log << fmt::format("trained {} steps in {:.1f}s ({:.0f} tokens/s); evaluating {} lengths x {} samples\n",
+                     config.train.steps, trainer.training_seconds(), outcome.tokens_per_second,
+                     config.eval.lengths.size(), config.eval.samples);
+  outcome.evaluation = trainer.evaluate();
+
+  RunRecord record;
+  record.run_name = config.name;
+  record.config_yaml = to_yaml(config);
+  record.environment = current_environment(device.str());
+  record.training_seconds = trainer.training_seconds();
+  record.parameter_counts = counts;
+  record.training = outcome.training;
+  record.evaluation = outcome.evaluation;
+  record.train_min_length = config.train.min_length;
+  record.train_max_length = config.train.max_length;
+  record.checkpoint = checkpoint_of(*model);
+  outcome.run_file = config.output.dir + "/" + schema::kRunFileName;
+  write_run_file(outcome.run_file, record);
+  log << format_evaluation_table(outcome.evaluation, config.train.max_length);
+  log << "run file: " << outcome.run_file << "\n";
+  return outcome;
+}
+
+std::string format_evaluation_table(const std::vector<EvalResult>& results, int64_t train_max_length) {
+  std::string out = fmt::format("{:>8} {:>8} {:>11} {:>11} {:>9}\n", "length", "tokens", "token acc", "seq acc", "loss");
+  for (const auto& r : results) {
+    out += fmt::format("{:>8} {:>8} {:>10.2f}% {:>10.2f}% {:>9.4f}{}\n", r.length, r.sequence_length,
+                       100.0 * r.per_token_accuracy, 100.0 * r.per_sequence_accuracy, r.loss,
+                       r.length > train_max_length ? "  (beyond training)" : "");
+  }
+  return out;
+}
+
+}  // namespace pelab

@@ -1,0 +1,38 @@
+// One run from a validated config: build task and model, train, evaluate, write the run file.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/io/config.h"
+#include "core/model/encoder.h"
+#include "core/train/trainer.h"
+#include "data/task.h"
+
+namespace pelab {
+
+// "cpu", "cuda" (an error without CUDA) or "auto" (cuda when available).
+torch::Device resolve_device(const std::string& name);
+// Intra-op threads: `requested`, or every core when 0.
+void set_threads(int64_t requested);
+// The encoder for a config and task, seeded from config.seed.
+Encoder build_model(const RunConfig& config, const Task& task);
+
+struct RunOutcome {
+  std::string run_file;
+  TrainingCurve training;
+  std::vector<EvalResult> evaluation;
+  double tokens_per_second = 0;  // over the whole training
+};
+
+// Trains and evaluates; writes <output.dir>/run.h5. Progress goes to `log`.
+RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive);
+
+// Accuracy per test length, marking lengths beyond the training range.
+std::string format_evaluation_table(const std::vector<EvalResult>& results, int64_t train_max_length);
+
+}  // namespace pelab

@@ -1,0 +1,45 @@
+#include "core/train/progress.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+namespace pelab {
+
+ProgressReporter::ProgressReporter(std::ostream& out, int64_t total_steps, int64_t log_every,
+                                   bool interactive)
+    : out_(out), total_(total_steps), log_every_(log_every), interactive_(interactive),
+      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+
+bool ProgressReporter::stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
+
+void ProgressReporter::update(const ProgressStats& s) {
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double eta = s.step > 0 ? elapsed / s.step * (total_ - s.step) : 0.0;
+  const std::string numbers =
+      fmt::format("step {:>{}}/{} | loss {:.4f} | acc {:6.2f}% | lr {:.2e} | {:.0f} tok/s | {:.0f}s, eta {:.0f}s",
+                  s.step, std::to_string(total_).size(), total_, s.loss, 100.0 * s.accuracy,
+                  s.learning_rate, s.tokens_per_second, elapsed, eta);
+  if (interactive_) {
+    // Redraw at most 10 times a second, and always at the last step.
+    if (s.step != total_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    last_draw_ = now;
+    const int width = 24;
+    const int filled = static_cast<int>(width * s.step / std::max<int64_t>(1, total_));
+    out_ << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] " << numbers
+         << "\x1b[K" << std::flush;
+    drawn_ = true;
+  } else if (s.step % log_every_ == 0 || s.step == total_ || s.step == 1) {
+    out_ << numbers << '\n' << std::flush;
+  }
+}
+
+void ProgressReporter::finish() {
+  if (interactive_ && drawn_) out_ << '\n' << std::flush;
+  drawn_ = false;
+}
+
+}  // namespace pelab

@@ -1,0 +1,147 @@
+#include "core/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/train/metrics.h"
+#include "core/train/progress.h"
+#include "core/train/schedule.h"
+
+namespace pelab {
+
+uint64_t training_data_seed(int64_t run_seed) { return 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(run_seed); }
+
+uint64_t evaluation_data_seed(int64_t run_seed, int64_t length) {
+  return (static_cast<uint64_t>(run_seed) * 0x100000001B3ull) ^ (0xE7A1ull << 40) ^ static_cast<uint64_t>(length);
+}
+
+namespace {
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
+                                                        std::vector<torch::Tensor> parameters) {
+  if (t.optimizer == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(
+        parameters, torch::optim::AdamWOptions(t.learning_rate)
+                        .betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(t.weight_decay));
+  }
+  return std::make_unique<torch::optim::Adam>(
+      parameters, torch::optim::AdamOptions(t.learning_rate)
+                      .betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(t.weight_decay));
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+}  // namespace
+
+Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch::Device device)
+    : config_(config), model_(std::move(model)), task_(task), device_(device) {
+  optimizer_ = make_optimizer(config_.train, model_->parameters());
+}
+
+void Trainer::check_every_parameter_has_gradient() const {
+  std::vector<std::string> missing;
+  for (const auto& p : model_->named_parameters())
+    if (!p.value().grad().defined()) missing.push_back(p.key());
+  if (!missing.empty())
+    throw std::runtime_error("parameter(s) received no gradient after the first backward pass: " +
+                             join(missing) +
+                             ". Every parameter a scheme or the model owns must be used by the forward pass.");
+}
+
+TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
+  const TrainConfig& t = config_.train;
+  Rng rng(training_data_seed(config_.seed));
+  std::uniform_int_distribution<int64_t> length_of_batch(t.min_length, t.max_length);
+  model_->train();
+
+  TrainingCurve curve;
+  ProgressReporter progress(log, t.steps, t.log_every, interactive);
+  double window_loss = 0, window_accuracy = 0, window_tokens = 0, window_seconds = 0;
+  int64_t window_steps = 0;
+  const auto start = std::chrono::steady_clock::now();
+
+  for (int64_t step = 0; step < t.steps; ++step) {
+    const auto step_start = std::chrono::steady_clock::now();
+    const int64_t length = length_of_batch(rng);
+    Batch batch = task_.sample(t.batch_size, length, rng).to(device_);
+    const double lr = learning_rate_at(t, step);
+    set_learning_rate(*optimizer_, lr);
+
+    optimizer_->zero_grad();
+    auto positions = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1), device_);
+    auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments);
+    BatchScore score = score_batch(output.logits, batch);
+    const double loss = score.loss.item<double>();
+    if (!std::isfinite(loss))
+      throw std::runtime_error("training loss is " + std::to_string(loss) + " at step " +
+                               std::to_string(step + 1) + " (length " + std::to_string(length) +
+                               "); lower train.learning_rate or enable train.grad_clip");
+    score.loss.backward();
+    if (step == 0) check_every_parameter_has_gradient();
+    if (t.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), t.grad_clip);
+    optimizer_->step();
+
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    window_loss += loss;
+    window_accuracy += static_cast<double>(score.correct_tokens) / std::max<int64_t>(1, score.scored_tokens);
+    window_tokens += static_cast<double>(batch.tokens.numel());
+    total_tokens_ += static_cast<double>(batch.tokens.numel());
+    window_seconds += seconds;
+    ++window_steps;
+    ProgressStats stats{step + 1, window_loss / window_steps, window_accuracy / window_steps,
+                        window_tokens / std::max(1e-9, window_seconds), lr};
+    progress.update(stats);
+    if ((step + 1) % t.log_every == 0 || step + 1 == t.steps) {
+      curve.step.push_back(stats.step);
+      curve.loss.push_back(stats.loss);
+      curve.accuracy.push_back(stats.accuracy);
+      curve.learning_rate.push_back(lr);
+      curve.tokens_per_second.push_back(stats.tokens_per_second);
+      window_loss = window_accuracy = window_tokens = window_seconds = 0;
+      window_steps = 0;
+    }
+  }
+  progress.finish();
+  training_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return curve;
+}
+
+EvalResult Trainer::evaluate_length(int64_t length, int64_t samples) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  Rng rng(evaluation_data_seed(config_.seed, length));
+  EvalResult r;
+  r.length = length;
+  r.sequence_length = task_.sequence_length(length);
+  double loss_sum = 0;
+  int64_t correct = 0, scored = 0, correct_sequences = 0;
+  for (int64_t done = 0; done < samples;) {
+    const int64_t n = std::min(config_.eval.batch_size, samples - done);
+    Batch batch = task_.sample(n, length, rng).to(device_);
+    auto positions = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1), device_);
+    auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments);
+    BatchScore s = score_batch(output.logits, batch);
+    loss_sum += s.loss.item<double>() * s.scored_tokens;
+    correct += s.correct_tokens;
+    scored += s.scored_tokens;
+    correct_sequences += s.correct_sequences;
+    done += n;
+  }
+  model_->train();
+  r.samples = samples;
+  r.loss = loss_sum / std::max<int64_t>(1, scored);
+  r.per_token_accuracy = static_cast<double>(correct) / std::max<int64_t>(1, scored);
+  r.per_sequence_accuracy = static_cast<double>(correct_sequences) / std::max<int64_t>(1, samples);
+  return r;
+}
+
+std::vector<EvalResult> Trainer::evaluate() {
+  std::vector<EvalResult> results;
+  for (int64_t length : config_.eval.lengths) results.push_back(evaluate_length(length, config_.eval.samples));
+  return results;
+}
+
+}  // namespace pelab

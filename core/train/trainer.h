@@ -1,0 +1,64 @@
+// The trainer: optimizer and schedule, length curriculum, gradient clipping, progress,
+// and evaluation at test lengths. Reproducible on the CPU: the same config and seed give
+// the same loss curve.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <vector>
+
+#include "core/io/config.h"
+#include "core/model/encoder.h"
+#include "data/task.h"
+
+namespace pelab {
+
+struct TrainingCurve {  // one row every train.log_every steps, averaged over those steps
+  std::vector<int64_t> step;
+  std::vector<double> loss, accuracy, learning_rate, tokens_per_second;
+};
+
+struct EvalResult {
+  int64_t length = 0;          // task input length
+  int64_t sequence_length = 0; // tokens per example (input + placeholders)
+  int64_t samples = 0;
+  double loss = 0;
+  double per_token_accuracy = 0;
+  double per_sequence_accuracy = 0;
+};
+
+// Seeds of the data streams: training batches, and one evaluation set per test length
+// (the same for every scheme and run with the same seed).
+uint64_t training_data_seed(int64_t run_seed);
+uint64_t evaluation_data_seed(int64_t run_seed, int64_t length);
+
+class Trainer {
+ public:
+  Trainer(const RunConfig& config, Encoder model, const Task& task, torch::Device device);
+
+  // Runs train.steps optimizer steps. Throws on a NaN/inf loss, and after the first
+  // backward pass if any parameter received no gradient (naming it).
+  TrainingCurve train(std::ostream& log, bool interactive);
+  // Evaluates every eval.lengths entry on eval.samples fresh examples.
+  std::vector<EvalResult> evaluate();
+  EvalResult evaluate_length(int64_t length, int64_t samples);
+
+  double training_seconds() const { return training_seconds_; }
+  // Tokens (input + placeholders) per second over the whole training.
+  double tokens_per_second() const { return total_tokens_ / std::max(1e-9, training_seconds_); }
+
+ private:
+  void check_every_parameter_has_gradient() const;
+
+  RunConfig config_;
+  Encoder model_;
+  const Task& task_;
+  torch::Device device_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  double training_seconds_ = 0, total_tokens_ = 0;
+};
+
+}  // namespace pelab

@@ -1,0 +1,50 @@
+#include "experiments/commands.h"
+
+#include <fmt/format.h>
+
+#include "core/encodings/registry.h"
+#include "core/io/yaml_reader.h"
+#include "core/run.h"
+#include "core/train/progress.h"
+#include "data/task_registry.h"
+
+namespace pelab {
+
+int command_train(const TrainArguments& arguments, std::ostream& out, std::ostream& err) {
+  RunConfig config;
+  try {
+    std::vector<std::string> overrides = arguments.overrides;
+    if (!arguments.out_dir.empty()) overrides.push_back("output.dir=" + arguments.out_dir);
+    config = load_run_config(arguments.config_path, overrides, scheme_catalog(), task_catalog());
+  } catch (const ConfigError& e) {
+    err << "error: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    execute_run(config, out, ProgressReporter::stdout_is_terminal());
+  } catch (const std::exception& e) {
+    err << "error: run '" << config.name << "' failed: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+std::string format_catalog(const std::string& title, const Catalog& catalog) {
+  std::string text = title + ":\n";
+  for (const auto& entry : catalog) {
+    text += fmt::format("  {:<18} {}\n", entry.name, entry.description);
+    for (const auto& o : entry.options) {
+      std::string range = o.describe_range();
+      text += fmt::format("      {:<16} {} = {}{}  {}\n", o.name, o.kind_name(), format_option_value(o.default_value),
+                          range.empty() ? "" : ", " + range, o.help);
+    }
+  }
+  return text;
+}
+
+void command_list(std::ostream& out) {
+  out << format_catalog("position encodings (encoding.name, options beside it)", scheme_catalog()) << "\n"
+      << format_catalog("tasks (task.name, options beside it)", task_catalog());
+}
+
+}  // namespace pelab

@@ -1,0 +1,77 @@
+#include "tests/support.h"
+
+#include <filesystem>
+#include <random>
+
+namespace pelab::test {
+
+namespace {
+const char* kTinyYaml = R"(
+name: tiny
+seed: 1
+threads: 1
+task: {name: reverse_string}
+model: {d_model: 32, num_layers: 2, num_heads: 4, d_ff: 64}
+encoding: {name: none}
+train: {steps: 20, batch_size: 8, min_length: 2, max_length: 6, learning_rate: 0.001, log_every: 10}
+eval: {lengths: [3, 8], samples: 16, batch_size: 16}
+)";
+}  // namespace
+
+std::unique_ptr<Task> default_task(const std::string& name) {
+  for (const auto& entry : task_registry())
+    if (entry.info.name == name) return entry.factory(OptionValues::defaults(entry.info.options));
+  throw std::invalid_argument("no task " + name);
+}
+
+RunConfig tiny_config(const std::vector<std::string>& overrides) {
+  return parse_run_config(kTinyYaml, "tiny.yaml", overrides, scheme_catalog(), task_catalog());
+}
+
+std::vector<SchemeVariant> all_scheme_variants() {
+  std::vector<SchemeVariant> variants;
+  for (const auto& entry : scheme_registry()) {
+    const auto defaults = OptionValues::defaults(entry.info.options);
+    variants.push_back({entry.info.name, defaults, entry.info.name + " (defaults)"});
+    for (const auto& spec : entry.info.options) {
+      if (spec.kind != OptionKind::Choice) continue;
+      for (const auto& choice : spec.choices) {
+        if (choice == std::get<std::string>(spec.default_value)) continue;
+        OptionValues options = defaults;
+        options.set(spec.name, choice);
+        variants.push_back({entry.info.name, options, entry.info.name + " " + spec.name + "=" + choice});
+      }
+    }
+  }
+  return variants;
+}
+
+Encoder model_for(RunConfig config, const SchemeVariant& variant, const Task& task) {
+  config.encoding.name = variant.scheme;
+  config.encoding.options = variant.options;
+  torch::manual_seed(config.seed);
+  Encoder model(config.model, config.encoding, task.vocab_size(), task.num_classes());
+  model->eval();
+  return model;
+}
+
+TemporaryDirectory::TemporaryDirectory() {
+  std::random_device device;
+  auto base = std::filesystem::temp_directory_path();
+  for (;;) {
+    auto candidate = base / ("pelab-test-" + std::to_string(device()));
+    if (std::filesystem::create_directory(candidate)) {
+      path = candidate.string();
+      return;
+    }
+  }
+}
+
+TemporaryDirectory::~TemporaryDirectory() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
+}
+
+std::string source_path(const std::string& relative) { return std::string(PELAB_SOURCE_DIR) + "/" + relative; }
+
+}  // namespace pelab::test

@@ -1,0 +1,45 @@
+// Shared helpers of the test suite. Catch2 is used with CATCH_CONFIG_PREFIX_ALL only:
+// LibTorch defines its own CHECK macro (see DESIGN.md).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "core/encodings/registry.h"
+#include "core/io/config.h"
+#include "core/model/encoder.h"
+#include "data/task.h"
+#include "data/task_registry.h"
+
+namespace pelab::test {
+
+// A registered task with its default options.
+std::unique_ptr<Task> default_task(const std::string& name);
+
+// A small run config (2 layers, d_model 32, 4 heads, reverse_string), with `key.path=value` overrides.
+RunConfig tiny_config(const std::vector<std::string>& overrides = {});
+
+// One configuration of a scheme: its defaults, or one choice option set to a non-default value.
+struct SchemeVariant {
+  std::string scheme;
+  OptionValues options;
+  std::string label;  // "learned inject=every_layer"
+};
+// Defaults of every registered scheme plus every non-default choice of each choice option.
+std::vector<SchemeVariant> all_scheme_variants();
+
+// The model of `config` with its encoding replaced by `variant`, in eval mode.
+Encoder model_for(RunConfig config, const SchemeVariant& variant, const Task& task);
+
+// A fresh temporary directory, removed by the destructor.
+struct TemporaryDirectory {
+  TemporaryDirectory();
+  ~TemporaryDirectory();
+  std::string path;
+};
+
+std::string source_path(const std::string& relative);  // path inside the source tree
+
+}  // namespace pelab::test

@@ -1,0 +1,118 @@
+// Config validation: every error names file:line:col (1-based) and the allowed values.
+#define CATCH_CONFIG_PREFIX_ALL
+#include <catch2/catch.hpp>
+
+#include "core/io/yaml_reader.h"
+#include "tests/support.h"
+
+using namespace pelab;
+
+namespace {
+
+RunConfig load_fixture(const std::string& name, const std::vector<std::string>& overrides = {}) {
+  return load_run_config(test::source_path("tests/fixtures/" + name), overrides, scheme_catalog(), task_catalog());
+}
+
+std::string error_of(const std::string& fixture, const std::vector<std::string>& overrides = {}) {
+  try {
+    load_fixture(fixture, overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string prefix(const std::string& fixture) { return test::source_path("tests/fixtures/" + fixture); }
+
+}  // namespace
+
+CATCH_TEST_CASE("a valid config loads with defaults filled in", "[config]") {
+  RunConfig c = load_fixture("valid.yaml");
+  CATCH_CHECK(c.name == "valid");
+  CATCH_CHECK(c.encoding.name == "learned");
+  CATCH_CHECK(c.encoding.options.get_int("max_positions") == 64);
+  CATCH_CHECK(c.encoding.options.get_string("inject") == "input");  // default
+  CATCH_CHECK(c.model.d_model == 32);
+  CATCH_CHECK(c.model.norm == "pre");
+  CATCH_CHECK(c.train.max_length == 8);
+  CATCH_CHECK(c.eval.lengths == std::vector<int64_t>{4, 8, 16});
+  CATCH_CHECK(c.output.dir == "runs/valid");
+}
+
+CATCH_TEST_CASE("the quickstart config is valid", "[config]") {
+  RunConfig c = load_run_config(test::source_path("configs/quickstart.yaml"), {}, scheme_catalog(), task_catalog());
+  CATCH_CHECK(c.task.name == "reverse_string");
+  CATCH_CHECK(c.train.min_length == 1);
+  CATCH_CHECK(c.train.max_length == 20);
+  CATCH_CHECK(c.eval.lengths.back() > c.train.max_length);
+}
+
+CATCH_TEST_CASE("config errors point at file:line:col", "[config]") {
+  CATCH_CHECK(error_of("unknown_scheme.yaml") ==
+              prefix("unknown_scheme.yaml") + ":5:9: encoding.name: unknown encoding 'rotary'; known encodings: "
+                                              "learned, none, sinusoidal");
+  CATCH_CHECK(error_of("unknown_key.yaml") ==
+              prefix("unknown_key.yaml") + ":4:3: unknown key 'model.d_modle' in model; allowed keys: activation, "
+                                           "attention_dropout, causal, d_ff, d_model, dropout, embedding_layer_norm, "
+                                           "layer_norm_eps, norm, num_heads, num_layers, segment_embeddings");
+  CATCH_CHECK(error_of("wrong_type.yaml") ==
+              prefix("wrong_type.yaml") + ":6:15: train.batch_size: expected an integer, got 'many'");
+  CATCH_CHECK(error_of("out_of_range.yaml") ==
+              prefix("out_of_range.yaml") + ":4:12: model.dropout: 1.5 is out of range: must be in [0, 0.99]");
+  CATCH_CHECK(error_of("bad_choice.yaml") ==
+              prefix("bad_choice.yaml") + ":5:11: encoding.layout: 'zigzag' is not allowed; expected one of: "
+                                          "interleaved, concatenated, concatenated_t2t");
+  CATCH_CHECK(error_of("unknown_option.yaml") ==
+              prefix("unknown_option.yaml") + ":4:3: unknown key 'encoding.max_position' in encoding 'learned'; "
+                                              "allowed keys: init_std, inject, max_positions, name");
+  CATCH_CHECK(error_of("heads_not_dividing.yaml") ==
+              prefix("heads_not_dividing.yaml") + ":4:14: model.num_heads: 3 heads do not divide d_model = 32");
+  CATCH_CHECK(error_of("bad_list.yaml") ==
+              prefix("bad_list.yaml") + ":3:21: eval.lengths[2]: expected an integer, got 'long'");
+  CATCH_CHECK(error_of("unknown_task.yaml") ==
+              prefix("unknown_task.yaml") + ":2:9: task.name: unknown task 'reverse'; known tasks: "
+                                            "duplicate_string, reverse_string");
+  CATCH_CHECK(error_of("not_a_mapping.yaml") ==
+              prefix("not_a_mapping.yaml") + ":2:8: model: must be a mapping of key: value, got 'big'");
+}
+
+CATCH_TEST_CASE("invalid YAML syntax is reported with its position", "[config]") {
+  CATCH_CHECK_THAT(error_of("bad_syntax.yaml"), Catch::Matchers::StartsWith(prefix("bad_syntax.yaml") + ":3:") &&
+                                                    Catch::Matchers::Contains("invalid YAML"));
+}
+
+CATCH_TEST_CASE("a missing file is a clear error", "[config]") {
+  CATCH_CHECK_THAT(error_of("does_not_exist.yaml"), Catch::Matchers::EndsWith("cannot open config file"));
+}
+
+CATCH_TEST_CASE("--set overrides values, and errors name the override", "[config]") {
+  RunConfig c = load_fixture("valid.yaml", {"model.d_model=64", "encoding.inject=every_layer", "eval.lengths=[2, 3]"});
+  CATCH_CHECK(c.model.d_model == 64);
+  CATCH_CHECK(c.encoding.options.get_string("inject") == "every_layer");
+  CATCH_CHECK(c.eval.lengths == std::vector<int64_t>{2, 3});
+  // an override can add a key that the file does not have
+  CATCH_CHECK(load_fixture("valid.yaml", {"train.warmup_steps=7"}).train.warmup_steps == 7);
+
+  CATCH_CHECK(error_of("valid.yaml", {"model.num_layers=two"}) ==
+              "--set model.num_layers=two: model.num_layers: expected an integer, got 'two'");
+  CATCH_CHECK(error_of("valid.yaml", {"encoding.name=alibi_typo"}) ==
+              "--set encoding.name=alibi_typo: encoding.name: unknown encoding 'alibi_typo'; known encodings: "
+              "learned, none, sinusoidal");
+  CATCH_CHECK(error_of("valid.yaml", {"model.widht=3"}) ==
+              "--set model.widht=3: unknown key 'model.widht' in model; allowed keys: activation, attention_dropout, "
+              "causal, d_ff, d_model, dropout, embedding_layer_norm, layer_norm_eps, norm, num_heads, num_layers, "
+              "segment_embeddings");
+  CATCH_CHECK(error_of("valid.yaml", {"noequals"}) ==
+              "--set noequals: expected key.path=value, e.g. --set model.d_model=128");
+  CATCH_CHECK(error_of("valid.yaml", {"seed.x=1"}) == "--set seed.x=1: 'seed' is not a mapping, cannot set 'seed.x'");
+}
+
+CATCH_TEST_CASE("the resolved config round-trips through YAML", "[config]") {
+  RunConfig c = load_fixture("valid.yaml", {"train.learning_rate=0.000123", "model.causal=true"});
+  const std::string yaml = to_yaml(c);
+  RunConfig again = parse_run_config(yaml, "resolved.yaml", {}, scheme_catalog(), task_catalog());
+  CATCH_CHECK(to_yaml(again) == yaml);
+  CATCH_CHECK(again.train.learning_rate == c.train.learning_rate);
+  CATCH_CHECK(again.model.causal);
+  CATCH_CHECK(again.encoding.options.get_float("init_std") == c.encoding.options.get_float("init_std"));
+}

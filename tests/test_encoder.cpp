@@ -1,0 +1,73 @@
+#define CATCH_CONFIG_PREFIX_ALL
+#include <catch2/catch.hpp>
+
+#include "tests/support.h"
+
+using namespace pelab;
+
+namespace {
+EncoderOutput forward(const RunConfig& config, const Batch& b, ForwardRequest request = {true, true}) {
+  auto task = test::default_task("reverse_string");
+  torch::manual_seed(0);
+  Encoder model(config.model, config.encoding, task->vocab_size(), task->num_classes());
+  model->eval();
+  return model->forward(b.tokens, b.padding, contiguous_positions(b.tokens.size(0), b.tokens.size(1)), b.segments,
+                        request);
+}
+Batch batch() {
+  auto task = test::default_task("reverse_string");
+  Rng rng(4);
+  return task->sample(2, 5, rng);
+}
+}  // namespace
+
+CATCH_TEST_CASE("pre-LN, post-LN, GELU and ReLU all build and differ", "[encoder]") {
+  Batch b = batch();
+  auto pre = forward(test::tiny_config({"model.norm=pre"}), b).logits;
+  auto post = forward(test::tiny_config({"model.norm=post"}), b).logits;
+  auto relu = forward(test::tiny_config({"model.activation=relu"}), b).logits;
+  CATCH_CHECK_FALSE(torch::allclose(pre, post));
+  CATCH_CHECK_FALSE(torch::allclose(pre, relu));
+  // post-LN: every layer output is normalised (zero mean, unit variance per token)
+  auto hidden = forward(test::tiny_config({"model.norm=post"}), b).hidden_states.back();
+  CATCH_CHECK(hidden.mean(-1).abs().max().item<float>() < 1e-4);
+}
+
+CATCH_TEST_CASE("segment embeddings are optional and used when present", "[encoder]") {
+  Batch b = batch();
+  auto config = test::tiny_config({"model.segment_embeddings=true"});
+  auto task = test::default_task("reverse_string");
+  torch::manual_seed(0);
+  Encoder model(config.model, config.encoding, task->vocab_size(), task->num_classes());
+  CATCH_CHECK(model->named_parameters().contains("segment_embedding.weight"));
+  auto plain = test::tiny_config();
+  Encoder without(plain.model, plain.encoding, task->vocab_size(), task->num_classes());
+  CATCH_CHECK_FALSE(without->named_parameters().contains("segment_embedding.weight"));
+  auto positions = contiguous_positions(2, 10);
+  model->eval();
+  auto with_segments = model->forward(b.tokens, b.padding, positions, b.segments).logits;
+  auto all_zero = model->forward(b.tokens, b.padding, positions, torch::zeros_like(b.segments)).logits;
+  CATCH_CHECK_FALSE(torch::allclose(with_segments, all_zero));
+}
+
+CATCH_TEST_CASE("attention mask: padding keys and, if causal, future keys are -inf", "[encoder]") {
+  auto padding = torch::tensor({0, 0, 1}, torch::kBool).unsqueeze(0);
+  auto bidirectional = attention_mask(padding, false);
+  CATCH_CHECK(bidirectional.sizes() == torch::IntArrayRef({1, 1, 1, 3}));
+  CATCH_CHECK(std::isinf(bidirectional[0][0][0][2].item<float>()));
+  CATCH_CHECK(bidirectional[0][0][0][1].item<float>() == 0.0f);
+  auto causal = attention_mask(padding, true);
+  CATCH_CHECK(causal.sizes() == torch::IntArrayRef({1, 1, 3, 3}));
+  CATCH_CHECK(std::isinf(causal[0][0][0][1].item<float>()));   // query 0 cannot see key 1
+  CATCH_CHECK(causal[0][0][1][0].item<float>() == 0.0f);       // query 1 sees key 0
+  CATCH_CHECK(std::isinf(causal[0][0][2][2].item<float>()));   // padding key
+}
+
+CATCH_TEST_CASE("the encoder checks its input shapes", "[encoder]") {
+  auto config = test::tiny_config();
+  auto task = test::default_task("reverse_string");
+  Encoder model(config.model, config.encoding, task->vocab_size(), task->num_classes());
+  auto tokens = torch::ones({2, 4}, torch::kInt64);
+  CATCH_CHECK_THROWS_WITH(model->forward(tokens, torch::zeros({2, 5}, torch::kBool), contiguous_positions(2, 4)),
+                          Catch::Matchers::Contains("padding [2, 5] must match tokens [2, 4]"));
+}

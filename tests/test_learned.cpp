@@ -1,0 +1,54 @@
+#define CATCH_CONFIG_PREFIX_ALL
+#include <catch2/catch.hpp>
+
+#include "core/encodings/learned.h"
+#include "tests/support.h"
+
+using namespace pelab;
+
+namespace {
+LearnedPositionEncodingImpl make_learned(int64_t max_positions) {
+  auto options = OptionValues::defaults(LearnedPositionEncodingImpl::options());
+  options.set("max_positions", max_positions);
+  return LearnedPositionEncodingImpl(EncodingContext{16, 2, 2, false}, options);
+}
+}  // namespace
+
+CATCH_TEST_CASE("learned owns exactly one (max_positions, d_model) table", "[learned]") {
+  auto pe = make_learned(10);
+  auto params = pe.named_parameters();
+  CATCH_REQUIRE(params.size() == 1u);
+  CATCH_CHECK(params.begin()->key() == "table");
+  CATCH_CHECK(params.begin()->value().sizes() == torch::IntArrayRef({10, 16}));
+  // BERT initialisation: N(0, 0.02^2)
+  auto big = make_learned(4096);
+  CATCH_CHECK(big.named_parameters()[0].value().std().item<double>() == Approx(0.02).epsilon(0.05));
+}
+
+CATCH_TEST_CASE("learned returns the table rows of the positions", "[learned]") {
+  auto pe = make_learned(10);
+  auto table = pe.named_parameters()[0].value();
+  auto positions = torch::tensor({3, 0, 9}, torch::kInt64).unsqueeze(0);
+  auto v = pe.position_vectors(positions);
+  CATCH_CHECK(torch::equal(v[0][0], table[3]));
+  CATCH_CHECK(torch::equal(v[0][2], table[9]));
+}
+
+CATCH_TEST_CASE("learned: a sequence longer than the table is a clear error", "[learned]") {
+  auto pe = make_learned(8);
+  CATCH_CHECK_NOTHROW(pe.check_positions(contiguous_positions(2, 8)));
+  CATCH_CHECK_THROWS_WITH(
+      pe.check_positions(contiguous_positions(2, 9)),
+      Catch::Matchers::Contains("learned: position 8 does not fit the table of max_positions = 8 rows") &&
+          Catch::Matchers::Contains("raise encoding.max_positions to at least 9"));
+
+  // through the whole model too, not an index crash
+  auto config = test::tiny_config({"encoding.name=learned", "encoding.max_positions=10"});
+  auto task = test::default_task("reverse_string");
+  torch::manual_seed(0);
+  Encoder model(config.model, config.encoding, task->vocab_size(), task->num_classes());
+  Rng rng(1);
+  Batch b = task->sample(2, 6, rng);  // 12 tokens
+  CATCH_CHECK_THROWS_WITH(model->forward(b.tokens, b.padding, contiguous_positions(2, 12)),
+                          Catch::Matchers::Contains("position 11 does not fit"));
+}

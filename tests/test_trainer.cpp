@@ -1,0 +1,109 @@
+#define CATCH_CONFIG_PREFIX_ALL
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "core/run.h"
+#include "core/train/progress.h"
+#include "core/train/schedule.h"
+#include "core/train/trainer.h"
+#include "tests/support.h"
+
+using namespace pelab;
+
+CATCH_TEST_CASE("learning-rate schedule: linear warm-up, then constant or cosine", "[trainer]") {
+  TrainConfig t;
+  t.steps = 110;
+  t.learning_rate = 1.0;
+  t.warmup_steps = 10;
+  t.schedule = "constant";
+  CATCH_CHECK(learning_rate_at(t, 0) == Approx(0.1));
+  CATCH_CHECK(learning_rate_at(t, 4) == Approx(0.5));
+  CATCH_CHECK(learning_rate_at(t, 9) == Approx(1.0));
+  CATCH_CHECK(learning_rate_at(t, 50) == Approx(1.0));
+  t.schedule = "cosine";
+  t.min_learning_rate = 0.1;
+  CATCH_CHECK(learning_rate_at(t, 10) == Approx(1.0));
+  CATCH_CHECK(learning_rate_at(t, 60) == Approx(0.55));  // halfway: min + (max - min) / 2
+  CATCH_CHECK(learning_rate_at(t, 110) == Approx(0.1));
+  CATCH_CHECK(learning_rate_at(t, 35) > learning_rate_at(t, 36));
+}
+
+namespace {
+TrainingCurve train_curve(const RunConfig& config) {
+  auto task = test::default_task(config.task.name);
+  Encoder model = build_model(config, *task);
+  Trainer trainer(config, model, *task, torch::kCPU);
+  std::ostringstream log;
+  return trainer.train(log, false);
+}
+}  // namespace
+
+CATCH_TEST_CASE("the same config and seed give the same loss curve", "[trainer]") {
+  set_threads(1);
+  for (const char* optimizer : {"adam", "adamw"}) {
+    CATCH_INFO(optimizer);
+    auto config = test::tiny_config({std::string("train.optimizer=") + optimizer, "encoding.name=sinusoidal",
+                                     "train.schedule=cosine", "train.warmup_steps=5", "model.dropout=0.1"});
+    auto a = train_curve(config), b = train_curve(config);
+    CATCH_REQUIRE(a.loss.size() == 2u);
+    CATCH_CHECK(a.loss == b.loss);
+    CATCH_CHECK(a.learning_rate == b.learning_rate);
+    config.seed = 2;
+    CATCH_CHECK(train_curve(config).loss != a.loss);
+  }
+}
+
+CATCH_TEST_CASE("a parameter that gets no gradient fails the run, named", "[trainer]") {
+  auto config = test::tiny_config();
+  auto task = test::default_task("reverse_string");
+  Encoder model = build_model(config, *task);
+  model->register_parameter("forgotten_table", torch::zeros({3, 3}));
+  Trainer trainer(config, model, *task, torch::kCPU);
+  std::ostringstream log;
+  CATCH_CHECK_THROWS_WITH(trainer.train(log, false),
+                          Catch::Matchers::Contains("received no gradient after the first backward pass: forgotten_table"));
+}
+
+CATCH_TEST_CASE("the padding row of the token embedding is zero and stays zero", "[trainer][encoder]") {
+  auto config = test::tiny_config({"train.optimizer=adamw", "train.weight_decay=0.1", "train.steps=10"});
+  auto task = test::default_task("reverse_string");
+  Encoder model = build_model(config, *task);
+  auto table = model->named_parameters()["token_embedding.weight"];
+  CATCH_CHECK(table[kPadToken].abs().sum().item<float>() == 0.0f);
+  Trainer trainer(config, model, *task, torch::kCPU);
+  std::ostringstream log;
+  trainer.train(log, false);
+  CATCH_CHECK(table[kPadToken].abs().sum().item<float>() == 0.0f);
+  CATCH_CHECK(table[2].abs().sum().item<float>() > 0.0f);
+}
+
+CATCH_TEST_CASE("evaluation reports per-token and per-sequence accuracy per length", "[trainer]") {
+  auto config = test::tiny_config({"eval.lengths=[2, 9]", "eval.samples=40", "eval.batch_size=16"});
+  auto task = test::default_task("reverse_string");
+  Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
+  auto results = trainer.evaluate();
+  CATCH_REQUIRE(results.size() == 2u);
+  CATCH_CHECK(results[0].length == 2);
+  CATCH_CHECK(results[1].sequence_length == 18);
+  CATCH_CHECK(results[1].samples == 40);
+  for (const auto& r : results) {
+    CATCH_CHECK((r.per_token_accuracy >= 0.0 && r.per_token_accuracy <= 1.0));
+    CATCH_CHECK(r.per_sequence_accuracy <= r.per_token_accuracy);
+  }
+  // the evaluation set is fixed by the seed: evaluating twice gives the same numbers
+  auto again = trainer.evaluate();
+  CATCH_CHECK(again[1].per_token_accuracy == results[1].per_token_accuracy);
+}
+
+CATCH_TEST_CASE("progress prints plain lines when not on a terminal", "[trainer]") {
+  std::ostringstream out;
+  ProgressReporter progress(out, 10, 5, false);
+  for (int64_t step = 1; step <= 10; ++step) progress.update({step, 0.5, 0.75, 1234, 1e-3});
+  progress.finish();
+  const std::string text = out.str();
+  CATCH_CHECK(text.find('\r') == std::string::npos);
+  CATCH_CHECK(std::count(text.begin(), text.end(), '\n') == 3);  // steps 1, 5, 10
+  CATCH_CHECK_THAT(text, Catch::Matchers::Contains("step 10/10 | loss 0.5000 | acc  75.00%") &&
+                             Catch::Matchers::Contains("1234 tok/s"));
+}
