@@ -85,7 +85,7 @@ CATCH_TEST_CASE("a missing file is a clear error", "[config]") {
   CATCH_CHECK_THAT(error_of("does_not_exist.yaml"), Catch::Matchers::EndsWith("cannot open config file"));
 }
 
-CATCH_TEST_CASE("--set overrides values, and errors name the override", "[config]") {
+CATCH_TEST_CASE("command-line overrides (--set) change values, and errors name the override", "[config]") {
   RunConfig c = load_fixture("valid.yaml", {"model.d_model=64", "encoding.inject=every_layer", "eval.lengths=[2, 3]"});
   CATCH_CHECK(c.model.d_model == 64);
   CATCH_CHECK(c.encoding.options.get_string("inject") == "every_layer");
@@ -104,7 +104,9 @@ CATCH_TEST_CASE("--set overrides values, and errors name the override", "[config
               "segment_embeddings");
   CATCH_CHECK(error_of("valid.yaml", {"noequals"}) ==
               "--set noequals: expected key.path=value, e.g. --set model.d_model=128");
-  CATCH_CHECK(error_of("valid.yaml", {"seed.x=1"}) == "--set seed.x=1: 'seed' is not a mapping, cannot set 'seed.x'");
+  CATCH_CHECK(error_of("valid.yaml", {"model.d_model.x=1"}) ==
+              "--set model.d_model.x=1: 'model.d_model' is not a mapping, cannot set 'model.d_model.x'");
+  CATCH_CHECK(error_of("valid.yaml", {"seed.x=1"}) == "--set seed.x=1: seed: expected an integer, got a mapping");
 }
 
 CATCH_TEST_CASE("the resolved config round-trips through YAML", "[config]") {

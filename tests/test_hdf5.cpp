@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"

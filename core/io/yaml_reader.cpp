@@ -42,8 +42,10 @@ std::string YamlReader::key_path(const std::string& key) const {
 }
 
 std::string YamlReader::location(const std::string& key, bool at_key) const {
-  auto ov = source_->overrides.find(key_path(key));
-  if (ov != source_->overrides.end()) return ov->second;
+  // A value set (or created) by --set: name the override, at this path or below it.
+  const std::string path = key_path(key);
+  for (const auto& [overridden, origin] : source_->overrides)
+    if (overridden == path || overridden.rfind(path + ".", 0) == 0) return origin;
   if (node_ && node_.IsMap()) {
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       if (it->first.Scalar() == key) {
