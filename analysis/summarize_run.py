@@ -1,0 +1,50 @@
+#!/usr/bin/python3
+"""Prints a pelab run file's evaluation table, and optionally writes it as CSV.
+
+  python3 analysis/summarize_run.py runs/quickstart/run.h5 [--csv table.csv] [--check]
+
+--check only validates the file against the documented schema (exit 1 with the reason).
+"""
+import argparse
+import csv
+import sys
+
+from runfile import SchemaError, load
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_file", help="a run.h5 written by `pelab train`")
+    parser.add_argument("--csv", help="also write the evaluation table to this CSV file")
+    parser.add_argument("--check", action="store_true", help="validate the schema and print a one-line summary")
+    args = parser.parse_args()
+    try:
+        run = load(args.run_file)
+    except (SchemaError, OSError, KeyError) as error:
+        print(f"{args.run_file}: not a valid pelab run file: {error}", file=sys.stderr)
+        return 1
+    ev = run["evaluation"]
+    if args.check:
+        print(f"{args.run_file}: ok (run '{run['run_name']}', {len(ev['length'])} test lengths, "
+              f"{run['parameter_counts']['total']} parameters, {len(run['training']['step'])} curve points)")
+        return 0
+    env = run["environment"]
+    print(f"run '{run['run_name']}': pelab {env['pelab_version']} ({env['git_commit']}), torch "
+          f"{env['torch_version']}, {env['device']}, {env['threads']} threads, "
+          f"trained {env['training_seconds']:.1f}s")
+    print(f"{'length':>8} {'token acc':>10} {'seq acc':>10}")
+    rows = []
+    for i, length in enumerate(ev["length"]):
+        beyond = "  (beyond training)" if length > run["train_max_length"] else ""
+        print(f"{length:>8} {100 * ev['per_token_accuracy'][i]:>9.2f}% {100 * ev['per_sequence_accuracy'][i]:>9.2f}%{beyond}")
+        rows.append([int(length), float(ev["per_token_accuracy"][i]), float(ev["per_sequence_accuracy"][i])])
+    if args.csv:
+        with open(args.csv, "w", newline="") as out:
+            writer = csv.writer(out)
+            writer.writerow(["length", "per_token_accuracy", "per_sequence_accuracy"])
+            writer.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
