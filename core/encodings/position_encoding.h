@@ -35,6 +35,14 @@ struct EncodingContext {
 // `layer` value of the embed hook at the token embeddings (before the embedding LayerNorm).
 constexpr int64_t kInputLayer = -1;
 
+// What one attention layer hands to the attention hooks besides q and k.
+struct AttentionContext {
+  const Positions& positions;
+  int64_t layer;                    // 0-based block index
+  const torch::Tensor& qkv_weight;  // (3D, D): the layer's fused projection, rows [W_q; W_k; W_v]
+  const torch::Tensor& qkv_bias;    // (3D)
+};
+
 class PositionEncodingImpl : public torch::nn::Module {
  public:
   explicit PositionEncodingImpl(const EncodingContext& context) : context_(context) {}
@@ -49,19 +57,19 @@ class PositionEncodingImpl : public torch::nn::Module {
 
   // Rotary encodings. q, k: (B, H, T, Dh) -> same shapes.
   virtual std::pair<torch::Tensor, torch::Tensor> rotate(torch::Tensor q, torch::Tensor k,
-                                                         const Positions& positions, int64_t layer) {
+                                                         const AttentionContext& attention) {
     return {std::move(q), std::move(k)};
   }
 
-  // Relative and bias encodings: added to the scaled scores. q: (B, H, Tq, Dh), k: (B, H, Tk, Dh)
-  // -> (B|1, H|1, Tq, Tk), or an undefined tensor for none.
+  // Relative and bias encodings: added to the scaled scores q k^T * attention_scale().
+  // q: (B, H, Tq, Dh), k: (B, H, Tk, Dh) -> (B|1, H|1, Tq, Tk), or undefined for none.
   virtual torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k,
-                                   const Positions& positions, int64_t layer) {
+                                   const AttentionContext& attention) {
     return {};
   }
 
   // Relative value terms (Shaw). probs: (B, H, Tq, Tk) -> (B, H, Tq, Dh), or undefined for none.
-  virtual torch::Tensor value_term(const torch::Tensor& probs, const Positions& positions, int64_t layer) {
+  virtual torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) {
     return {};
   }
 

@@ -1,8 +1,17 @@
 #include "core/encodings/registry.h"
 
+#include "core/encodings/alibi.h"
+#include "core/encodings/deberta.h"
+#include "core/encodings/fire.h"
+#include "core/encodings/kerple.h"
 #include "core/encodings/learned.h"
 #include "core/encodings/none.h"
+#include "core/encodings/relative_key.h"
+#include "core/encodings/relative_key_query.h"
+#include "core/encodings/shaw.h"
 #include "core/encodings/sinusoidal.h"
+#include "core/encodings/t5_bias.h"
+#include "core/encodings/transformer_xl.h"
 
 namespace pelab {
 
@@ -23,9 +32,18 @@ SchemeEntry entry(const std::string& name) {
 
 const std::vector<SchemeEntry>& scheme_registry() {
   static const std::vector<SchemeEntry> table = {
+      entry<AlibiImpl>("alibi"),
+      entry<DebertaImpl>("deberta"),
+      entry<FireImpl>("fire"),
+      entry<KerpleImpl>("kerple"),
       entry<LearnedPositionEncodingImpl>("learned"),
       entry<NoPositionEncodingImpl>("none"),
+      entry<RelativeKeyImpl>("relative_key"),
+      entry<RelativeKeyQueryImpl>("relative_key_query"),
+      entry<ShawImpl>("shaw"),
       entry<SinusoidalPositionEncodingImpl>("sinusoidal"),
+      entry<T5BiasImpl>("t5_bias"),
+      entry<TransformerXLImpl>("transformer_xl"),
   };
   return table;
 }

@@ -19,28 +19,31 @@ std::string SinusoidalPositionEncodingImpl::description() {
 std::vector<OptionSpec> SinusoidalPositionEncodingImpl::options() {
   return {
       OptionSpec::choice("layout", "interleaved", {"interleaved", "concatenated", "concatenated_t2t"},
-                         "interleaved sin/cos pairs (Vaswani); [sin | cos] halves; or [sin | cos] "
-                         "with tensor2tensor/DeepMind frequencies base^(-i/(D/2-1))"),
+                         "interleaved sin/cos pairs (Vaswani); [sin | cos] halves (DeepMind); or [sin | cos] "
+                         "with tensor2tensor frequencies base^(-i/(D/2-1))"),
       OptionSpec::real("base", 10000.0, "wavelength base", 1.0, 1e12),
       inject_option(),
   };
 }
 
 torch::Tensor SinusoidalPositionEncodingImpl::position_vectors(const torch::Tensor& positions) {
-  const int64_t half = context_.d_model / 2;
+  return sinusoid_table(positions, context_.d_model, base_, layout_);
+}
+
+torch::Tensor sinusoid_table(const torch::Tensor& values, int64_t dim, double base, const std::string& layout) {
+  const int64_t half = dim / 2;
   // Angles in float64: positions sampled from a large range (randomized positions) keep
   // their precision; the result is cast to float32.
-  auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(positions.device());
+  auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(values.device());
   auto i = torch::arange(half, f64);
-  const double denominator = layout_ == "concatenated_t2t" ? static_cast<double>(half - 1)
-                                                           : static_cast<double>(half);
-  auto inverse_frequency = torch::pow(base_, -i / denominator);                   // (D/2)
-  auto angles = positions.to(torch::kFloat64).unsqueeze(-1) * inverse_frequency;  // (B, T, D/2)
+  const double denominator = layout == "concatenated_t2t" ? static_cast<double>(half - 1) : static_cast<double>(half);
+  auto inverse_frequency = torch::pow(base, -i / denominator);                 // (D/2)
+  auto angles = values.to(torch::kFloat64).unsqueeze(-1) * inverse_frequency;  // (..., D/2)
   torch::Tensor table;
-  if (layout_ == "interleaved") {
-    table = torch::stack({angles.sin(), angles.cos()}, -1).flatten(-2);  // (B, T, D): s0 c0 s1 c1 ...
+  if (layout == "interleaved") {
+    table = torch::stack({angles.sin(), angles.cos()}, -1).flatten(-2);  // s0 c0 s1 c1 ...
   } else {
-    table = torch::cat({angles.sin(), angles.cos()}, -1);  // (B, T, D): s0 s1 ... c0 c1 ...
+    table = torch::cat({angles.sin(), angles.cos()}, -1);  // s0 s1 ... c0 c1 ...
   }
   return table.to(torch::kFloat32);
 }

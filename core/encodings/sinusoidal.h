@@ -12,6 +12,10 @@
 
 namespace pelab {
 
+// Sinusoids of `values` (any shape, integer or float) -> (..., dim) float32, computed in
+// float64. layout: "interleaved" | "concatenated" | "concatenated_t2t" (see above).
+torch::Tensor sinusoid_table(const torch::Tensor& values, int64_t dim, double base, const std::string& layout);
+
 class SinusoidalPositionEncodingImpl : public AdditivePositionEncodingImpl {
  public:
   SinusoidalPositionEncodingImpl(const EncodingContext& context, const OptionValues& options);

@@ -18,17 +18,20 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   // project: (B, T, 3D) -> 3 x (B, H, T, Dh)
   auto qkv = qkv_->forward(x).view({B, T, 3, H, Dh}).permute({2, 0, 3, 1, 4});
   torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
-  std::tie(q, k) = encoding.rotate(q, k, positions, layer_);
+  const AttentionContext hooks{positions, layer_, qkv_->weight, qkv_->bias};
+  std::tie(q, k) = encoding.rotate(q, k, hooks);
 
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) * encoding.attention_scale();  // (B, H, T, T)
-  auto bias = encoding.score_bias(q, k, positions, layer_);
-  if (bias.defined()) scores = scores + bias;
-  scores = scores + mask;
+  // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
+  auto scores = torch::matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)
+  auto bias = encoding.score_bias(q, k, hooks);
+  if (bias.defined()) scores.add_(bias);  // in place: no backward needs the raw scores
+  scores.add_(mask);
   auto probs = torch::softmax(scores, -1);
   if (probs_out) *probs_out = probs;
 
-  auto context = torch::matmul(dropout_->forward(probs), v);  // (B, H, T, Dh)
-  auto value_term = encoding.value_term(probs, positions, layer_);
+  auto attended = dropout_->forward(probs);
+  auto context = torch::matmul(attended, v);  // (B, H, T, Dh)
+  auto value_term = encoding.value_term(attended, hooks);
   if (value_term.defined()) context = context + value_term;
   return out_->forward(context.transpose(1, 2).reshape({B, T, D}));
 }

@@ -1,0 +1,87 @@
+#include "core/encodings/deberta.h"
+
+#include <cmath>
+
+#include "core/encodings/relative.h"
+
+namespace pelab {
+
+torch::Tensor deberta_log_bucket(const torch::Tensor& relative, int64_t bucket_size, int64_t max_position) {
+  const int64_t mid = bucket_size / 2;
+  auto sign = relative.sign();
+  auto inside = (relative < mid) & (relative > -mid);
+  auto abs_pos = torch::where(inside, torch::full_like(relative, mid - 1), relative.abs()).to(torch::kFloat64);
+  auto log_pos = torch::ceil(torch::log(abs_pos / mid) / std::log(double(max_position - 1) / mid) * (mid - 1)) + mid;
+  auto bucket = torch::where(abs_pos <= mid, relative.to(torch::kFloat64), log_pos * sign.to(torch::kFloat64));
+  return bucket.to(torch::kInt64);
+}
+
+DebertaImpl::DebertaImpl(const EncodingContext& context, const OptionValues& options)
+    : PositionEncodingImpl(context),
+      position_buckets_(options.get_int("position_buckets")),
+      max_relative_positions_(options.get_int("max_relative_positions")),
+      span_(position_buckets_ > 0 ? position_buckets_ : max_relative_positions_),
+      share_att_key_(options.get_bool("share_att_key")) {
+  TORCH_CHECK(position_buckets_ == 0 || max_relative_positions_ > position_buckets_ / 2 + 1,
+              "deberta: max_relative_positions (", max_relative_positions_,
+              ") must exceed position_buckets / 2 + 1 = ", position_buckets_ / 2 + 1);
+  const int64_t D = context.d_model;
+  rel_embeddings_ = register_parameter("rel_embeddings", torch::randn({2 * span_, D}) * options.get_float("init_std"));
+  norm_ = register_module("rel_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D}).eps(1e-7)));
+  if (!share_att_key_) {
+    pos_key_proj_ = register_module("pos_key_proj", torch::nn::ModuleList());
+    pos_query_proj_ = register_module("pos_query_proj", torch::nn::ModuleList());
+    for (int64_t l = 0; l < context.num_layers; ++l) {
+      pos_key_proj_->push_back(torch::nn::Linear(D, D));
+      pos_query_proj_->push_back(torch::nn::Linear(D, D));
+    }
+  }
+}
+
+std::string DebertaImpl::description() {
+  return "DeBERTa disentangled attention: c2p + p2c over log-bucketed query - key, shared table, sqrt(3d)";
+}
+
+std::vector<OptionSpec> DebertaImpl::options() {
+  return {
+      OptionSpec::integer("position_buckets", 256, "S: log buckets (0: exact distances up to max_relative_positions)",
+                          0, 1 << 16),
+      OptionSpec::integer("max_relative_positions", 512, "distance the log buckets reach", 2, 1 << 24),
+      OptionSpec::boolean("share_att_key", true, "project R with the layer's own W_q, W_k (DeBERTa-v3)"),
+      OptionSpec::real("init_std", 0.02, "standard deviation of the initial relative table", 0.0, 10.0),
+  };
+}
+
+double DebertaImpl::attention_scale() const { return 1.0 / std::sqrt(3.0 * context_.head_dim()); }
+
+torch::Tensor DebertaImpl::table_index(const Positions& positions) const {
+  auto relative = relative_offsets(positions);  // query - key
+  if (position_buckets_ > 0) relative = deberta_log_bucket(relative, position_buckets_, max_relative_positions_);
+  return (relative + span_).clamp(0, 2 * span_ - 1);
+}
+
+std::pair<torch::Tensor, torch::Tensor> DebertaImpl::projected_rows(const AttentionContext& attention, int64_t first,
+                                                                    int64_t count) {
+  const int64_t D = context_.d_model, H = context_.num_heads, Dh = context_.head_dim();
+  auto R = norm_->forward(rel_embeddings_.narrow(0, first, count));  // (count, D); LayerNorm is per row
+  torch::Tensor Kr, Qr;
+  if (share_att_key_) {
+    Qr = torch::nn::functional::linear(R, attention.qkv_weight.narrow(0, 0, D), attention.qkv_bias.narrow(0, 0, D));
+    Kr = torch::nn::functional::linear(R, attention.qkv_weight.narrow(0, D, D), attention.qkv_bias.narrow(0, D, D));
+  } else {
+    Kr = pos_key_proj_[attention.layer]->as<torch::nn::Linear>()->forward(R);
+    Qr = pos_query_proj_[attention.layer]->as<torch::nn::Linear>()->forward(R);
+  }
+  auto heads = [&](const torch::Tensor& x) { return x.view({count, H, Dh}).permute({1, 0, 2}); };
+  return {heads(Kr), heads(Qr)};
+}
+
+torch::Tensor DebertaImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
+  const IndexWindow w = index_window(table_index(attention.positions));
+  auto [Kr, Qr] = projected_rows(attention, w.first, w.rows);
+  auto c2p = gather_scores(q, Kr, w.local);
+  auto p2c = gather_key_scores(k, Qr, w.local);
+  return (c2p + p2c) * attention_scale();
+}
+
+}  // namespace pelab

@@ -1,0 +1,56 @@
+#include "core/encodings/relative_key.h"
+
+#include "core/encodings/relative.h"
+
+namespace pelab {
+
+RelativeKeyImpl::RelativeKeyImpl(const EncodingContext& context, const OptionValues& options, bool key_term)
+    : PositionEncodingImpl(context),
+      max_positions_(options.get_int("max_positions")),
+      clip_(options.get_int("clip")),
+      key_term_(key_term) {
+  const int64_t rows = clip_ > 0 ? 2 * clip_ + 1 : 2 * max_positions_ - 1;
+  const double init_std = options.get_float("init_std");
+  for (int64_t l = 0; l < context.num_layers; ++l)
+    tables_.push_back(register_parameter("distance_embedding_" + std::to_string(l),
+                                         torch::randn({rows, context.head_dim()}) * init_std));
+}
+
+std::string RelativeKeyImpl::description() {
+  return "HF BERT relative_key: q . E[query - key] per layer (Huang et al. 2020), optional clipping";
+}
+
+std::vector<OptionSpec> RelativeKeyImpl::options() {
+  return {
+      OptionSpec::integer("max_positions", 512, "HF max_position_embeddings: distances up to max_positions - 1",
+                          1, 1 << 20),
+      OptionSpec::integer("clip", 0, "clip distances to [-clip, clip] (0: no clipping, HF semantics)", 0, 1 << 20),
+      OptionSpec::real("init_std", 0.02, "standard deviation of the initial tables (BERT: 0.02)", 0.0, 10.0),
+  };
+}
+
+void RelativeKeyImpl::check_positions(const Positions& positions) const {
+  if (clip_ > 0 || positions.query.numel() == 0) return;
+  const int64_t span = std::max((positions.query.max() - positions.key.min()).item<int64_t>(),
+                                (positions.key.max() - positions.query.min()).item<int64_t>());
+  TORCH_CHECK(span <= max_positions_ - 1, "relative_key: distance ", span, " is beyond the table of max_positions = ",
+              max_positions_, " (distances up to ", max_positions_ - 1,
+              "); raise encoding.max_positions or set encoding.clip (e.g. clip: 64) to clip distances");
+}
+
+torch::Tensor RelativeKeyImpl::table_index(const Positions& positions) const {
+  auto distance = relative_offsets(positions);  // query - key
+  if (clip_ > 0) return distance.clamp(-clip_, clip_) + clip_;
+  return distance + (max_positions_ - 1);
+}
+
+torch::Tensor RelativeKeyImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k,
+                                          const AttentionContext& attention) {
+  const IndexWindow w = index_window(table_index(attention.positions));
+  auto rows = tables_[attention.layer].narrow(0, w.first, w.rows);  // (R, Dh)
+  auto bias = gather_scores(q, rows, w.local);                      // (B, H, Tq, Tk)
+  if (key_term_) bias = bias + gather_key_scores(k, rows, w.local);
+  return bias * attention_scale();  // HF adds before dividing by sqrt(Dh)
+}
+
+}  // namespace pelab

@@ -1,0 +1,37 @@
+// `relative_key`: HuggingFace BERT position_embedding_type="relative_key"
+// (huggingface/transformers src/transformers/models/bert/modeling_bert.py, BertSelfAttention;
+// Shaw et al. 2018 / Huang et al. 2020 "Improve Transformer Models with Better Relative
+// Position Embeddings"). Sign: distance = query - key (pelab's internal convention).
+// Each layer owns one table of distance embeddings E, shared by its heads:
+//   score[i, j] = (q_i . k_j + q_i . E[d(i, j)]) / sqrt(Dh)
+// with d = distance + max_positions - 1 over a table of 2 * max_positions - 1 rows (HF); a
+// distance beyond the table is an error naming the option. `clip: k` (k > 0) instead clips
+// distances to [-k, k] over a table of 2k + 1 rows, so any test length works.
+// `relative_key_query` (relative_key_query.h) adds the key term k_j . E[d(i, j)].
+#pragma once
+
+#include "core/encodings/position_encoding.h"
+#include "core/options.h"
+
+namespace pelab {
+
+class RelativeKeyImpl : public PositionEncodingImpl {
+ public:
+  RelativeKeyImpl(const EncodingContext& context, const OptionValues& options, bool key_term = false);
+  static std::string description();
+  static std::vector<OptionSpec> options();
+
+  void check_positions(const Positions& positions) const override;
+  torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+
+  // Row of the table for each (query, key): (B'|1, Tq, Tk) int64.
+  torch::Tensor table_index(const Positions& positions) const;
+  const torch::Tensor& table(int64_t layer) const { return tables_[layer]; }
+
+ private:
+  int64_t max_positions_, clip_;
+  bool key_term_;
+  std::vector<torch::Tensor> tables_;  // per layer: (2 max_positions - 1 | 2 clip + 1, Dh)
+};
+
+}  // namespace pelab

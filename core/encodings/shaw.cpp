@@ -1,0 +1,51 @@
+#include "core/encodings/shaw.h"
+
+#include "core/encodings/relative.h"
+
+namespace pelab {
+
+ShawImpl::ShawImpl(const EncodingContext& context, const OptionValues& options)
+    : PositionEncodingImpl(context), clip_(options.get_int("clip")) {
+  const double init_std = options.get_float("init_std");
+  const bool values = options.get_bool("values");
+  for (int64_t l = 0; l < context.num_layers; ++l) {
+    const std::string suffix = "_" + std::to_string(l);
+    key_tables_.push_back(
+        register_parameter("key_table" + suffix, torch::randn({2 * clip_ + 1, context.head_dim()}) * init_std));
+    if (values)
+      value_tables_.push_back(
+          register_parameter("value_table" + suffix, torch::randn({2 * clip_ + 1, context.head_dim()}) * init_std));
+  }
+}
+
+std::string ShawImpl::description() {
+  return "Shaw et al. 2018: clipped relative key and value tables per layer (tensor2tensor)";
+}
+
+std::vector<OptionSpec> ShawImpl::options() {
+  return {
+      OptionSpec::integer("clip", 16, "k: relative distances are clipped to [-k, k]", 1, 1 << 20),
+      OptionSpec::boolean("values", true, "also add the relative value term aV (Shaw's eq. 3)"),
+      OptionSpec::real("init_std", 0.02, "standard deviation of the initial tables", 0.0, 10.0),
+  };
+}
+
+torch::Tensor ShawImpl::table_index(const Positions& positions) const {
+  auto key_minus_query = -relative_offsets(positions);
+  return key_minus_query.clamp(-clip_, clip_) + clip_;
+}
+
+torch::Tensor ShawImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
+  const IndexWindow w = index_window(table_index(attention.positions));
+  auto rows = key_tables_[attention.layer].narrow(0, w.first, w.rows);
+  return gather_scores(q, rows, w.local) * attention_scale();
+}
+
+torch::Tensor ShawImpl::value_term(const torch::Tensor& probs, const AttentionContext& attention) {
+  if (value_tables_.empty()) return {};
+  const IndexWindow w = index_window(table_index(attention.positions));
+  auto rows = value_tables_[attention.layer].narrow(0, w.first, w.rows);
+  return scatter_values(probs, rows, w.local);
+}
+
+}  // namespace pelab

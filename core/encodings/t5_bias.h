@@ -1,0 +1,35 @@
+// `t5_bias`: T5's relative attention bias (Raffel et al. 2020;
+// huggingface/transformers src/transformers/models/t5/modeling_t5.py,
+// T5Attention._relative_position_bucket and compute_bias). Sign: relative_position =
+// key - query (memory_position - context_position). Bidirectional buckets use half the
+// buckets per direction; causal buckets send future keys to bucket 0. One (num_buckets, H)
+// table of scalar biases is shared by all layers (HF: created in layer 0 and passed on).
+// T5 does not scale scores by 1/sqrt(Dh): `scale: none` reproduces that; the default
+// keeps pelab's shared 1/sqrt(Dh) so that T5 is compared under the same initialisation.
+#pragma once
+
+#include "core/encodings/position_encoding.h"
+#include "core/options.h"
+
+namespace pelab {
+
+// Bucket of each key - query offset (any shape, int64) -> same shape, int64 in [0, num_buckets).
+torch::Tensor t5_relative_bucket(const torch::Tensor& key_minus_query, bool bidirectional, int64_t num_buckets,
+                                 int64_t max_distance);
+
+class T5BiasImpl : public PositionEncodingImpl {
+ public:
+  T5BiasImpl(const EncodingContext& context, const OptionValues& options);
+  static std::string description();
+  static std::vector<OptionSpec> options();
+
+  torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  double attention_scale() const override;
+
+ private:
+  int64_t num_buckets_, max_distance_;
+  bool scaled_;
+  torch::Tensor table_;  // (num_buckets, H)
+};
+
+}  // namespace pelab

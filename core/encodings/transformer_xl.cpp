@@ -1,0 +1,48 @@
+#include "core/encodings/transformer_xl.h"
+
+#include "core/encodings/relative.h"
+#include "core/encodings/sinusoidal.h"
+
+namespace pelab {
+
+TransformerXLImpl::TransformerXLImpl(const EncodingContext& context, const OptionValues& options)
+    : PositionEncodingImpl(context), base_(options.get_float("base")) {
+  TORCH_CHECK(context.d_model % 2 == 0, "transformer_xl: d_model must be even, got ", context.d_model);
+  const double init_std = options.get_float("init_std");
+  const int64_t H = context.num_heads, Dh = context.head_dim(), D = context.d_model;
+  u_ = register_parameter("u", torch::randn({H, Dh}) * init_std);
+  v_ = register_parameter("v", torch::randn({H, Dh}) * init_std);
+  for (int64_t l = 0; l < context.num_layers; ++l)
+    projection_.push_back(register_parameter("r_projection_" + std::to_string(l), torch::randn({D, D}) * init_std));
+}
+
+std::string TransformerXLImpl::description() {
+  return "Transformer-XL (Dai et al. 2019): sinusoidal R[query - key] projected per layer, global u and v";
+}
+
+std::vector<OptionSpec> TransformerXLImpl::options() {
+  return {
+      OptionSpec::real("base", 10000.0, "wavelength base of the sinusoid table R", 1.0, 1e12),
+      OptionSpec::real("init_std", 0.02, "standard deviation of u, v and W_R (reference: 0.02)", 0.0, 10.0),
+  };
+}
+
+torch::Tensor TransformerXLImpl::projected_relative_table(int64_t layer, int64_t first, int64_t count) const {
+  const auto& W = projection_[layer];
+  auto distances = torch::arange(first, first + count, torch::TensorOptions().dtype(torch::kInt64).device(W.device()));
+  auto R = sinusoid_table(distances, context_.d_model, base_, "concatenated").to(W.dtype());  // (count, D)
+  auto projected = torch::matmul(R, W.t());                                                     // (count, D)
+  return projected.view({count, context_.num_heads, context_.head_dim()}).permute({1, 0, 2});  // (H, count, Dh)
+}
+
+torch::Tensor TransformerXLImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k,
+                                            const AttentionContext& attention) {
+  const IndexWindow w = index_window(relative_offsets(attention.positions));  // rows are distances
+  auto rows = projected_relative_table(attention.layer, w.first, w.rows);     // (H, R, Dh)
+  const int64_t H = context_.num_heads, Dh = context_.head_dim();
+  auto position_terms = gather_scores(q + v_.view({1, H, 1, Dh}), rows, w.local);  // (b) + (d): (B, H, Tq, Tk)
+  auto content_term = torch::matmul(k, u_.view({1, H, Dh, 1})).transpose(-2, -1);  // (c): (B, H, 1, Tk)
+  return (position_terms + content_term) * attention_scale();
+}
+
+}  // namespace pelab

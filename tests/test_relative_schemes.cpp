@@ -1,0 +1,448 @@
+// Relative and bias schemes: golden numbers from the papers and reference implementations,
+// equivalence with a deliberately naive (T, T, Dh) implementation of each paper's formula,
+// and translation invariance.
+#define CATCH_CONFIG_PREFIX_ALL
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/encodings/alibi.h"
+#include "core/encodings/deberta.h"
+#include "core/encodings/fire.h"
+#include "core/encodings/kerple.h"
+#include "core/encodings/relative_key.h"
+#include "core/encodings/shaw.h"
+#include "core/encodings/t5_bias.h"
+#include "core/encodings/transformer_xl.h"
+#include "tests/support.h"
+
+using namespace pelab;
+
+namespace {
+
+std::vector<int64_t> as_vector(const torch::Tensor& t) {
+  auto c = t.to(torch::kInt64).contiguous();
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+// Random inputs of one attention call: B = 2, H = 2, T = 6, Dh = 4 (D = 8), two layers.
+struct Fixture {
+  EncodingContext context{8, 2, 2, false};
+  int64_t B = 2, T = 6;
+  torch::Tensor q, k, probs, qkv_weight, qkv_bias;
+  Positions positions;
+  explicit Fixture(bool causal = false, int64_t first_position = 0) {
+    context.causal = causal;
+    torch::manual_seed(42);
+    q = torch::randn({B, 2, T, 4});
+    k = torch::randn({B, 2, T, 4});
+    probs = torch::softmax(torch::randn({B, 2, T, T}), -1);
+    qkv_weight = torch::randn({24, 8});
+    qkv_bias = torch::randn({24});
+    positions = contiguous_positions(B, T);
+    positions.query = positions.query + first_position;
+    positions.key = positions.key + first_position;
+  }
+  AttentionContext at(int64_t layer) const { return {positions, layer, qkv_weight, qkv_bias}; }
+  int64_t pos(int64_t i) const { return positions.query[0][i].item<int64_t>(); }
+  double scale() const { return 0.5; }  // 1/sqrt(Dh)
+};
+
+PositionEncoding make(const std::string& name, const EncodingContext& context,
+                      const std::vector<std::pair<std::string, OptionValue>>& overrides = {}) {
+  for (const auto& e : scheme_registry()) {
+    if (e.info.name != name) continue;
+    auto options = OptionValues::defaults(e.info.options);
+    for (const auto& [key, value] : overrides) options.set(key, value);
+    auto scheme = e.factory(context, options);
+    // non-trivial parameters everywhere (zero-initialised biases would hide terms)
+    torch::NoGradGuard no_grad;
+    for (auto& p : scheme->named_parameters())
+      if (p.key().find("weight") != std::string::npos || p.key().find("bias") != std::string::npos)
+        p.value().normal_(0, 0.5);
+    return scheme;
+  }
+  throw std::invalid_argument(name);
+}
+
+torch::Tensor param(PositionEncoding& scheme, const std::string& name) { return scheme->named_parameters()[name]; }
+
+// The naive form: R (T, T, Dh) of embeddings, then q . R.
+torch::Tensor dot_rows(const torch::Tensor& x, const torch::Tensor& R) {  // x (B,H,T,Dh), R (T,T,Dh) or (H,T,T,Dh)
+  if (R.dim() == 3) return torch::einsum("bhid,ijd->bhij", {x, R});
+  return torch::einsum("bhid,hijd->bhij", {x, R});
+}
+
+bool close(const torch::Tensor& a, const torch::Tensor& b) { return torch::allclose(a, b, 1e-5, 1e-5); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- golden numbers
+
+CATCH_TEST_CASE("T5 buckets match the reference (32 buckets, max distance 128)", "[relative][t5_bias]") {
+  auto offsets = torch::tensor({-1, -10, -200, 1, 10}, torch::kInt64);  // key - query
+  CATCH_CHECK(as_vector(t5_relative_bucket(offsets, true, 32, 128)) == std::vector<int64_t>{1, 8, 15, 17, 24});
+  CATCH_CHECK(as_vector(t5_relative_bucket(offsets, false, 32, 128)) == std::vector<int64_t>{1, 10, 31, 0, 0});
+  auto more = torch::tensor({-128, -127, -64, -16, -8, -7, 0, 7, 8, 16, 64, 127, 128, 500}, torch::kInt64);
+  CATCH_CHECK(as_vector(t5_relative_bucket(more, true, 32, 128)) ==
+              std::vector<int64_t>{15, 15, 14, 10, 8, 7, 0, 23, 24, 26, 30, 31, 31, 31});
+  CATCH_CHECK(as_vector(t5_relative_bucket(more, false, 32, 128)) ==
+              std::vector<int64_t>{31, 31, 26, 16, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0});
+}
+
+CATCH_TEST_CASE("ALiBi slopes of Press et al., power-of-two and not", "[relative][alibi]") {
+  auto eight = alibi_slopes(8);
+  for (int i = 0; i < 8; ++i) CATCH_CHECK(eight[i].item<float>() == Approx(std::pow(2.0, -(i + 1))));
+  const std::vector<double> twelve = {0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
+                                      0.7071067811865476, 0.35355339059327384, 0.17677669529663692,
+                                      0.08838834764831849};
+  auto t = alibi_slopes(12);
+  for (int i = 0; i < 12; ++i) CATCH_CHECK(t[i].item<float>() == Approx(twelve[i]));
+  const std::vector<double> six = {0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125};
+  auto s = alibi_slopes(6);
+  for (int i = 0; i < 6; ++i) CATCH_CHECK(s[i].item<float>() == Approx(six[i]));
+}
+
+CATCH_TEST_CASE("ALiBi biases: symmetric, causal and the DeepMind variant", "[relative][alibi]") {
+  Fixture f;  // 2 heads: slopes 2^-4 and 2^-8
+  auto standard = make("alibi", f.context);
+  f.positions = contiguous_positions(2, 6);              // one broadcast row: computed once
+  auto bias = standard->score_bias(f.q, f.k, f.at(0));  // (1, H, T, T)
+  CATCH_CHECK(bias.sizes() == torch::IntArrayRef({1, 2, 6, 6}));
+  CATCH_CHECK(bias[0][0][2][5].item<float>() == Approx(-3.0 / 16));
+  CATCH_CHECK(bias[0][0][5][2].item<float>() == Approx(-3.0 / 16));
+  CATCH_CHECK(bias[0][1][0][4].item<float>() == Approx(-4.0 / 256));
+  CATCH_CHECK(torch::diagonal(bias[0], 0, -2, -1).abs().max().item<float>() == 0.0f);  // zero diagonal
+  auto deepmind = make("alibi", f.context, {{"variant", std::string("deepmind")}});
+  auto dm = deepmind->score_bias(f.q, f.k, f.at(0));
+  // DeepMind's base for T = 4, row 2: [-1.5, -0.5, 0, -1] (keys left of the query get +0.5)
+  const std::vector<float> row = {-1.5f, -0.5f, 0.0f, -1.0f};
+  for (int j = 0; j < 4; ++j) CATCH_CHECK(dm[0][0][2][j].item<float>() == Approx(row[j] / 16.0));
+}
+
+CATCH_TEST_CASE("DeBERTa log buckets match make_log_bucket_position", "[relative][deberta]") {
+  auto r = torch::tensor({-1000, -300, -200, -129, -128, -127, -64, -1, 0, 1, 64, 127, 128, 129, 200, 300, 1000},
+                         torch::kInt64);
+  CATCH_CHECK(as_vector(deberta_log_bucket(r, 256, 512)) ==
+              std::vector<int64_t>{-317, -207, -169, -129, -128, -127, -64, -1, 0, 1, 64, 127, 128, 129, 169, 207, 317});
+  auto small = torch::tensor({-100, -40, -17, -16, -15, -1, 0, 1, 15, 16, 17, 40, 100}, torch::kInt64);
+  CATCH_CHECK(as_vector(deberta_log_bucket(small, 32, 64)) ==
+              std::vector<int64_t>{-37, -27, -17, -16, -15, -1, 0, 1, 15, 16, 17, 27, 37});
+  // every distance lands in the 2S-row table after the clamp
+  DebertaImpl scheme(EncodingContext{8, 2, 1, false}, OptionValues::defaults(DebertaImpl::options()));
+  auto index = scheme.table_index(contiguous_positions(1, 3000));
+  CATCH_CHECK(index.min().item<int64_t>() == 0);
+  CATCH_CHECK(index.max().item<int64_t>() == 2 * 256 - 1);
+}
+
+CATCH_TEST_CASE("Shaw clips key - query at k", "[relative][shaw]") {
+  auto options = OptionValues::defaults(ShawImpl::options());
+  options.set("clip", int64_t{2});
+  ShawImpl shaw(EncodingContext{8, 2, 1, false}, options);
+  auto index = shaw.table_index(contiguous_positions(1, 6))[0];  // clip(j - i, -2, 2) + 2
+  CATCH_CHECK(as_vector(index[0]) == std::vector<int64_t>{2, 3, 4, 4, 4, 4});
+  CATCH_CHECK(as_vector(index[5]) == std::vector<int64_t>{0, 0, 0, 0, 1, 2});
+  CATCH_CHECK(as_vector(index[3]) == std::vector<int64_t>{0, 0, 1, 2, 3, 4});
+}
+
+CATCH_TEST_CASE("relative_key: HF's table raises a clear error beyond it, clipping extends it", "[relative][relative_key]") {
+  EncodingContext context{8, 2, 1, false};
+  auto options = OptionValues::defaults(RelativeKeyImpl::options());
+  options.set("max_positions", int64_t{8});
+  RelativeKeyImpl hf(context, options);
+  CATCH_CHECK(hf.table(0).size(0) == 15);  // 2 * 8 - 1
+  CATCH_CHECK(as_vector(hf.table_index(contiguous_positions(1, 3))[0][0]) == std::vector<int64_t>{7, 6, 5});
+  CATCH_CHECK_NOTHROW(hf.check_positions(contiguous_positions(1, 8)));
+  CATCH_CHECK_THROWS_WITH(hf.check_positions(contiguous_positions(1, 9)),
+                          Catch::Matchers::Contains("relative_key: distance 8 is beyond the table of max_positions = 8") &&
+                              Catch::Matchers::Contains("set encoding.clip"));
+  options.set("clip", int64_t{3});
+  RelativeKeyImpl clipped(context, options);
+  CATCH_CHECK(clipped.table(0).size(0) == 7);
+  CATCH_CHECK_NOTHROW(clipped.check_positions(contiguous_positions(1, 100)));
+  CATCH_CHECK(as_vector(clipped.table_index(contiguous_positions(1, 6))[0][5]) == std::vector<int64_t>{6, 6, 6, 5, 4, 3});
+}
+
+CATCH_TEST_CASE("KERPLE kernels match the reference values", "[relative][kerple]") {
+  EncodingContext context{8, 1, 1, true};
+  auto distance = torch::arange(5);
+  auto log_options = OptionValues::defaults(KerpleImpl::options());
+  KerpleImpl log_kernel(context, log_options);
+  {
+    torch::NoGradGuard no_grad;
+    log_kernel.named_parameters()["r1"].fill_(0.5);
+    log_kernel.named_parameters()["r2"].fill_(0.25);
+  }
+  const std::vector<float> log_expected = {0.0f, -0.111572f, -0.202733f, -0.279808f, -0.346574f};
+  auto lk = log_kernel.kernel(distance)[0];
+  for (int d = 0; d < 5; ++d) CATCH_CHECK(lk[d].item<float>() == Approx(log_expected[d]).margin(1e-6));
+
+  auto power_options = log_options;
+  power_options.set("variant", std::string("power"));
+  KerpleImpl power_kernel(context, power_options);
+  {
+    torch::NoGradGuard no_grad;
+    power_kernel.named_parameters()["r1"].fill_(1.0);
+    power_kernel.named_parameters()["r2"].fill_(1.5);
+  }
+  const std::vector<float> power_expected = {0.0f, -1.0f, -2.828427f, -5.196152f, -8.0f};
+  auto pk = power_kernel.kernel(distance)[0];
+  for (int d = 0; d < 5; ++d) CATCH_CHECK(pk[d].item<float>() == Approx(power_expected[d]).margin(1e-5));
+  // clamped as in the reference: both >= 1e-2, the exponent <= 2
+  {
+    torch::NoGradGuard no_grad;
+    power_kernel.named_parameters()["r1"].fill_(-3.0);
+    power_kernel.named_parameters()["r2"].fill_(7.0);
+  }
+  power_kernel.kernel(distance);
+  CATCH_CHECK(power_kernel.named_parameters()["r1"].item<float>() == Approx(0.01));
+  CATCH_CHECK(power_kernel.named_parameters()["r2"].item<float>() == Approx(2.0));
+}
+
+CATCH_TEST_CASE("FIRE's interpolated distances match the reference formula", "[relative][fire]") {
+  EncodingContext context{8, 2, 1, true};
+  FireImpl fire(context, OptionValues::defaults(FireImpl::options()));
+  Positions p;
+  p.query = torch::tensor({5, 100, 600, 2000}, torch::kInt64).unsqueeze(0);
+  p.key = torch::tensor({0, 3, 0, 1000}, torch::kInt64).unsqueeze(0);
+  auto x = fire.interpolated_distance(p, 0)[0];  // (4, 4): use the diagonal pairs
+  const std::vector<float> expected = {0.10251746f, 0.59929044f, 0.99999976f, 0.87023464f};
+  for (int i = 0; i < 4; ++i) CATCH_CHECK(x[i][i].item<float>() == Approx(expected[i]).margin(1e-6));
+}
+
+CATCH_TEST_CASE("FIRE's piecewise-linear evaluation equals the MLP", "[relative][fire]") {
+  EncodingContext context{8, 2, 1, true};
+  FireImpl fire(context, OptionValues::defaults(FireImpl::options()));
+  auto x = torch::cat({torch::linspace(-3, 3, 2001), torch::rand({500}) * 10 - 5});
+  CATCH_CHECK(close(fire.mlp(x, 0), fire.mlp_reference(x, 0)));
+  // and so are the gradients (almost everywhere)
+  auto xs = torch::rand({64}).requires_grad_(true);
+  auto g1 = torch::autograd::grad({fire.mlp(xs, 0).sum()}, {xs})[0];
+  auto g2 = torch::autograd::grad({fire.mlp_reference(xs, 0).sum()}, {xs})[0];
+  CATCH_CHECK(close(g1, g2));
+}
+
+// ---------------------------------------------------------------- naive formulas
+
+CATCH_TEST_CASE("relative_key and relative_key_query equal HF's einsum form", "[relative][naive]") {
+  for (const std::string name : {"relative_key", "relative_key_query"}) {
+    for (int64_t clip : {0, 2}) {
+      CATCH_INFO(name << " clip " << clip);
+      Fixture f(false, 3);
+      auto scheme = make(name, f.context, {{"max_positions", int64_t{16}}, {"clip", clip}});
+      for (int64_t layer : {0, 1}) {
+        auto E = param(scheme, "distance_embedding_" + std::to_string(layer));
+        auto R = torch::zeros({f.T, f.T, 4});
+        for (int64_t i = 0; i < f.T; ++i)
+          for (int64_t j = 0; j < f.T; ++j) {
+            int64_t d = f.pos(i) - f.pos(j);
+            R[i][j] = clip > 0 ? E[std::clamp<int64_t>(d, -clip, clip) + clip] : E[d + 16 - 1];
+          }
+        auto naive = dot_rows(f.q, R);
+        if (name == "relative_key_query") naive = naive + torch::einsum("bhjd,ijd->bhij", {f.k, R});
+        CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(layer)), naive * f.scale()));
+      }
+    }
+  }
+}
+
+CATCH_TEST_CASE("shaw equals Shaw et al.'s equations with clipped key - query", "[relative][naive]") {
+  Fixture f;
+  auto scheme = make("shaw", f.context, {{"clip", int64_t{2}}});
+  auto aK = param(scheme, "key_table_1"), aV = param(scheme, "value_table_1");
+  auto RK = torch::zeros({f.T, f.T, 4}), RV = torch::zeros({f.T, f.T, 4});
+  for (int64_t i = 0; i < f.T; ++i)
+    for (int64_t j = 0; j < f.T; ++j) {
+      const int64_t row = std::clamp<int64_t>(j - i, -2, 2) + 2;
+      RK[i][j] = aK[row];
+      RV[i][j] = aV[row];
+    }
+  CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(1)), dot_rows(f.q, RK) * f.scale()));
+  auto naive_values = torch::einsum("bhij,ijd->bhid", {f.probs, RV});
+  CATCH_CHECK(close(scheme->value_term(f.probs, f.at(1)), naive_values));
+}
+
+CATCH_TEST_CASE("transformer_xl equals terms (b), (c), (d) of Dai et al. eq. 3", "[relative][naive]") {
+  for (bool causal : {false, true}) {
+    Fixture f(causal);
+    auto scheme = make("transformer_xl", f.context);
+    auto u = param(scheme, "u"), v = param(scheme, "v"), W = param(scheme, "r_projection_0");
+    // R[i - j]: [sin | cos] with inv_freq 1/10000^(2m/D), projected by W_R, split into heads
+    auto R = torch::zeros({2, f.T, f.T, 4});
+    for (int64_t i = 0; i < f.T; ++i)
+      for (int64_t j = 0; j < f.T; ++j) {
+        auto raw = torch::zeros({8});
+        for (int64_t m = 0; m < 4; ++m) {
+          const double angle = double(i - j) / std::pow(10000.0, 2.0 * m / 8);
+          raw[m] = std::sin(angle);
+          raw[4 + m] = std::cos(angle);
+        }
+        auto projected = torch::matmul(W, raw).view({2, 4});  // W_R R, heads
+        for (int64_t h = 0; h < 2; ++h) R[h][i][j] = projected[h];
+      }
+    auto b_and_d = dot_rows(f.q + v.view({1, 2, 1, 4}), R);
+    auto c = torch::einsum("hd,bhjd->bhj", {u, f.k}).unsqueeze(2);
+    CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(0)), (b_and_d + c) * f.scale()));
+  }
+}
+
+namespace {
+// T5's bucket function, written out once more with scalars.
+int64_t naive_t5_bucket(int64_t key_minus_query, bool bidirectional) {
+  int64_t buckets = 32, result = 0, n = key_minus_query;
+  if (bidirectional) {
+    buckets /= 2;
+    if (n > 0) result += buckets;
+    n = std::abs(n);
+  } else {
+    n = std::max<int64_t>(-n, 0);
+  }
+  const int64_t exact = buckets / 2;
+  if (n < exact) return result + n;
+  const auto large = exact + int64_t(std::log(double(n) / exact) / std::log(128.0 / exact) * (buckets - exact));
+  return result + std::min(large, buckets - 1);
+}
+}  // namespace
+
+CATCH_TEST_CASE("t5_bias equals one table lookup per bucket, shared by layers", "[relative][naive]") {
+  for (bool causal : {false, true}) {
+    Fixture f(causal);
+    f.T = 6;
+    auto scheme = make("t5_bias", f.context);
+    auto table = param(scheme, "relative_attention_bias");
+    auto naive = torch::zeros({1, 2, f.T, f.T});
+    for (int64_t i = 0; i < f.T; ++i)
+      for (int64_t j = 0; j < f.T; ++j)
+        for (int64_t h = 0; h < 2; ++h) naive[0][h][i][j] = table[naive_t5_bucket(j - i, !causal)][h];
+    CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(0)), naive));
+    CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(1)), naive));  // the same table in every layer
+    CATCH_CHECK(scheme->attention_scale() == Approx(0.5));
+  }
+  Fixture f;
+  CATCH_CHECK(make("t5_bias", f.context, {{"scale", std::string("none")}})->attention_scale() == 1.0);
+}
+
+namespace {
+int64_t naive_deberta_bucket(int64_t r, int64_t bucket_size, int64_t max_position) {
+  const int64_t mid = bucket_size / 2;
+  if (std::abs(r) <= mid) return r;
+  const double log_pos = std::ceil(std::log(double(std::abs(r)) / mid) / std::log(double(max_position - 1) / mid) *
+                                   (mid - 1)) + mid;
+  return (r > 0 ? 1 : -1) * int64_t(log_pos);
+}
+}  // namespace
+
+CATCH_TEST_CASE("deberta equals c2p + p2c of He et al. with HF's indexing", "[relative][naive]") {
+  for (bool share : {true, false}) {
+    CATCH_INFO("share_att_key " << share);
+    Fixture f;
+    f.T = 6;
+    const int64_t S = 4;  // buckets 4 (exact |r| <= 2), reaching distance 6
+    auto scheme = make("deberta", f.context, {{"position_buckets", S}, {"max_relative_positions", int64_t{6}},
+                                              {"share_att_key", share}});
+    const int64_t layer = 1;
+    auto table = param(scheme, "rel_embeddings");
+    auto R = torch::layer_norm(table, {8}, param(scheme, "rel_norm.weight"), param(scheme, "rel_norm.bias"), 1e-7);
+    torch::Tensor Wq, bq, Wk, bk;
+    if (share) {
+      Wq = f.qkv_weight.narrow(0, 0, 8), bq = f.qkv_bias.narrow(0, 0, 8);
+      Wk = f.qkv_weight.narrow(0, 8, 8), bk = f.qkv_bias.narrow(0, 8, 8);
+    } else {
+      Wq = param(scheme, "pos_query_proj.1.weight"), bq = param(scheme, "pos_query_proj.1.bias");
+      Wk = param(scheme, "pos_key_proj.1.weight"), bk = param(scheme, "pos_key_proj.1.bias");
+    }
+    auto Kr = (torch::matmul(R, Wk.t()) + bk).view({2 * S, 2, 4});  // (2S, H, Dh)
+    auto Qr = (torch::matmul(R, Wq.t()) + bq).view({2 * S, 2, 4});
+    auto c2p_rows = torch::zeros({2, f.T, f.T, 4}), p2c_rows = torch::zeros({2, f.T, f.T, 4});
+    for (int64_t i = 0; i < f.T; ++i)
+      for (int64_t j = 0; j < f.T; ++j) {
+        // c2p: delta(i, j) = bucket(i - j); p2c (HF): the key row j against -bucket(j - i), transposed
+        const int64_t c2p_index = std::clamp<int64_t>(naive_deberta_bucket(i - j, S, 6) + S, 0, 2 * S - 1);
+        const int64_t p2c_index = std::clamp<int64_t>(-naive_deberta_bucket(j - i, S, 6) + S, 0, 2 * S - 1);
+        for (int64_t h = 0; h < 2; ++h) {
+          c2p_rows[h][i][j] = Kr[c2p_index][h];
+          p2c_rows[h][i][j] = Qr[p2c_index][h];
+        }
+      }
+    auto naive = dot_rows(f.q, c2p_rows) + torch::einsum("bhjd,hijd->bhij", {f.k, p2c_rows});
+    CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(layer)), naive / std::sqrt(3.0 * 4)));
+    CATCH_CHECK(scheme->attention_scale() == Approx(1.0 / std::sqrt(12.0)));
+  }
+}
+
+CATCH_TEST_CASE("kerple equals -r1 log(1 + r2 |i-j|) and -r1 |i-j|^r2", "[relative][naive]") {
+  for (const std::string variant : {"log", "power"}) {
+    Fixture f(true);
+    auto scheme = make("kerple", f.context, {{"variant", variant}});
+    auto r1 = param(scheme, "r1"), r2 = param(scheme, "r2");
+    auto naive = torch::zeros({1, 2, f.T, f.T});
+    for (int64_t i = 0; i < f.T; ++i)
+      for (int64_t j = 0; j < f.T; ++j)
+        for (int64_t h = 0; h < 2; ++h) {
+          // the reference clamps first: r1, r2 >= 1e-2, the power's exponent <= 2
+          const double d = std::abs(double(i - j)), a = std::max(r1[h].item<double>(), 1e-2);
+          const double b = std::clamp(r2[h].item<double>(), 1e-2, variant == "log" ? 1e9 : 2.0);
+          naive[0][h][i][j] = variant == "log" ? -a * std::log(1 + b * d) : -a * std::pow(d, b);
+        }
+    CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(0)), naive));
+  }
+}
+
+CATCH_TEST_CASE("fire equals the MLP of psi(|i-j|) / psi(max(L, i))", "[relative][naive]") {
+  Fixture f(true, 500);  // query positions cross L = 512
+  f.T = 6;
+  f.positions = contiguous_positions(1, 20);
+  f.positions.query = f.positions.query + 500;
+  f.positions.key = f.positions.key + 500;
+  auto scheme = make("fire", f.context);
+  auto* fire = scheme->as<FireImpl>();
+  const double c = param(scheme, "c_1").item<double>(), L = 512.0 * std::abs(param(scheme, "length_multiplier_1").item<double>());
+  auto x = torch::zeros({1, 20, 20});
+  for (int64_t i = 0; i < 20; ++i)
+    for (int64_t j = 0; j < 20; ++j) {
+      const double qi = 500 + i, distance = std::abs(double(i - j));
+      x[0][i][j] = std::log(std::abs(c * distance) + 1) / (std::log(std::abs(c * std::max(qi, L)) + 1) + 1e-6);
+    }
+  auto naive = fire->mlp_reference(x, 1).permute({0, 3, 1, 2});
+  auto q = torch::randn({1, 2, 20, 4});
+  CATCH_CHECK(close(scheme->score_bias(q, q, AttentionContext{f.positions, 1, f.qkv_weight, f.qkv_bias}), naive));
+}
+
+// ---------------------------------------------------------------- invariances
+
+CATCH_TEST_CASE("relative schemes: shifting every position leaves attention unchanged", "[relative][registry]") {
+  const std::vector<std::string> relative = {"relative_key", "relative_key_query", "shaw", "transformer_xl", "t5_bias",
+                                             "deberta", "alibi", "kerple", "fire"};
+  auto task = test::default_task("reverse_string");
+  for (const auto& variant : test::all_scheme_variants()) {
+    if (std::find(relative.begin(), relative.end(), variant.scheme) == relative.end()) continue;
+    for (bool causal : {false, true}) {
+      CATCH_INFO(variant.label << (causal ? ", causal" : ""));
+      auto config = test::tiny_config({std::string("model.causal=") + (causal ? "true" : "false")});
+      Encoder model = test::model_for(config, variant, *task);
+      Rng rng(3);
+      Batch b = task->sample(2, 5, rng);
+      Positions plain = contiguous_positions(2, 10);
+      Positions shifted{plain.query + 37, plain.key + 37};
+      torch::NoGradGuard no_grad;
+      auto a = model->forward(b.tokens, b.padding, plain, b.segments, {true, false});
+      auto s = model->forward(b.tokens, b.padding, shifted, b.segments, {true, false});
+      for (size_t l = 0; l < a.attentions.size(); ++l) CATCH_CHECK(close(a.attentions[l], s.attentions[l]));
+      CATCH_CHECK(close(a.logits, s.logits));
+    }
+  }
+}
+
+CATCH_TEST_CASE("relative schemes run far beyond their training lengths", "[relative]") {
+  auto task = test::default_task("reverse_string");
+  for (const std::string name : {"shaw", "transformer_xl", "t5_bias", "deberta", "alibi", "kerple", "fire"}) {
+    CATCH_INFO(name);
+    auto config = test::tiny_config({"encoding.name=" + name});
+    Encoder model = test::model_for(config, {name, config.encoding.options, name}, *task);
+    Rng rng(1);
+    Batch b = task->sample(1, 300, rng);  // 600 tokens: beyond DeBERTa's 512 and T5's 128
+    torch::NoGradGuard no_grad;
+    auto out = model->forward(b.tokens, b.padding, contiguous_positions(1, 600), b.segments);
+    CATCH_CHECK(torch::isfinite(out.logits).all().item<bool>());
+  }
+}
