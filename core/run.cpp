@@ -32,6 +32,21 @@ Encoder build_model(const RunConfig& config, const Task& task) {
   return Encoder(config.model, config.encoding, task.vocab_size(), task.num_classes());
 }
 
+void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model) {
+  // Fail before training, not after it: every training and test length must be encodable.
+  std::vector<int64_t> lengths = config.eval.lengths;
+  lengths.push_back(config.train.max_length);
+  for (int64_t length : lengths) {
+    const int64_t T = task.sequence_length(length);
+    try {
+      model.encoding().check_positions(contiguous_positions(1, T));
+    } catch (const c10::Error& e) {
+      throw std::runtime_error("length " + std::to_string(length) + " (" + std::to_string(T) +
+                               " tokens) cannot be encoded: " + e.what_without_backtrace());
+    }
+  }
+}
+
 RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive) {
   set_threads(config.threads);
   const torch::Device device = resolve_device(config.device);
@@ -45,6 +60,7 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
                      config.name, config.task.name, config.encoding.name, config.model.num_layers,
                      config.model.d_model, counts.at(schema::kTotal),
                      config.model.causal ? "causal" : "bidirectional", device.str(), torch::get_num_threads());
+  check_lengths_fit(config, *task, *model);
   Trainer trainer(config, model, *task, device);
   RunOutcome outcome;
   outcome.training = trainer.train(log, interactive);

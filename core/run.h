@@ -22,6 +22,10 @@ void set_threads(int64_t requested);
 // The encoder for a config and task, seeded from config.seed.
 Encoder build_model(const RunConfig& config, const Task& task);
 
+// Throws, naming the length and the option to change, when a training or test length does
+// not fit the scheme (a `learned` table, HF relative_key without clipping).
+void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model);
+
 struct RunOutcome {
   std::string run_file;
   TrainingCurve training;

@@ -22,6 +22,9 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
   }
   try {
     execute_run(config, out, ProgressReporter::stdout_is_terminal());
+  } catch (const c10::Error& e) {  // LibTorch's what() carries a C++ backtrace: leave it out
+    err << "error: run '" << config.name << "' failed: " << e.what_without_backtrace() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     err << "error: run '" << config.name << "' failed: " << e.what() << "\n";
     return 1;

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/encodings/learned.h"
+#include "core/run.h"
 #include "tests/support.h"
 
 using namespace pelab;
@@ -51,4 +52,15 @@ CATCH_TEST_CASE("learned: a sequence longer than the table is a clear error", "[
   Batch b = task->sample(2, 6, rng);  // 12 tokens
   CATCH_CHECK_THROWS_WITH(model->forward(b.tokens, b.padding, contiguous_positions(2, 12)),
                           Catch::Matchers::Contains("position 11 does not fit"));
+}
+
+CATCH_TEST_CASE("a run whose test lengths do not fit the table fails before training, saying why", "[learned]") {
+  auto config = test::tiny_config({"encoding.name=learned", "encoding.max_positions=12", "eval.lengths=[3, 8]"});
+  auto task = test::default_task("reverse_string");
+  Encoder model = build_model(config, *task);
+  CATCH_CHECK_THROWS_WITH(check_lengths_fit(config, *task, *model),
+                          Catch::Matchers::StartsWith("length 8 (16 tokens) cannot be encoded: learned: position 15 "
+                                                      "does not fit the table of max_positions = 12 rows"));
+  config.eval.lengths = {3, 6};
+  CATCH_CHECK_NOTHROW(check_lengths_fit(config, *task, *model));
 }

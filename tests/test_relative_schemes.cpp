@@ -10,6 +10,7 @@
 #include "core/encodings/deberta.h"
 #include "core/encodings/fire.h"
 #include "core/encodings/kerple.h"
+#include "core/encodings/relative.h"
 #include "core/encodings/relative_key.h"
 #include "core/encodings/shaw.h"
 #include "core/encodings/t5_bias.h"
@@ -39,9 +40,11 @@ struct Fixture {
     probs = torch::softmax(torch::randn({B, 2, T, T}), -1);
     qkv_weight = torch::randn({24, 8});
     qkv_bias = torch::randn({24});
-    positions = contiguous_positions(B, T);
-    positions.query = positions.query + first_position;
-    positions.key = positions.key + first_position;
+    positions = contiguous_positions(B, T);  // contiguous: the relative-shift path
+    if (first_position != 0) {               // per-row tensors: the gather path
+      positions.query = positions.query + first_position;
+      positions.key = positions.key + first_position;
+    }
   }
   AttentionContext at(int64_t layer) const { return {positions, layer, qkv_weight, qkv_bias}; }
   int64_t pos(int64_t i) const { return positions.query[0][i].item<int64_t>(); }
@@ -77,6 +80,48 @@ bool close(const torch::Tensor& a, const torch::Tensor& b) { return torch::allcl
 
 }  // namespace
 
+// ---------------------------------------------------------------- the shared machinery
+
+CATCH_TEST_CASE("RelativeGeometry: the relative shift of contiguous positions equals the gather", "[relative]") {
+  torch::manual_seed(3);
+  const int64_t B = 2, H = 3, T = 7, Dh = 5;
+  Positions shared = contiguous_positions(B, T);
+  Positions per_row{shared.query.clone(), shared.key.clone()};  // same numbers, no broadcast
+  RelativeGeometry fast(shared), general(per_row);
+  CATCH_REQUIRE(fast.contiguous());
+  CATCH_REQUIRE_FALSE(general.contiguous());
+  CATCH_CHECK(torch::equal(fast.offsets(), general.offsets()));
+  CATCH_CHECK(fast.offsets().size(0) == 2 * T - 1);
+  auto x = torch::randn({B, H, T, Dh}), probs = torch::softmax(torch::randn({B, H, T, T}), -1);
+  for (auto rows : {torch::randn({2 * T - 1, Dh}), torch::randn({H, 2 * T - 1, Dh})}) {
+    CATCH_CHECK(close(fast.query_scores(x, rows), general.query_scores(x, rows)));
+    CATCH_CHECK(close(fast.key_scores(x, rows), general.key_scores(x, rows)));
+  }
+  auto rows = torch::randn({2 * T - 1, Dh});
+  CATCH_CHECK(close(fast.weighted_rows(probs, rows), general.weighted_rows(probs, rows)));
+  auto per_offset = torch::randn({H, 2 * T - 1});
+  CATCH_CHECK(close(fast.bias(per_offset), general.bias(per_offset).narrow(0, 0, 1)));
+  // ... and against the definition: offset o = i - j sits in column o + T - 1
+  auto table = fast.query_scores(x, rows);
+  auto all = torch::matmul(x, rows.t());
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < T; ++j)
+      CATCH_CHECK(table[1][2][i][j].item<float>() == Approx(all[1][2][i][i - j + T - 1].item<float>()).margin(1e-5));
+  // gradients flow through the shift as through the gather
+  auto xa = x.clone().requires_grad_(true), xb = x.clone().requires_grad_(true);
+  auto ga = torch::autograd::grad({(fast.query_scores(xa, rows) * probs).sum()}, {xa})[0];
+  auto gb = torch::autograd::grad({(general.query_scores(xb, rows) * probs).sum()}, {xb})[0];
+  CATCH_CHECK(close(ga, gb));
+  // shifted positions (all rows alike) are still contiguous; gaps are not
+  Positions shifted{shared.query + 5, shared.key + 5};
+  shifted.query = shifted.query.narrow(0, 0, 1);
+  shifted.key = shifted.key.narrow(0, 0, 1);
+  CATCH_CHECK(RelativeGeometry(shifted).contiguous());
+  Positions gaps{shifted.query * 2, shifted.key * 2};
+  CATCH_CHECK_FALSE(RelativeGeometry(gaps).contiguous());
+  CATCH_CHECK(RelativeGeometry(gaps).offsets().size(0) == 4 * T - 3);
+}
+
 // ---------------------------------------------------------------- golden numbers
 
 CATCH_TEST_CASE("T5 buckets match the reference (32 buckets, max distance 128)", "[relative][t5_bias]") {
@@ -106,7 +151,6 @@ CATCH_TEST_CASE("ALiBi slopes of Press et al., power-of-two and not", "[relative
 CATCH_TEST_CASE("ALiBi biases: symmetric, causal and the DeepMind variant", "[relative][alibi]") {
   Fixture f;  // 2 heads: slopes 2^-4 and 2^-8
   auto standard = make("alibi", f.context);
-  f.positions = contiguous_positions(2, 6);              // one broadcast row: computed once
   auto bias = standard->score_bias(f.q, f.k, f.at(0));  // (1, H, T, T)
   CATCH_CHECK(bias.sizes() == torch::IntArrayRef({1, 2, 6, 6}));
   CATCH_CHECK(bias[0][0][2][5].item<float>() == Approx(-3.0 / 16));

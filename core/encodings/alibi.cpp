@@ -39,13 +39,13 @@ std::vector<OptionSpec> AlibiImpl::options() {
 }
 
 torch::Tensor AlibiImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
-  const IndexWindow w = index_window(relative_offsets(attention.positions));  // rows: distances query - key
+  const RelativeGeometry geometry(attention.positions);
   auto options = torch::TensorOptions().dtype(q.scalar_type()).device(q.device());
-  auto distance = torch::arange(w.first, w.first + w.rows, options);         // (R)
+  auto distance = geometry.offsets().to(q.scalar_type());  // (W): query - key
   auto base = -distance.abs();
   if (deepmind_) base = base + 0.5 * (distance > 0).to(q.scalar_type());      // key left of the query
-  auto per_row = alibi_slopes(context_.num_heads).to(options).unsqueeze(1) * base.unsqueeze(0);  // (H, R)
-  return gather_bias(per_row, w.local);
+  auto per_offset = alibi_slopes(context_.num_heads).to(options).unsqueeze(1) * base.unsqueeze(0);  // (H, W)
+  return geometry.bias(per_offset);
 }
 
 }  // namespace pelab

@@ -54,16 +54,16 @@ std::vector<OptionSpec> DebertaImpl::options() {
 
 double DebertaImpl::attention_scale() const { return 1.0 / std::sqrt(3.0 * context_.head_dim()); }
 
-torch::Tensor DebertaImpl::table_index(const Positions& positions) const {
-  auto relative = relative_offsets(positions);  // query - key
+torch::Tensor DebertaImpl::table_row(const torch::Tensor& offsets) const {
+  auto relative = offsets;  // query - key
   if (position_buckets_ > 0) relative = deberta_log_bucket(relative, position_buckets_, max_relative_positions_);
   return (relative + span_).clamp(0, 2 * span_ - 1);
 }
 
-std::pair<torch::Tensor, torch::Tensor> DebertaImpl::projected_rows(const AttentionContext& attention, int64_t first,
-                                                                    int64_t count) {
-  const int64_t D = context_.d_model, H = context_.num_heads, Dh = context_.head_dim();
-  auto R = norm_->forward(rel_embeddings_.narrow(0, first, count));  // (count, D); LayerNorm is per row
+std::pair<torch::Tensor, torch::Tensor> DebertaImpl::projected_rows(const AttentionContext& attention,
+                                                                    const torch::Tensor& rows) {
+  const int64_t D = context_.d_model, H = context_.num_heads, Dh = context_.head_dim(), count = rows.size(0);
+  auto R = norm_->forward(rel_embeddings_.index_select(0, rows));  // (W, D); LayerNorm is per row
   torch::Tensor Kr, Qr;
   if (share_att_key_) {
     Qr = torch::nn::functional::linear(R, attention.qkv_weight.narrow(0, 0, D), attention.qkv_bias.narrow(0, 0, D));
@@ -77,10 +77,10 @@ std::pair<torch::Tensor, torch::Tensor> DebertaImpl::projected_rows(const Attent
 }
 
 torch::Tensor DebertaImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
-  const IndexWindow w = index_window(table_index(attention.positions));
-  auto [Kr, Qr] = projected_rows(attention, w.first, w.rows);
-  auto c2p = gather_scores(q, Kr, w.local);
-  auto p2c = gather_key_scores(k, Qr, w.local);
+  const RelativeGeometry geometry(attention.positions);
+  auto [Kr, Qr] = projected_rows(attention, table_row(geometry.offsets()));  // (H, W, Dh) each
+  auto c2p = geometry.query_scores(q, Kr);
+  auto p2c = geometry.key_scores(k, Qr);
   return (c2p + p2c) * attention_scale();
 }
 

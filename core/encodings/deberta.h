@@ -16,6 +16,7 @@
 #pragma once
 
 #include "core/encodings/position_encoding.h"
+#include "core/encodings/relative.h"
 #include "core/options.h"
 
 namespace pelab {
@@ -32,11 +33,11 @@ class DebertaImpl : public PositionEncodingImpl {
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   double attention_scale() const override;
 
-  // Row of the relative table for each (query, key): (B'|1, Tq, Tk) in [0, 2S).
-  torch::Tensor table_index(const Positions& positions) const;
-  // Kr and Qr of the rows [first, first + count): each (H, count, Dh).
-  std::pair<torch::Tensor, torch::Tensor> projected_rows(const AttentionContext& attention, int64_t first,
-                                                         int64_t count);
+  // Row of the relative table of each offset (query - key), any shape, in [0, 2S).
+  torch::Tensor table_row(const torch::Tensor& offsets) const;
+  torch::Tensor table_index(const Positions& positions) const { return table_row(relative_offsets(positions)); }
+  // Kr and Qr of table rows (W): each (H, W, Dh).
+  std::pair<torch::Tensor, torch::Tensor> projected_rows(const AttentionContext& attention, const torch::Tensor& rows);
 
  private:
   int64_t position_buckets_, max_relative_positions_, span_;

@@ -34,9 +34,8 @@ torch::Tensor KerpleImpl::kernel(const torch::Tensor& distance) {
 }
 
 torch::Tensor KerpleImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
-  const IndexWindow w = index_window(relative_offsets(attention.positions).abs());  // rows: distances
-  auto distance = torch::arange(w.first, w.first + w.rows, torch::TensorOptions().device(q.device()));
-  return gather_bias(kernel(distance).to(q.scalar_type()), w.local);
+  const RelativeGeometry geometry(attention.positions);
+  return geometry.bias(kernel(geometry.offsets().abs()).to(q.scalar_type()));  // (H, W) -> (B'|1, H, Tq, Tk)
 }
 
 }  // namespace pelab

@@ -3,10 +3,13 @@
 // as HF BERT relative_*, DeBERTa and Transformer-XL; schemes whose reference counts
 // key - query (Shaw/tensor2tensor, T5) negate it, and say so in their header.
 //
-// No scheme materializes (T, T, Dh) relative embeddings. A relative table is indexed by an
-// int64 (B'|1, Tq, Tk) index; only the window of rows that index uses (at most 2T-1 for
-// contiguous positions) is touched: q is multiplied with those rows once, (B, H, Tq, R),
-// and the result gathered into (B, H, Tq, Tk).
+// No scheme materializes (T, T, Dh) relative embeddings. A scheme turns the W distinct
+// offsets of an attention call (2T - 1 for contiguous positions) into W rows (embeddings or
+// per-head biases); RelativeGeometry multiplies q with those rows once, (B, H, Tq, W), and
+// maps the result onto (B, H, Tq, Tk):
+//   - contiguous positions (p, p+1, ..., the same for query and key, shared by the batch):
+//     a strided view (the Transformer-XL "relative shift"), no index tensor at all;
+//   - any other positions (randomized, shifted per row): a gather by the (B'|1, Tq, Tk) index.
 #pragma once
 
 #include <torch/torch.h>
@@ -19,27 +22,29 @@ namespace pelab {
 // same (contiguous positions, or one randomized draw per batch), so the work is done once.
 torch::Tensor relative_offsets(const Positions& positions);
 
-// The rows [first, first + rows) of a table that `index` uses, and `index - first`.
-struct IndexWindow {
-  torch::Tensor local;  // (B'|1, Tq, Tk) int64 in [0, rows)
-  int64_t first = 0;
-  int64_t rows = 0;
+class RelativeGeometry {
+ public:
+  explicit RelativeGeometry(const Positions& positions);
+
+  // The distinct offsets (query - key) of this call, ascending: (W) int64.
+  const torch::Tensor& offsets() const { return offsets_; }
+  bool contiguous() const { return contiguous_; }
+
+  // x_i . rows[o(i, j)]: x (B, H, Tq, Dh); rows (W, Dh) shared by heads or (H, W, Dh), row c
+  // belonging to offsets()[c] -> (B, H, Tq, Tk)
+  torch::Tensor query_scores(const torch::Tensor& x, const torch::Tensor& rows) const;
+  // x_j . rows[o(i, j)]: x (B, H, Tk, Dh) (keys) -> (B, H, Tq, Tk)
+  torch::Tensor key_scores(const torch::Tensor& x, const torch::Tensor& rows) const;
+  // sum_j probs[i, j] rows[o(i, j)]: probs (B, H, Tq, Tk); rows (W, Dh) -> (B, H, Tq, Dh)
+  torch::Tensor weighted_rows(const torch::Tensor& probs, const torch::Tensor& rows) const;
+  // per_offset[h, o(i, j)]: per_offset (H, W) -> (B'|1, H, Tq, Tk)
+  torch::Tensor bias(const torch::Tensor& per_offset) const;
+
+ private:
+  bool contiguous_ = false;
+  int64_t length_ = 0;   // T (contiguous case)
+  torch::Tensor offsets_;  // (W)
+  torch::Tensor local_;    // (B'|1, Tq, Tk) index into offsets_ (general case)
 };
-IndexWindow index_window(const torch::Tensor& index);
-
-// scores[b, h, i, j] = x[b, h, i, :] . rows[(h,) local[b', i, j], :]
-// x: (B, H, Tq, Dh); rows: (R, Dh) shared by heads or (H, R, Dh); local: (B'|1, Tq, Tk) -> (B, H, Tq, Tk)
-torch::Tensor gather_scores(const torch::Tensor& x, const torch::Tensor& rows, const torch::Tensor& local);
-
-// The key-side twin: scores[b, h, i, j] = x[b, h, j, :] . rows[(h,) local[b', i, j], :]
-// x: (B, H, Tk, Dh) (keys) -> (B, H, Tq, Tk)
-torch::Tensor gather_key_scores(const torch::Tensor& x, const torch::Tensor& rows, const torch::Tensor& local);
-
-// out[b, h, i, :] = sum_j probs[b, h, i, j] rows[local[b', i, j], :]
-// probs: (B, H, Tq, Tk); rows: (R, Dh); local: (B'|1, Tq, Tk) -> (B, H, Tq, Dh)
-torch::Tensor scatter_values(const torch::Tensor& probs, const torch::Tensor& rows, const torch::Tensor& local);
-
-// bias[b', h, i, j] = per_row[h, local[b', i, j]]; per_row: (H, R) -> (B'|1, H, Tq, Tk)
-torch::Tensor gather_bias(const torch::Tensor& per_row, const torch::Tensor& local);
 
 }  // namespace pelab

@@ -38,18 +38,17 @@ void RelativeKeyImpl::check_positions(const Positions& positions) const {
               "); raise encoding.max_positions or set encoding.clip (e.g. clip: 64) to clip distances");
 }
 
-torch::Tensor RelativeKeyImpl::table_index(const Positions& positions) const {
-  auto distance = relative_offsets(positions);  // query - key
-  if (clip_ > 0) return distance.clamp(-clip_, clip_) + clip_;
-  return distance + (max_positions_ - 1);
+torch::Tensor RelativeKeyImpl::table_row(const torch::Tensor& offsets) const {
+  if (clip_ > 0) return offsets.clamp(-clip_, clip_) + clip_;
+  return offsets + (max_positions_ - 1);
 }
 
 torch::Tensor RelativeKeyImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k,
                                           const AttentionContext& attention) {
-  const IndexWindow w = index_window(table_index(attention.positions));
-  auto rows = tables_[attention.layer].narrow(0, w.first, w.rows);  // (R, Dh)
-  auto bias = gather_scores(q, rows, w.local);                      // (B, H, Tq, Tk)
-  if (key_term_) bias = bias + gather_key_scores(k, rows, w.local);
+  const RelativeGeometry geometry(attention.positions);
+  auto rows = tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (W, Dh)
+  auto bias = geometry.query_scores(q, rows);                                           // (B, H, Tq, Tk)
+  if (key_term_) bias = bias + geometry.key_scores(k, rows);
   return bias * attention_scale();  // HF adds before dividing by sqrt(Dh)
 }
 

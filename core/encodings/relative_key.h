@@ -11,6 +11,7 @@
 #pragma once
 
 #include "core/encodings/position_encoding.h"
+#include "core/encodings/relative.h"
 #include "core/options.h"
 
 namespace pelab {
@@ -24,8 +25,10 @@ class RelativeKeyImpl : public PositionEncodingImpl {
   void check_positions(const Positions& positions) const override;
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
 
-  // Row of the table for each (query, key): (B'|1, Tq, Tk) int64.
-  torch::Tensor table_index(const Positions& positions) const;
+  // Table row of each offset (query - key), any shape.
+  torch::Tensor table_row(const torch::Tensor& offsets) const;
+  // Table row of each (query, key): (B'|1, Tq, Tk) int64.
+  torch::Tensor table_index(const Positions& positions) const { return table_row(relative_offsets(positions)); }
   const torch::Tensor& table(int64_t layer) const { return tables_[layer]; }
 
  private:

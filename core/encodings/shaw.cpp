@@ -30,22 +30,17 @@ std::vector<OptionSpec> ShawImpl::options() {
   };
 }
 
-torch::Tensor ShawImpl::table_index(const Positions& positions) const {
-  auto key_minus_query = -relative_offsets(positions);
-  return key_minus_query.clamp(-clip_, clip_) + clip_;
-}
-
 torch::Tensor ShawImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
-  const IndexWindow w = index_window(table_index(attention.positions));
-  auto rows = key_tables_[attention.layer].narrow(0, w.first, w.rows);
-  return gather_scores(q, rows, w.local) * attention_scale();
+  const RelativeGeometry geometry(attention.positions);
+  auto rows = key_tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (W, Dh)
+  return geometry.query_scores(q, rows) * attention_scale();
 }
 
 torch::Tensor ShawImpl::value_term(const torch::Tensor& probs, const AttentionContext& attention) {
   if (value_tables_.empty()) return {};
-  const IndexWindow w = index_window(table_index(attention.positions));
-  auto rows = value_tables_[attention.layer].narrow(0, w.first, w.rows);
-  return scatter_values(probs, rows, w.local);
+  const RelativeGeometry geometry(attention.positions);
+  auto rows = value_tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (W, Dh)
+  return geometry.weighted_rows(probs, rows);
 }
 
 }  // namespace pelab

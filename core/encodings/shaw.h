@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/encodings/position_encoding.h"
+#include "core/encodings/relative.h"
 #include "core/options.h"
 
 namespace pelab {
@@ -22,8 +23,9 @@ class ShawImpl : public PositionEncodingImpl {
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) override;
 
-  // Table row of each (query, key): clip(key - query, -k, k) + k, (B'|1, Tq, Tk).
-  torch::Tensor table_index(const Positions& positions) const;
+  // Table row of each offset (query - key): clip(key - query, -k, k) + k.
+  torch::Tensor table_row(const torch::Tensor& offsets) const { return (-offsets).clamp(-clip_, clip_) + clip_; }
+  torch::Tensor table_index(const Positions& positions) const { return table_row(relative_offsets(positions)); }
 
  private:
   int64_t clip_;

@@ -56,9 +56,9 @@ std::vector<OptionSpec> T5BiasImpl::options() {
 double T5BiasImpl::attention_scale() const { return scaled_ ? PositionEncodingImpl::attention_scale() : 1.0; }
 
 torch::Tensor T5BiasImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
-  auto buckets = t5_relative_bucket(-relative_offsets(attention.positions), !context_.causal, num_buckets_,
-                                    max_distance_);                   // (B'|1, Tq, Tk)
-  return gather_bias(table_.t(), buckets);                            // (B'|1, H, Tq, Tk)
+  const RelativeGeometry geometry(attention.positions);
+  auto buckets = t5_relative_bucket(-geometry.offsets(), !context_.causal, num_buckets_, max_distance_);  // (W)
+  return geometry.bias(table_.t().index_select(1, buckets));  // (H, W) -> (B'|1, H, Tq, Tk)
 }
 
 }  // namespace pelab

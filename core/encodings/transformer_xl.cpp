@@ -27,20 +27,20 @@ std::vector<OptionSpec> TransformerXLImpl::options() {
   };
 }
 
-torch::Tensor TransformerXLImpl::projected_relative_table(int64_t layer, int64_t first, int64_t count) const {
+torch::Tensor TransformerXLImpl::projected_relative_table(int64_t layer, const torch::Tensor& distances) const {
   const auto& W = projection_[layer];
-  auto distances = torch::arange(first, first + count, torch::TensorOptions().dtype(torch::kInt64).device(W.device()));
-  auto R = sinusoid_table(distances, context_.d_model, base_, "concatenated").to(W.dtype());  // (count, D)
-  auto projected = torch::matmul(R, W.t());                                                     // (count, D)
-  return projected.view({count, context_.num_heads, context_.head_dim()}).permute({1, 0, 2});  // (H, count, Dh)
+  const int64_t count = distances.size(0);
+  auto R = sinusoid_table(distances, context_.d_model, base_, "concatenated").to(W.dtype());  // (W, D)
+  auto projected = torch::matmul(R, W.t());                                                     // (W, D)
+  return projected.view({count, context_.num_heads, context_.head_dim()}).permute({1, 0, 2});  // (H, W, Dh)
 }
 
 torch::Tensor TransformerXLImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k,
                                             const AttentionContext& attention) {
-  const IndexWindow w = index_window(relative_offsets(attention.positions));  // rows are distances
-  auto rows = projected_relative_table(attention.layer, w.first, w.rows);     // (H, R, Dh)
+  const RelativeGeometry geometry(attention.positions);
+  auto rows = projected_relative_table(attention.layer, geometry.offsets());  // (H, W, Dh)
   const int64_t H = context_.num_heads, Dh = context_.head_dim();
-  auto position_terms = gather_scores(q + v_.view({1, H, 1, Dh}), rows, w.local);  // (b) + (d): (B, H, Tq, Tk)
+  auto position_terms = geometry.query_scores(q + v_.view({1, H, 1, Dh}), rows);  // (b) + (d): (B, H, Tq, Tk)
   auto content_term = torch::matmul(k, u_.view({1, H, Dh, 1})).transpose(-2, -1);  // (c): (B, H, 1, Tk)
   return (position_terms + content_term) * attention_scale();
 }

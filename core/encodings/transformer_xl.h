@@ -22,8 +22,8 @@ class TransformerXLImpl : public PositionEncodingImpl {
 
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
 
-  // W_R R for distances first .. first + count - 1: (H, count, Dh)
-  torch::Tensor projected_relative_table(int64_t layer, int64_t first, int64_t count) const;
+  // W_R R of distances (W) int64: (H, W, Dh)
+  torch::Tensor projected_relative_table(int64_t layer, const torch::Tensor& distances) const;
   const torch::Tensor& content_bias() const { return u_; }
   const torch::Tensor& position_bias() const { return v_; }
 

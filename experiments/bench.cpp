@@ -1,0 +1,180 @@
+#include "experiments/bench.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/encodings/registry.h"
+#include "core/run.h"
+#include "core/train/metrics.h"
+#include "data/task_registry.h"
+
+namespace pelab {
+
+namespace {
+
+double resident_mb() {
+  std::ifstream statm("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  statm >> pages_total >> pages_resident;
+  return double(pages_resident) * double(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+double peak_resident_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024.0;  // kilobytes on Linux
+}
+
+RunConfig bench_config(const BenchOptions& o, const std::string& scheme, int64_t length) {
+  RunConfig c;
+  c.model.d_model = o.d_model;
+  c.model.num_layers = o.num_layers;
+  c.model.num_heads = o.num_heads;
+  c.model.d_ff = o.d_ff;
+  c.model.causal = o.causal;
+  c.encoding.name = scheme;
+  for (const auto& e : scheme_registry())
+    if (e.info.name == scheme) c.encoding.options = OptionValues::defaults(e.info.options);
+  // schemes with a table sized in positions get one that fits the benchmark
+  if (scheme == "learned") c.encoding.options.set("max_positions", length);
+  if (scheme == "relative_key" || scheme == "relative_key_query") c.encoding.options.set("max_positions", length);
+  c.task.name = "reverse_string";
+  c.task.options = OptionValues::defaults(task_registry().back().info.options);
+  c.train.batch_size = o.batch;
+  c.train.min_length = c.train.max_length = length / 2;  // reverse_string: input + placeholders
+  c.seed = 0;
+  return c;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+BenchResult bench_one(const BenchOptions& options, const std::string& scheme, int64_t length) {
+  BenchResult r;
+  r.scheme = scheme;
+  r.length = length;
+  set_threads(options.threads);
+  const RunConfig config = bench_config(options, scheme, length);
+  auto task = make_task(config.task.name, config.task.options);
+  Encoder model = build_model(config, *task);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-4));
+  Rng rng(0);
+  Batch batch = task->sample(options.batch, length / 2, rng);
+  auto positions = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1));
+  auto step = [&] {
+    optimizer.zero_grad();
+    auto out = model->forward(batch.tokens, batch.padding, positions, batch.segments);
+    score_batch(out.logits, batch).loss.backward();
+    optimizer.step();
+  };
+  const double resident_before = resident_mb();
+  std::vector<double> times;
+  for (int64_t i = 0; i < options.warmup + options.repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i >= options.warmup) times.push_back(ms);
+  }
+  r.median_ms = median(times);
+  r.min_ms = *std::min_element(times.begin(), times.end());
+  r.peak_mb = peak_resident_mb() - resident_before;
+  return r;
+}
+
+int command_bench_worker(const BenchOptions& options, const std::string& scheme, int64_t length, std::ostream& out) {
+  try {
+    BenchResult r = bench_one(options, scheme, length);
+    out << fmt::format("RESULT {} {} {:.4f} {:.4f} {:.2f}\n", r.scheme, r.length, r.median_ms, r.min_ms, r.peak_mb);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    out << "ERROR " << scheme << " " << length << " " << message.substr(0, 300) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int command_bench(const BenchOptions& options, const std::string& self_executable, std::ostream& out) {
+  std::vector<std::string> schemes = options.schemes;
+  if (schemes.empty())
+    for (const auto& e : scheme_registry()) schemes.push_back(e.info.name);
+  // `none` first: every ratio is against it
+  schemes.erase(std::remove(schemes.begin(), schemes.end(), "none"), schemes.end());
+  schemes.insert(schemes.begin(), "none");
+
+  out << fmt::format("pelab bench: training step (forward, backward, Adam) of d_model {}, {} layers, {} heads, "
+                     "d_ff {}, batch {}, {}; median of {} after {} warm-up; each in its own process\n",
+                     options.d_model, options.num_layers, options.num_heads, options.d_ff, options.batch,
+                     options.causal ? "causal" : "bidirectional", options.repeats, options.warmup);
+  std::vector<BenchResult> results;
+  for (int64_t length : options.lengths) {
+    for (const auto& scheme : schemes) {
+      const std::string command = fmt::format(
+          "'{}' bench --worker --scheme {} --lengths {} --d-model {} --layers {} --heads {} --d-ff {} --batch {} "
+          "--warmup {} --repeats {} --threads {}{} 2>&1",
+          self_executable, scheme, length, options.d_model, options.num_layers, options.num_heads, options.d_ff,
+          options.batch, options.warmup, options.repeats, options.threads, options.causal ? " --causal" : "");
+      BenchResult r;
+      r.scheme = scheme;
+      r.length = length;
+      r.error = "no result";
+      if (FILE* pipe = popen(command.c_str(), "r")) {
+        char line[1024];
+        while (fgets(line, sizeof(line), pipe)) {
+          std::istringstream in(line);
+          std::string tag;
+          in >> tag;
+          if (tag == "RESULT") {
+            in >> r.scheme >> r.length >> r.median_ms >> r.min_ms >> r.peak_mb;
+            r.error.clear();
+          } else if (tag == "ERROR") {
+            std::string name, len;
+            in >> name >> len;
+            std::getline(in, r.error);
+          }
+        }
+        pclose(pipe);
+      }
+      results.push_back(r);
+      out << fmt::format("  measured {:<20} T={:<6} {}\n", scheme, length,
+                         r.error.empty() ? fmt::format("{:.1f} ms, {:.1f} MB", r.median_ms, r.peak_mb) : r.error)
+          << std::flush;
+    }
+  }
+
+  std::map<int64_t, BenchResult> baseline;
+  for (const auto& r : results)
+    if (r.scheme == "none") baseline[r.length] = r;
+  std::string table = fmt::format("\n| scheme | T | step ms | x none | peak MB | x none |\n|---|---:|---:|---:|---:|---:|\n");
+  std::string csv = "scheme,length,median_ms,min_ms,peak_mb,time_ratio,memory_ratio\n";
+  for (const auto& r : results) {
+    if (!r.error.empty()) {
+      table += fmt::format("| {} | {} | failed: {} | | | |\n", r.scheme, r.length, r.error);
+      continue;
+    }
+    const auto& b = baseline[r.length];
+    const double time_ratio = b.median_ms > 0 ? r.median_ms / b.median_ms : 0;
+    const double memory_ratio = b.peak_mb > 0 ? r.peak_mb / b.peak_mb : 0;
+    table += fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n", r.scheme, r.length, r.median_ms,
+                         time_ratio, r.peak_mb, memory_ratio);
+    csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f}\n", r.scheme, r.length, r.median_ms, r.min_ms,
+                       r.peak_mb, time_ratio, memory_ratio);
+  }
+  out << table;
+  if (!options.csv.empty()) std::ofstream(options.csv) << csv;
+  return 0;
+}
+
+}  // namespace pelab

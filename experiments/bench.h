@@ -1,0 +1,36 @@
+// `pelab bench`: training-step time and peak memory of every scheme at given lengths, each
+// measured in a fresh child process (so one scheme's peak memory cannot hide another's),
+// reported next to `none`'s in the same run.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace pelab {
+
+struct BenchOptions {
+  std::vector<std::string> schemes;       // empty: every registered scheme
+  std::vector<int64_t> lengths = {512, 2048};  // sequence lengths (tokens)
+  int64_t d_model = 64, num_layers = 2, num_heads = 4, d_ff = 256, batch = 2;
+  int64_t warmup = 2, repeats = 5, threads = 0;
+  bool causal = false;
+  std::string csv;                         // also write the table here
+};
+
+struct BenchResult {
+  std::string scheme;
+  int64_t length = 0;
+  double median_ms = 0, min_ms = 0;
+  double peak_mb = 0;  // peak resident memory of the steps above the model's resident memory
+  std::string error;   // non-empty when the scheme failed at this length
+};
+
+// One measurement in this process (the child side).
+BenchResult bench_one(const BenchOptions& options, const std::string& scheme, int64_t length);
+// Every scheme x length, each in a child `pelab bench --worker`; prints the table.
+int command_bench(const BenchOptions& options, const std::string& self_executable, std::ostream& out);
+// The child: measures and prints one machine-readable line.
+int command_bench_worker(const BenchOptions& options, const std::string& scheme, int64_t length, std::ostream& out);
+
+}  // namespace pelab
