@@ -433,23 +433,29 @@ CATCH_TEST_CASE("kerple equals -r1 log(1 + r2 |i-j|) and -r1 |i-j|^r2", "[relati
 }
 
 CATCH_TEST_CASE("fire equals the MLP of psi(|i-j|) / psi(max(L, i))", "[relative][naive]") {
-  Fixture f(true, 500);  // query positions cross L = 512
-  f.T = 6;
-  f.positions = contiguous_positions(1, 20);
-  f.positions.query = f.positions.query + 500;
-  f.positions.key = f.positions.key + 500;
+  Fixture f(true);
   auto scheme = make("fire", f.context);
   auto* fire = scheme->as<FireImpl>();
-  const double c = param(scheme, "c_1").item<double>(), L = 512.0 * std::abs(param(scheme, "length_multiplier_1").item<double>());
-  auto x = torch::zeros({1, 20, 20});
-  for (int64_t i = 0; i < 20; ++i)
-    for (int64_t j = 0; j < 20; ++j) {
-      const double qi = 500 + i, distance = std::abs(double(i - j));
-      x[0][i][j] = std::log(std::abs(c * distance) + 1) / (std::log(std::abs(c * std::max(qi, L)) + 1) + 1e-6);
-    }
-  auto naive = fire->mlp_reference(x, 1).permute({0, 3, 1, 2});
-  auto q = torch::randn({1, 2, 20, 4});
-  CATCH_CHECK(close(scheme->score_bias(q, q, AttentionContext{f.positions, 1, f.qkv_weight, f.qkv_bias}), naive));
+  const double c = param(scheme, "c_1").item<double>();
+  const double L = 512.0 * std::abs(param(scheme, "length_multiplier_1").item<double>());
+  // from 0: every query below L (bias per offset); from 500: queries cross L (bias per pair)
+  for (int64_t first : {0, 500}) {
+    CATCH_INFO("positions from " << first);
+    auto x = torch::zeros({1, 20, 20});
+    for (int64_t i = 0; i < 20; ++i)
+      for (int64_t j = 0; j < 20; ++j) {
+        const double qi = first + i, distance = std::abs(double(i - j));
+        x[0][i][j] = std::log(std::abs(c * distance) + 1) / (std::log(std::abs(c * std::max(qi, L)) + 1) + 1e-6);
+      }
+    auto naive = fire->mlp_reference(x, 1).permute({0, 3, 1, 2});
+    auto q = torch::randn({1, 2, 20, 4});
+    Positions contiguous = contiguous_positions(1, 20);
+    contiguous.query = contiguous.query + first;
+    contiguous.key = contiguous.key + first;
+    Positions per_row{contiguous.query.expand({2, 20}).clone(), contiguous.key.expand({2, 20}).clone()};
+    CATCH_CHECK(close(scheme->score_bias(q, q, AttentionContext{contiguous, 1, f.qkv_weight, f.qkv_bias}), naive));
+    CATCH_CHECK(close(scheme->score_bias(q, q, AttentionContext{per_row, 1, f.qkv_weight, f.qkv_bias}), naive));
+  }
 }
 
 // ---------------------------------------------------------------- invariances

@@ -71,6 +71,20 @@ torch::Tensor FireImpl::mlp(const torch::Tensor& x, int64_t layer) {
 }
 
 torch::Tensor FireImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
+  const int64_t layer = attention.layer;
+  const RelativeGeometry geometry(attention.positions);
+  if (geometry.contiguous()) {
+    // While every query position is below L the denominator is psi(L) for all of them, and
+    // the bias depends on the offset alone: evaluate f once per offset.
+    const auto& c = c_[layer];
+    auto threshold = (length_multiplier_[layer] * max_length_).abs();
+    const int64_t last_query = attention.positions.query[0][-1].item<int64_t>();
+    if (double(last_query) <= threshold.item<double>()) {
+      auto offsets = geometry.offsets().to(c.dtype());  // (W)
+      auto x = torch::log((c * offsets).abs() + 1) / (torch::log((c * threshold).abs() + 1) + eps_);
+      return geometry.bias(mlp(x, layer).t().to(q.scalar_type()));  // (H, W) -> (1, H, Tq, Tk)
+    }
+  }
   auto x = interpolated_distance(attention.positions, attention.layer);  // (B'|1, Tq, Tk)
   return mlp(x, attention.layer).permute({0, 3, 1, 2}).to(q.scalar_type());  // (B'|1, H, Tq, Tk)
 }
