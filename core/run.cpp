@@ -27,6 +27,13 @@ void set_threads(int64_t requested) {
   torch::set_num_threads(static_cast<int>(requested > 0 ? requested : cores));
 }
 
+void configure_cpu_math() {
+  // Softmax over strongly negative biases (ALiBi at long lengths: -m |i - j| in the
+  // hundreds) produces denormal floats, which x86 handles up to 100x slower: flush them
+  // to zero, as a GPU does. Measured: ALiBi's step at T = 2048 went from 2.3x to ~1x none's.
+  at::globalContext().setFlushDenormal(true);
+}
+
 Encoder build_model(const RunConfig& config, const Task& task) {
   torch::manual_seed(config.seed);
   return Encoder(config.model, config.encoding, task.vocab_size(), task.num_classes());
@@ -49,6 +56,7 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
 
 RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive) {
   set_threads(config.threads);
+  configure_cpu_math();
   const torch::Device device = resolve_device(config.device);
   auto task = make_task(config.task.name, config.task.options);
   Encoder model = build_model(config, *task);

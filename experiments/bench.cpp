@@ -66,6 +66,7 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
   r.scheme = scheme;
   r.length = length;
   set_threads(options.threads);
+  configure_cpu_math();
   const RunConfig config = bench_config(options, scheme, length);
   auto task = make_task(config.task.name, config.task.options);
   Encoder model = build_model(config, *task);
