@@ -55,12 +55,14 @@ CATCH_TEST_CASE("sinusoidal golden values match the formula at d_model 512 (the 
 }
 
 CATCH_TEST_CASE("sinusoidal concatenated layouts: DeepMind [sin | cos] and tensor2tensor spacing", "[sinusoidal]") {
-  auto deepmind = vectors_at(*std::make_shared<SinusoidalPositionEncodingImpl>(make(4, "concatenated")), {1})[0];
+  auto deepmind_layout = make(4, "concatenated");
+  auto deepmind = vectors_at(deepmind_layout, {1})[0];
   const std::vector<float> expected = {0.84147098f, 0.00999983f, 0.54030231f, 0.99995000f};  // sin 1, sin .01, cos 1, cos .01
   for (int i = 0; i < 4; ++i) CATCH_CHECK(deepmind[i].item<float>() == Approx(expected[i]).margin(1e-7));
 
   // tensor2tensor get_timing_signal_1d: inverse timescales base^(-i/(D/2-1)); d = 6 -> 1, 0.01, 1e-4
-  auto t2t = vectors_at(*std::make_shared<SinusoidalPositionEncodingImpl>(make(6, "concatenated_t2t")), {3})[0];
+  auto t2t_layout = make(6, "concatenated_t2t");
+  auto t2t = vectors_at(t2t_layout, {3})[0];
   const double inv[3] = {1.0, 0.01, 1e-4};
   for (int i = 0; i < 3; ++i) {
     CATCH_CHECK(t2t[i].item<float>() == Approx(std::sin(3 * inv[i])).margin(1e-7));

