@@ -84,34 +84,47 @@ bool close(const torch::Tensor& a, const torch::Tensor& b) { return torch::allcl
 
 CATCH_TEST_CASE("RelativeGeometry: the relative shift of contiguous positions equals the gather", "[relative]") {
   torch::manual_seed(3);
-  const int64_t B = 2, H = 3, T = 7, Dh = 5;
-  Positions shared = contiguous_positions(B, T);
-  Positions per_row{shared.query.clone(), shared.key.clone()};  // same numbers, no broadcast
-  RelativeGeometry fast(shared), general(per_row);
-  CATCH_REQUIRE(fast.contiguous());
-  CATCH_REQUIRE_FALSE(general.contiguous());
-  CATCH_CHECK(torch::equal(fast.offsets(), general.offsets()));
-  CATCH_CHECK(fast.offsets().size(0) == 2 * T - 1);
-  auto x = torch::randn({B, H, T, Dh}), probs = torch::softmax(torch::randn({B, H, T, T}), -1);
-  for (auto rows : {torch::randn({2 * T - 1, Dh}), torch::randn({H, 2 * T - 1, Dh})}) {
-    CATCH_CHECK(close(fast.query_scores(x, rows), general.query_scores(x, rows)));
-    CATCH_CHECK(close(fast.key_scores(x, rows), general.key_scores(x, rows)));
+  // 300 tokens: queries in blocks (38 each, the last 34); 7 tokens: one block
+  for (int64_t length : {300, 7}) {
+    CATCH_INFO("T = " << length);
+    const int64_t B = 2, H = 3, T = length, Dh = 5;
+    Positions shared = contiguous_positions(B, T);
+    Positions per_row{shared.query.clone(), shared.key.clone()};  // same numbers, no broadcast
+    RelativeGeometry fast(shared), general(per_row);
+    CATCH_REQUIRE(fast.contiguous());
+    CATCH_REQUIRE_FALSE(general.contiguous());
+    CATCH_CHECK(torch::equal(fast.offsets(), general.offsets()));
+    CATCH_CHECK(fast.offsets().size(0) == 2 * T - 1);
+    auto x = torch::randn({B, H, T, Dh}), probs = torch::softmax(torch::randn({B, H, T, T}), -1);
+    for (auto rows : {torch::randn({2 * T - 1, Dh}), torch::randn({H, 2 * T - 1, Dh})}) {
+      CATCH_CHECK(close(fast.query_scores(x, rows), general.query_scores(x, rows)));
+      CATCH_CHECK(close(fast.key_scores(x, rows), general.key_scores(x, rows)));
+    }
+    auto rows = torch::randn({2 * T - 1, Dh});
+    CATCH_CHECK(close(fast.weighted_rows(probs, rows), general.weighted_rows(probs, rows)));
+    auto per_offset = torch::randn({H, 2 * T - 1});
+    CATCH_CHECK(close(fast.bias(per_offset), general.bias(per_offset).narrow(0, 0, 1)));
+    // gradients flow through the shift as through the gather
+    auto xa = x.clone().requires_grad_(true), xb = x.clone().requires_grad_(true);
+    auto ga = torch::autograd::grad({(fast.query_scores(xa, rows) * probs).sum()}, {xa})[0];
+    auto gb = torch::autograd::grad({(general.query_scores(xb, rows) * probs).sum()}, {xb})[0];
+    CATCH_CHECK(close(ga, gb));
+    auto pa = probs.clone().requires_grad_(true), pb = probs.clone().requires_grad_(true);
+    auto wa = torch::autograd::grad({fast.weighted_rows(pa, rows).square().sum()}, {pa})[0];
+    auto wb = torch::autograd::grad({general.weighted_rows(pb, rows).square().sum()}, {pb})[0];
+    CATCH_CHECK(close(wa, wb));
   }
+  const int64_t B = 2, T = 7, Dh = 5;
+  Positions shared = contiguous_positions(B, T);
+  RelativeGeometry fast(shared);
+  auto x = torch::randn({B, 3, T, Dh});
   auto rows = torch::randn({2 * T - 1, Dh});
-  CATCH_CHECK(close(fast.weighted_rows(probs, rows), general.weighted_rows(probs, rows)));
-  auto per_offset = torch::randn({H, 2 * T - 1});
-  CATCH_CHECK(close(fast.bias(per_offset), general.bias(per_offset).narrow(0, 0, 1)));
   // ... and against the definition: offset o = i - j sits in column o + T - 1
   auto table = fast.query_scores(x, rows);
   auto all = torch::matmul(x, rows.t());
   for (int64_t i = 0; i < T; ++i)
     for (int64_t j = 0; j < T; ++j)
       CATCH_CHECK(table[1][2][i][j].item<float>() == Approx(all[1][2][i][i - j + T - 1].item<float>()).margin(1e-5));
-  // gradients flow through the shift as through the gather
-  auto xa = x.clone().requires_grad_(true), xb = x.clone().requires_grad_(true);
-  auto ga = torch::autograd::grad({(fast.query_scores(xa, rows) * probs).sum()}, {xa})[0];
-  auto gb = torch::autograd::grad({(general.query_scores(xb, rows) * probs).sum()}, {xb})[0];
-  CATCH_CHECK(close(ga, gb));
   // shifted positions (all rows alike) are still contiguous; gaps are not
   Positions shifted{shared.query + 5, shared.key + 5};
   shifted.query = shifted.query.narrow(0, 0, 1);
