@@ -79,9 +79,8 @@ std::pair<torch::Tensor, torch::Tensor> DebertaImpl::projected_rows(const Attent
 torch::Tensor DebertaImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
   auto [Kr, Qr] = projected_rows(attention, table_row(geometry.offsets()));  // (H, W, Dh) each
-  auto c2p = geometry.query_scores(q, Kr);
-  auto p2c = geometry.key_scores(k, Qr);
-  return (c2p + p2c) * attention_scale();
+  const double scale = attention_scale();  // on q and k (T x Dh), not on the (T, T) terms
+  return geometry.query_scores(q * scale, Kr) + geometry.key_scores(k * scale, Qr);  // c2p + p2c
 }
 
 }  // namespace pelab

@@ -47,9 +47,11 @@ torch::Tensor RelativeKeyImpl::score_bias(const torch::Tensor& q, const torch::T
                                           const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
   auto rows = tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (W, Dh)
-  auto bias = geometry.query_scores(q, rows);                                           // (B, H, Tq, Tk)
-  if (key_term_) bias = bias + geometry.key_scores(k, rows);
-  return bias * attention_scale();  // HF adds before dividing by sqrt(Dh)
+  // HF adds these before dividing by sqrt(Dh): scale q and k (T x Dh) rather than the (T, T) sum
+  const double scale = attention_scale();
+  auto bias = geometry.query_scores(q * scale, rows);  // (B, H, Tq, Tk)
+  if (key_term_) bias = bias + geometry.key_scores(k * scale, rows);
+  return bias;
 }
 
 }  // namespace pelab

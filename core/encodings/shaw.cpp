@@ -33,7 +33,7 @@ std::vector<OptionSpec> ShawImpl::options() {
 torch::Tensor ShawImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
   auto rows = key_tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (W, Dh)
-  return geometry.query_scores(q, rows) * attention_scale();
+  return geometry.query_scores(q * attention_scale(), rows);  // e = q (k + aK)^T / sqrt(Dh)
 }
 
 torch::Tensor ShawImpl::value_term(const torch::Tensor& probs, const AttentionContext& attention) {

@@ -40,9 +40,10 @@ torch::Tensor TransformerXLImpl::score_bias(const torch::Tensor& q, const torch:
   const RelativeGeometry geometry(attention.positions);
   auto rows = projected_relative_table(attention.layer, geometry.offsets());  // (H, W, Dh)
   const int64_t H = context_.num_heads, Dh = context_.head_dim();
-  auto position_terms = geometry.query_scores(q + v_.view({1, H, 1, Dh}), rows);  // (b) + (d): (B, H, Tq, Tk)
-  auto content_term = torch::matmul(k, u_.view({1, H, Dh, 1})).transpose(-2, -1);  // (c): (B, H, 1, Tk)
-  return (position_terms + content_term) * attention_scale();
+  const double scale = attention_scale();  // the whole sum is scaled: scale the (T x Dh) factors
+  auto position_terms = geometry.query_scores((q + v_.view({1, H, 1, Dh})) * scale, rows);  // (b) + (d)
+  auto content_term = torch::matmul(k, u_.view({1, H, Dh, 1}) * scale).transpose(-2, -1);  // (c): (B, H, 1, Tk)
+  return position_terms + content_term;
 }
 
 }  // namespace pelab
