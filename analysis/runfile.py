@@ -5,13 +5,13 @@ Every name used here is part of the schema; core/io/schema.h is its C++ twin.
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 ROOT_ATTRS = ["schema_version", "run_name", "status"]
 ENVIRONMENT_ATTRS = ["pelab_version", "git_commit", "torch_version", "device", "threads",
                      "hostname", "created_utc", "training_seconds"]
 TRAINING_DATASETS = ["step", "loss", "accuracy", "learning_rate", "tokens_per_second"]
-EVALUATION_DATASETS = ["length", "sequence_length", "samples", "loss", "per_token_accuracy",
+EVALUATION_DATASETS = ["method", "length", "sequence_length", "samples", "loss", "per_token_accuracy",
                        "per_sequence_accuracy"]
 EVALUATION_ATTRS = ["train_min_length", "train_max_length"]
 
@@ -72,7 +72,8 @@ def load(path):
                             for k, v in f["environment"].attrs.items()},
             "parameter_counts": {k: int(v) for k, v in f["parameter_counts"].attrs.items()},
             "training": {k: f["training"][k][()] for k in TRAINING_DATASETS},
-            "evaluation": {k: f["evaluation"][k][()] for k in EVALUATION_DATASETS},
+            "evaluation": {k: ([_text(m) for m in f["evaluation"][k][()]] if k == "method" else f["evaluation"][k][()])
+                           for k in EVALUATION_DATASETS},
             "train_min_length": int(f["evaluation"].attrs["train_min_length"]),
             "train_max_length": int(f["evaluation"].attrs["train_max_length"]),
         }

@@ -32,16 +32,18 @@ def main():
     print(f"run '{run['run_name']}': pelab {env['pelab_version']} ({env['git_commit']}), torch "
           f"{env['torch_version']}, {env['device']}, {env['threads']} threads, "
           f"trained {env['training_seconds']:.1f}s")
-    print(f"{'length':>8} {'token acc':>10} {'seq acc':>10}")
+    print(f"{'extrapolation':>13} {'length':>8} {'token acc':>10} {'seq acc':>10}")
     rows = []
     for i, length in enumerate(ev["length"]):
         beyond = "  (beyond training)" if length > run["train_max_length"] else ""
-        print(f"{length:>8} {100 * ev['per_token_accuracy'][i]:>9.2f}% {100 * ev['per_sequence_accuracy'][i]:>9.2f}%{beyond}")
-        rows.append([int(length), float(ev["per_token_accuracy"][i]), float(ev["per_sequence_accuracy"][i])])
+        method = ev["method"][i]
+        print(f"{method:>13} {length:>8} {100 * ev['per_token_accuracy'][i]:>9.2f}% "
+              f"{100 * ev['per_sequence_accuracy'][i]:>9.2f}%{beyond}")
+        rows.append([method, int(length), float(ev["per_token_accuracy"][i]), float(ev["per_sequence_accuracy"][i])])
     if args.csv:
         with open(args.csv, "w", newline="") as out:
             writer = csv.writer(out)
-            writer.writerow(["length", "per_token_accuracy", "per_sequence_accuracy"])
+            writer.writerow(["extrapolation", "length", "per_token_accuracy", "per_sequence_accuracy"])
             writer.writerows(rows)
     return 0
 

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "core/encodings/position_sampler.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "data/task_registry.h"
@@ -43,15 +44,28 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
   // Fail before training, not after it: every training and test length must be encodable.
   std::vector<int64_t> lengths = config.eval.lengths;
   lengths.push_back(config.train.max_length);
+  const PositionSampler sampler(config.positions);
   for (int64_t length : lengths) {
     const int64_t T = task.sequence_length(length);
-    try {
-      model.encoding().check_positions(contiguous_positions(1, T));
-    } catch (const c10::Error& e) {
+    if (config.positions.sampler != "contiguous" && T > config.positions.max_length)
       throw std::runtime_error("length " + std::to_string(length) + " (" + std::to_string(T) +
-                               " tokens) cannot be encoded: " + e.what_without_backtrace());
+                               " tokens) does not fit positions.max_length = " +
+                               std::to_string(config.positions.max_length) + " of the " + config.positions.sampler +
+                               " sampler; raise positions.max_length");
+    // the largest position training or evaluation can use at this length
+    const int64_t range = sampler.position_range(T);
+    try {
+      model.encoding().check_positions(contiguous_positions(1, std::max(T, range)));
+    } catch (const c10::Error& e) {
+      throw std::runtime_error("length " + std::to_string(length) + " (" + std::to_string(T) + " tokens" +
+                               (range > T ? ", positions up to " + std::to_string(range - 1) : std::string()) +
+                               ") cannot be encoded: " + e.what_without_backtrace());
     }
   }
+  for (const auto& method : config.eval.extrapolation)
+    if (method != "none" && !model.encoding().supports_extrapolation())
+      throw std::runtime_error("eval.extrapolation '" + method + "' needs a rotary scheme (rope, xpos); '" +
+                               config.encoding.name + "' has none");
 }
 
 RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive) {
@@ -97,9 +111,10 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
 }
 
 std::string format_evaluation_table(const std::vector<EvalResult>& results, int64_t train_max_length) {
-  std::string out = fmt::format("{:>8} {:>8} {:>11} {:>11} {:>9}\n", "length", "tokens", "token acc", "seq acc", "loss");
+  std::string out = fmt::format("{:>13} {:>8} {:>8} {:>11} {:>11} {:>9}\n", "extrapolation", "length", "tokens",
+                                "token acc", "seq acc", "loss");
   for (const auto& r : results) {
-    out += fmt::format("{:>8} {:>8} {:>10.2f}% {:>10.2f}% {:>9.4f}{}\n", r.length, r.sequence_length,
+    out += fmt::format("{:>13} {:>8} {:>8} {:>10.2f}% {:>10.2f}% {:>9.4f}{}\n", r.method, r.length, r.sequence_length,
                        100.0 * r.per_token_accuracy, 100.0 * r.per_sequence_accuracy, r.loss,
                        r.length > train_max_length ? "  (beyond training)" : "");
   }

@@ -25,7 +25,8 @@ void configure_cpu_math();
 Encoder build_model(const RunConfig& config, const Task& task);
 
 // Throws, naming the length and the option to change, when a training or test length does
-// not fit the scheme (a `learned` table, HF relative_key without clipping).
+// not fit the scheme (a `learned` table, HF relative_key without clipping) or the position
+// sampler's range, or when an extrapolation method is asked of a scheme without one.
 void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model);
 
 struct RunOutcome {

@@ -23,7 +23,7 @@ CATCH_TEST_CASE("a run file round-trips every field", "[hdf5]") {
   r.training.accuracy = {0.5, 0.875};
   r.training.learning_rate = {1e-3, 5e-4};
   r.training.tokens_per_second = {1000, 2000};
-  r.evaluation = {{5, 10, 64, 0.1, 0.99, 0.9}, {40, 80, 64, 2.0, 0.6, 0.0}};
+  r.evaluation = {{"none", 5, 10, 64, 0.1, 0.99, 0.9}, {"ntk", 40, 80, 64, 2.0, 0.6, 0.0}};
   r.train_min_length = 1;
   r.train_max_length = 20;
   r.checkpoint = {{"a.weight", torch::randn({3, 4})}, {"b.scalar", torch::tensor(2.5f)},
@@ -46,6 +46,8 @@ CATCH_TEST_CASE("a run file round-trips every field", "[hdf5]") {
   CATCH_CHECK(back.training.learning_rate == r.training.learning_rate);
   CATCH_REQUIRE(back.evaluation.size() == 2u);
   CATCH_CHECK(back.evaluation[1].length == 40);
+  CATCH_CHECK(back.evaluation[0].method == "none");
+  CATCH_CHECK(back.evaluation[1].method == "ntk");
   CATCH_CHECK(back.evaluation[1].sequence_length == 80);
   CATCH_CHECK(back.evaluation[1].per_token_accuracy == 0.6);
   CATCH_CHECK(back.evaluation[0].per_sequence_accuracy == 0.9);

@@ -4,7 +4,9 @@
 #define CATCH_CONFIG_PREFIX_ALL
 #include <catch2/catch.hpp>
 
+#include "core/encodings/position_sampler.h"
 #include "core/io/hdf5_store.h"
+#include "core/io/yaml_reader.h"
 #include "core/train/metrics.h"
 #include "tests/support.h"
 
@@ -13,17 +15,43 @@ using namespace pelab::test;
 
 namespace {
 
+bool causal_only(const std::string& scheme) {
+  for (const auto& e : scheme_registry())
+    if (e.info.name == scheme) return e.info.causal_only;
+  return false;
+}
+
+// Every scheme variant, in each mode it is defined for, with contiguous and with randomized
+// positions (Ruoss et al.: a sorted sample from [0, 64)).
 struct Case {
   SchemeVariant variant;
   bool causal;
-  std::string label() const { return variant.label + (causal ? ", causal" : ", bidirectional"); }
+  bool randomized;
+  std::string label() const {
+    return variant.label + (causal ? ", causal" : ", bidirectional") + (randomized ? ", randomized positions" : "");
+  }
 };
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const auto& v : all_scheme_variants())
-    for (bool causal : {false, true}) cases.push_back({v, causal});
+    for (bool causal : {false, true})
+      for (bool randomized : {false, true})
+        if (causal || !causal_only(v.scheme)) cases.push_back({v, causal, randomized});
   return cases;
+}
+
+Positions positions_for(bool randomized, int64_t batch, int64_t length) {
+  if (!randomized) return contiguous_positions(batch, length);
+  PositionsConfig config;
+  config.sampler = "randomized";
+  config.max_length = 64;
+  Rng rng(17);
+  return PositionSampler(config).sample(batch, length, rng, torch::kCPU);
+}
+
+Positions first_tokens(const Positions& p, int64_t length) {
+  return {p.query.narrow(1, 0, length), p.key.narrow(1, 0, length)};
 }
 
 RunConfig config_for(bool causal) {
@@ -35,9 +63,12 @@ Batch sample_batch(const Task& task, int64_t batch, int64_t length, uint64_t see
   return task.sample(batch, length, rng);
 }
 
-EncoderOutput run(Encoder& model, const Batch& b, const ForwardRequest& request = {}) {
-  auto positions = contiguous_positions(b.tokens.size(0), b.tokens.size(1));
+EncoderOutput run(Encoder& model, const Batch& b, const Positions& positions, const ForwardRequest& request = {}) {
   return model->forward(b.tokens, b.padding, positions, b.segments, request);
+}
+
+EncoderOutput run(Encoder& model, const Batch& b, bool randomized = false, const ForwardRequest& request = {}) {
+  return run(model, b, positions_for(randomized, b.tokens.size(0), b.tokens.size(1)), request);
 }
 
 }  // namespace
@@ -69,7 +100,7 @@ CATCH_TEST_CASE("forward shapes, attention and hidden states of every scheme", "
     Encoder model = model_for(config, c.variant, *task);
     Batch b = sample_batch(*task, 3, 5, 7);
     const int64_t T = b.tokens.size(1);
-    auto out = run(model, b, {true, true});
+    auto out = run(model, b, c.randomized, {true, true});
     CATCH_CHECK(out.logits.sizes() == torch::IntArrayRef({3, T, task->num_classes()}));
     CATCH_REQUIRE(out.attentions.size() == 2u);
     CATCH_REQUIRE(out.hidden_states.size() == 3u);
@@ -91,9 +122,10 @@ CATCH_TEST_CASE("outputs at real tokens do not change with extra padding", "[reg
     Batch b = sample_batch(*task, 4, 6, 11);
     const int64_t T = b.tokens.size(1);
     torch::NoGradGuard no_grad;
-    auto plain = run(model, b, {true, false});
     Batch padded = b.padded(5);
-    auto more = run(model, padded, {true, false});
+    const Positions padded_positions = positions_for(c.randomized, 4, T + 5);  // real tokens keep theirs
+    auto plain = run(model, b, first_tokens(padded_positions, T), {true, false});
+    auto more = run(model, padded, padded_positions, {true, false});
     CATCH_CHECK(torch::allclose(plain.logits, more.logits.narrow(1, 0, T), 1e-5, 1e-5));
     for (size_t l = 0; l < more.attentions.size(); ++l)  // padding keys get exactly zero mass
       CATCH_CHECK(more.attentions[l].narrow(-1, T, 5).abs().max().item<float>() == 0.0f);
@@ -102,9 +134,10 @@ CATCH_TEST_CASE("outputs at real tokens do not change with extra padding", "[reg
 
 CATCH_TEST_CASE("causal mode: outputs at position t ignore tokens after t", "[registry]") {
   auto task = default_task("reverse_string");
-  for (const auto& v : all_scheme_variants()) {
-    CATCH_INFO(v.label);
-    Encoder model = model_for(config_for(true), v, *task);
+  for (const auto& c : all_cases()) {
+    if (!c.causal) continue;
+    CATCH_INFO(c.label());
+    Encoder model = model_for(config_for(true), c.variant, *task);
     Batch b = sample_batch(*task, 2, 6, 3);
     const int64_t T = b.tokens.size(1), t = 5;
     Batch changed = b;
@@ -112,14 +145,34 @@ CATCH_TEST_CASE("causal mode: outputs at position t ignore tokens after t", "[re
     changed.tokens.narrow(1, t + 1, T - t - 1).fill_(Seq2SeqTask::kFirstSymbolToken + 1);
     changed.segments = torch::zeros_like(b.segments);
     torch::NoGradGuard no_grad;
-    auto before = run(model, b).logits.narrow(1, 0, t + 1);
-    auto after = run(model, changed).logits.narrow(1, 0, t + 1);
+    auto before = run(model, b, c.randomized).logits.narrow(1, 0, t + 1);
+    auto after = run(model, changed, c.randomized).logits.narrow(1, 0, t + 1);
     CATCH_CHECK(torch::allclose(before, after, 1e-6, 1e-6));
+    if (causal_only(c.variant.scheme)) continue;
     // ... while a bidirectional model does see them (the test can fail)
-    Encoder bidirectional = model_for(config_for(false), v, *task);
-    auto seen_before = run(bidirectional, b).logits.narrow(1, 0, t + 1);
-    auto seen_after = run(bidirectional, changed).logits.narrow(1, 0, t + 1);
+    Encoder bidirectional = model_for(config_for(false), c.variant, *task);
+    auto seen_before = run(bidirectional, b, c.randomized).logits.narrow(1, 0, t + 1);
+    auto seen_after = run(bidirectional, changed, c.randomized).logits.narrow(1, 0, t + 1);
     CATCH_CHECK_FALSE(torch::allclose(seen_before, seen_after, 1e-6, 1e-6));
+  }
+}
+
+CATCH_TEST_CASE("a causal-only scheme refuses bidirectional attention, in the config and in C++", "[registry]") {
+  for (const auto& e : scheme_registry()) {
+    if (!e.info.causal_only) continue;
+    CATCH_INFO(e.info.name);
+    EncodingContext bidirectional{32, 4, 2, false};
+    CATCH_CHECK_THROWS_WITH(e.factory(bidirectional, OptionValues::defaults(e.info.options)),
+                            Catch::Matchers::Contains("causal attention only") &&
+                                Catch::Matchers::Contains("set model.causal: true"));
+    try {
+      tiny_config({"encoding.name=" + e.info.name});
+      CATCH_FAIL("the config loader accepted a bidirectional " << e.info.name);
+    } catch (const ConfigError& error) {
+      CATCH_CHECK(std::string(error.what()) == "--set encoding.name=" + e.info.name + ": encoding.name: '" +
+                                                   e.info.name +
+                                                   "' is defined for causal attention only; set model.causal: true");
+    }
   }
 }
 
@@ -132,7 +185,7 @@ CATCH_TEST_CASE("every parameter of every scheme receives a gradient", "[registr
     Encoder model = model_for(config, c.variant, *task);
     model->train();
     Batch b = sample_batch(*task, 4, 6, 5);
-    score_batch(run(model, b).logits, b).loss.backward();
+    score_batch(run(model, b, c.randomized).logits, b).loss.backward();
     for (const auto& p : model->named_parameters()) {
       CATCH_INFO(p.key());
       CATCH_REQUIRE(p.value().grad().defined());
@@ -158,8 +211,8 @@ CATCH_TEST_CASE("save then load through the run file gives identical outputs", "
     Encoder loaded = model_for(config, c.variant, *task);
     Batch b = sample_batch(*task, 3, 7, 9);
     torch::NoGradGuard no_grad;
-    CATCH_CHECK_FALSE(torch::equal(run(saved, b).logits, run(loaded, b).logits));
+    CATCH_CHECK_FALSE(torch::equal(run(saved, b, c.randomized).logits, run(loaded, b, c.randomized).logits));
     load_checkpoint(path, *loaded);  // ... becomes the saved one
-    CATCH_CHECK(torch::equal(run(saved, b).logits, run(loaded, b).logits));
+    CATCH_CHECK(torch::equal(run(saved, b, c.randomized).logits, run(loaded, b, c.randomized).logits));
   }
 }

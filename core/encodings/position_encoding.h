@@ -76,6 +76,16 @@ class PositionEncodingImpl : public torch::nn::Module {
   // Multiplies q k^T; 1/sqrt(Dh) unless a scheme's reference says otherwise (T5: 1).
   virtual double attention_scale() const;
 
+  // Evaluation-time extrapolation of rotary schemes (position interpolation, NTK-aware base
+  // scaling) by `factor` = test length / training length; other schemes support only "none".
+  virtual bool supports_extrapolation() const { return false; }
+  virtual void set_extrapolation(const std::string& method, double factor) {
+    TORCH_CHECK(method == "none", "this position encoding has no extrapolation method '", method, "'");
+  }
+
+  // A scheme defined for causal attention only hides this with `return true`.
+  static bool causal_only() { return false; }
+
   const EncodingContext& context() const { return context_; }
 
  protected:

@@ -8,10 +8,12 @@
 #include "core/encodings/none.h"
 #include "core/encodings/relative_key.h"
 #include "core/encodings/relative_key_query.h"
+#include "core/encodings/rope.h"
 #include "core/encodings/shaw.h"
 #include "core/encodings/sinusoidal.h"
 #include "core/encodings/t5_bias.h"
 #include "core/encodings/transformer_xl.h"
+#include "core/encodings/xpos.h"
 
 namespace pelab {
 
@@ -20,7 +22,7 @@ namespace {
 // A scheme class provides description(), options() and a (context, options) constructor.
 template <typename Scheme>
 SchemeEntry entry(const std::string& name) {
-  return {{name, Scheme::description(), Scheme::options()},
+  return {{name, Scheme::description(), Scheme::options(), Scheme::causal_only()},
           [](const EncodingContext& context, const OptionValues& options) {
             // TORCH_MODULE holders of a base class take a shared_ptr of that base.
             std::shared_ptr<PositionEncodingImpl> impl = std::make_shared<Scheme>(context, options);
@@ -40,10 +42,12 @@ const std::vector<SchemeEntry>& scheme_registry() {
       entry<NoPositionEncodingImpl>("none"),
       entry<RelativeKeyImpl>("relative_key"),
       entry<RelativeKeyQueryImpl>("relative_key_query"),
+      entry<RopeImpl>("rope"),
       entry<ShawImpl>("shaw"),
       entry<SinusoidalPositionEncodingImpl>("sinusoidal"),
       entry<T5BiasImpl>("t5_bias"),
       entry<TransformerXLImpl>("transformer_xl"),
+      entry<XposImpl>("xpos"),
   };
   return table;
 }

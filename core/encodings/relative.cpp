@@ -75,11 +75,12 @@ RelativeGeometry::RelativeGeometry(const Positions& positions) {
     offsets_ = torch::arange(-(T - 1), T, options);
     return;
   }
-  auto all = relative_offsets(positions);
-  auto bounds = torch::stack({all.min(), all.max()}).cpu();
-  const int64_t lo = bounds[0].item<int64_t>(), hi = bounds[1].item<int64_t>();
-  offsets_ = torch::arange(lo, hi + 1, options);
-  local_ = all - lo;
+  // Only the offsets that occur: randomized positions drawn from [0, L) have at most T^2
+  // distinct offsets however large L is.
+  auto unique = at::_unique2(relative_offsets(positions), /*sorted=*/true, /*return_inverse=*/true,
+                             /*return_counts=*/false);
+  offsets_ = std::get<0>(unique);
+  local_ = std::get<1>(unique);
 }
 
 torch::Tensor RelativeGeometry::query_scores(const torch::Tensor& x, const torch::Tensor& rows) const {

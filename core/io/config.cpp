@@ -20,9 +20,9 @@ std::vector<std::string> names_of(const Catalog& catalog) {
 }
 
 // Reads a `{name: ..., <options>}` section against a catalog (schemes or tasks).
-template <typename Section>
+template <typename Section, typename Check>
 Section read_named_section(YamlReader reader, const std::string& what, const Catalog& catalog,
-                           const std::string& default_name) {
+                           const std::string& default_name, Check&& check) {
   Section section;
   section.name = reader.get_string("name", default_name);
   const CatalogEntry* entry = nullptr;
@@ -32,6 +32,7 @@ Section read_named_section(YamlReader reader, const std::string& what, const Cat
     reader.fail_at("name", "unknown " + what + " '" + section.name + "'; known " + what + "s: " +
                                join(names_of(catalog)));
   section.options = reader.get_options(entry->options);
+  check(*entry, reader);
   reader.finish(what + " '" + section.name + "'");
   return section;
 }
@@ -83,9 +84,19 @@ TrainConfig read_train(YamlReader r) {
   return t;
 }
 
+PositionsConfig read_positions(YamlReader r) {
+  PositionsConfig p;
+  p.sampler = r.get_choice("sampler", p.sampler, {"contiguous", "random_offset", "randomized"});
+  p.max_length = r.get_int("max_length", p.max_length, 1, 1 << 30);
+  p.evaluate_with = r.get_choice("evaluate_with", p.evaluate_with, {"sampler", "contiguous"});
+  r.finish("positions");
+  return p;
+}
+
 EvalConfig read_eval(YamlReader r) {
   EvalConfig e;
   e.lengths = r.get_int_list("lengths", e.lengths, 1, 1 << 24);
+  e.extrapolation = r.get_choice_list("extrapolation", e.extrapolation, {"none", "interpolation", "ntk"});
   e.samples = r.get_int("samples", e.samples, 1, 1e9);
   e.batch_size = r.get_int("batch_size", e.batch_size, 1, 1 << 20);
   r.finish("eval");
@@ -114,9 +125,15 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
   c.seed = r.get_int("seed", c.seed, 0, 9.2e18);
   c.threads = r.get_int("threads", c.threads, 0, 4096);
   c.device = r.get_choice("device", c.device, {"cpu", "cuda", "auto"});
-  c.task = read_named_section<TaskConfig>(r.child("task"), "task", tasks, c.task.name);
+  c.task = read_named_section<TaskConfig>(r.child("task"), "task", tasks, c.task.name,
+                                          [](const CatalogEntry&, YamlReader&) {});
   c.model = read_model(r.child("model"));
-  c.encoding = read_named_section<EncodingConfig>(r.child("encoding"), "encoding", schemes, c.encoding.name);
+  c.encoding = read_named_section<EncodingConfig>(
+      r.child("encoding"), "encoding", schemes, c.encoding.name, [&](const CatalogEntry& e, YamlReader& reader) {
+        if (e.causal_only && !c.model.causal)
+          reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");
+      });
+  c.positions = read_positions(r.child("positions"));
   c.train = read_train(r.child("train"));
   c.eval = read_eval(r.child("eval"));
   YamlReader out = r.child("output");
@@ -200,8 +217,14 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "grad_clip" << YAML::Value << t.grad_clip
       << YAML::Key << "log_every" << YAML::Value << t.log_every
       << YAML::EndMap;
+  out << YAML::Key << "positions" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "sampler" << YAML::Value << c.positions.sampler
+      << YAML::Key << "max_length" << YAML::Value << c.positions.max_length
+      << YAML::Key << "evaluate_with" << YAML::Value << c.positions.evaluate_with
+      << YAML::EndMap;
   out << YAML::Key << "eval" << YAML::Value << YAML::BeginMap
       << YAML::Key << "lengths" << YAML::Value << YAML::Flow << c.eval.lengths
+      << YAML::Key << "extrapolation" << YAML::Value << YAML::Flow << c.eval.extrapolation
       << YAML::Key << "samples" << YAML::Value << c.eval.samples
       << YAML::Key << "batch_size" << YAML::Value << c.eval.batch_size
       << YAML::EndMap;

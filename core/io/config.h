@@ -17,6 +17,7 @@ struct CatalogEntry {
   std::string name;
   std::string description;
   std::vector<OptionSpec> options;
+  bool causal_only = false;  // a scheme defined for causal attention only (xpos)
 };
 using Catalog = std::vector<CatalogEntry>;
 
@@ -45,6 +46,12 @@ struct EncodingConfig {
   OptionValues options;                 // the scheme's declared options, defaults filled in
 };
 
+struct PositionsConfig {
+  std::string sampler = "contiguous";   // contiguous (0..T-1) | random_offset | randomized (Ruoss et al.)
+  int64_t max_length = 2048;            // L_max: random_offset and randomized draw from [0, max_length)
+  std::string evaluate_with = "sampler";  // sampler | contiguous: positions used at evaluation
+};
+
 struct TrainConfig {
   int64_t steps = 1000;
   int64_t batch_size = 32;
@@ -63,6 +70,7 @@ struct TrainConfig {
 
 struct EvalConfig {
   std::vector<int64_t> lengths = {5, 10, 20, 40};  // test input lengths
+  std::vector<std::string> extrapolation = {"none"};  // per length, each of: none | interpolation | ntk
   int64_t samples = 256;                // sequences per test length
   int64_t batch_size = 128;
 };
@@ -79,6 +87,7 @@ struct RunConfig {
   TaskConfig task;
   ModelConfig model;
   EncodingConfig encoding;
+  PositionsConfig positions;
   TrainConfig train;
   EvalConfig eval;
   OutputConfig output;

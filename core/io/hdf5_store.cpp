@@ -44,6 +44,27 @@ void write_vector(H5::Group& group, const std::string& name, const std::vector<T
   if (!values.empty()) dataset.write(values.data(), native_type<T>());
 }
 
+void write_strings(H5::Group& group, const std::string& name, const std::vector<std::string>& values) {
+  std::vector<const char*> pointers;
+  for (const auto& v : values) pointers.push_back(v.c_str());
+  hsize_t dims[1] = {values.size()};
+  auto dataset = group.createDataSet(name, string_type(), H5::DataSpace(1, dims));
+  if (!values.empty()) dataset.write(pointers.data(), string_type());
+}
+
+std::vector<std::string> read_strings(const H5::Group& group, const std::string& name) {
+  H5::DataSet dataset = group.openDataSet(name);
+  H5::DataSpace space = dataset.getSpace();
+  hsize_t dims[1] = {0};
+  space.getSimpleExtentDims(dims);
+  std::vector<char*> pointers(dims[0], nullptr);
+  if (pointers.empty()) return {};
+  dataset.read(pointers.data(), string_type());
+  std::vector<std::string> values(pointers.begin(), pointers.end());
+  H5::DataSet::vlenReclaim(pointers.data(), string_type(), space);
+  return values;
+}
+
 std::string read_string_attribute(const H5::H5Object& object, const std::string& name) {
   std::string value;
   H5::Attribute attribute = object.openAttribute(name);
@@ -168,7 +189,9 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     H5::Group evaluation = file.createGroup(s::kEvaluation);
     std::vector<int64_t> length, sequence_length, samples;
     std::vector<double> loss, per_token, per_sequence;
+    std::vector<std::string> method;
     for (const auto& e : r.evaluation) {
+      method.push_back(e.method);
       length.push_back(e.length);
       sequence_length.push_back(e.sequence_length);
       samples.push_back(e.samples);
@@ -176,6 +199,7 @@ void write_run_file(const std::string& path, const RunRecord& r) {
       per_token.push_back(e.per_token_accuracy);
       per_sequence.push_back(e.per_sequence_accuracy);
     }
+    write_strings(evaluation, s::kMethod, method);
     write_vector(evaluation, s::kLength, length);
     write_vector(evaluation, s::kSequenceLength, sequence_length);
     write_vector(evaluation, s::kSamples, samples);
@@ -229,6 +253,7 @@ RunRecord read_run_file(const std::string& path) {
     r.training.tokens_per_second = read_vector<double>(training, s::kTokensPerSecond);
 
     H5::Group evaluation = file.openGroup(s::kEvaluation);
+    auto method = read_strings(evaluation, s::kMethod);
     auto length = read_vector<int64_t>(evaluation, s::kLength);
     auto sequence_length = read_vector<int64_t>(evaluation, s::kSequenceLength);
     auto samples = read_vector<int64_t>(evaluation, s::kSamples);
@@ -236,7 +261,8 @@ RunRecord read_run_file(const std::string& path) {
     auto per_token = read_vector<double>(evaluation, s::kPerTokenAccuracy);
     auto per_sequence = read_vector<double>(evaluation, s::kPerSequenceAccuracy);
     for (size_t i = 0; i < length.size(); ++i)
-      r.evaluation.push_back({length[i], sequence_length[i], samples[i], loss[i], per_token[i], per_sequence[i]});
+      r.evaluation.push_back(
+          {method[i], length[i], sequence_length[i], samples[i], loss[i], per_token[i], per_sequence[i]});
     r.train_min_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength);
     r.train_max_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength);
 

@@ -4,7 +4,7 @@
 
 namespace pelab::schema {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;  // 2: evaluation/method
 constexpr const char* kRunFileName = "run.h5";
 
 // root attributes
@@ -35,6 +35,7 @@ constexpr const char* kLearningRate = "learning_rate";
 constexpr const char* kTokensPerSecond = "tokens_per_second";
 
 constexpr const char* kEvaluation = "evaluation";    // group; 1-D datasets, one row per test length:
+constexpr const char* kMethod = "method";            // string: none | interpolation | ntk
 constexpr const char* kLength = "length";
 constexpr const char* kSequenceLength = "sequence_length";
 constexpr const char* kSamples = "samples";

@@ -1,5 +1,6 @@
 #include "core/io/yaml_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -155,6 +156,28 @@ std::vector<int64_t> YamlReader::get_int_list(const std::string& key,
     }
     check_range(key, static_cast<double>(x), min, max);
     out.push_back(x);
+  }
+  if (out.empty()) fail_at(key, "must not be empty");
+  return out;
+}
+
+std::vector<std::string> YamlReader::get_choice_list(const std::string& key,
+                                                     const std::vector<std::string>& default_value,
+                                                     const std::vector<std::string>& choices) {
+  YAML::Node v = value(key);
+  if (!v || v.IsNull()) return default_value;
+  if (v.IsScalar()) return {get_choice(key, default_value.front(), choices)};
+  if (!v.IsSequence()) fail_at(key, "expected a list such as [" + join(choices) + "], got " + describe_node(v));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string item = v[i].IsScalar() ? v[i].Scalar() : "";
+    if (std::find(choices.begin(), choices.end(), item) == choices.end()) {
+      auto ov = source_->overrides.find(key_path(key));
+      std::string where = ov != source_->overrides.end() ? ov->second : format_mark(source_->file, v[i].Mark());
+      throw ConfigError(where + ": " + key_path(key) + "[" + std::to_string(i) + "]: " + describe_node(v[i]) +
+                        " is not allowed; expected one of: " + join(choices));
+    }
+    out.push_back(item);
   }
   if (out.empty()) fail_at(key, "must not be empty");
   return out;

@@ -47,6 +47,9 @@ class YamlReader {
   std::string get_string(const std::string& key, const std::string& default_value);
   std::string get_choice(const std::string& key, const std::string& default_value,
                          const std::vector<std::string>& choices);
+  // A list of choices, e.g. [none, ntk]; a single choice is accepted as a one-element list.
+  std::vector<std::string> get_choice_list(const std::string& key, const std::vector<std::string>& default_value,
+                                           const std::vector<std::string>& choices);
   std::vector<int64_t> get_int_list(const std::string& key, const std::vector<int64_t>& default_value,
                                     std::optional<double> min = std::nullopt,
                                     std::optional<double> max = std::nullopt);

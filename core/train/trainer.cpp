@@ -37,7 +37,7 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
 }  // namespace
 
 Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch::Device device)
-    : config_(config), model_(std::move(model)), task_(task), device_(device) {
+    : config_(config), sampler_(config.positions), model_(std::move(model)), task_(task), device_(device) {
   optimizer_ = make_optimizer(config_.train, model_->parameters());
 }
 
@@ -54,6 +54,7 @@ void Trainer::check_every_parameter_has_gradient() const {
 TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
   const TrainConfig& t = config_.train;
   Rng rng(training_data_seed(config_.seed));
+  Rng position_rng(training_data_seed(config_.seed) ^ 0x5A5A5A5Aull);  // its own stream: data stays the same
   std::uniform_int_distribution<int64_t> length_of_batch(t.min_length, t.max_length);
   model_->train();
 
@@ -71,7 +72,7 @@ TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
     set_learning_rate(*optimizer_, lr);
 
     optimizer_->zero_grad();
-    auto positions = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1), device_);
+    auto positions = sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng, device_);
     auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments);
     BatchScore score = score_batch(output.logits, batch);
     const double loss = score.loss.item<double>();
@@ -109,11 +110,17 @@ TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
   return curve;
 }
 
-EvalResult Trainer::evaluate_length(int64_t length, int64_t samples) {
+EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::string& method) {
   torch::NoGradGuard no_grad;
   model_->eval();
   Rng rng(evaluation_data_seed(config_.seed, length));
+  Rng position_rng(evaluation_data_seed(config_.seed, length) ^ 0x5A5A5A5Aull);
+  const bool sampled = config_.positions.evaluate_with == "sampler";
+  // stretch rotary schemes by test length / training length (in tokens)
+  const double factor = double(task_.sequence_length(length)) / double(task_.sequence_length(config_.train.max_length));
+  model_->encoding().set_extrapolation(method, factor);
   EvalResult r;
+  r.method = method;
   r.length = length;
   r.sequence_length = task_.sequence_length(length);
   double loss_sum = 0;
@@ -121,7 +128,8 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples) {
   for (int64_t done = 0; done < samples;) {
     const int64_t n = std::min(config_.eval.batch_size, samples - done);
     Batch batch = task_.sample(n, length, rng).to(device_);
-    auto positions = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1), device_);
+    const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+    auto positions = sampled ? sampler_.sample(B, T, position_rng, device_) : contiguous_positions(B, T, device_);
     auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments);
     BatchScore s = score_batch(output.logits, batch);
     loss_sum += s.loss.item<double>() * s.scored_tokens;
@@ -130,6 +138,7 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples) {
     correct_sequences += s.correct_sequences;
     done += n;
   }
+  model_->encoding().set_extrapolation("none", 1.0);
   model_->train();
   r.samples = samples;
   r.loss = loss_sum / std::max<int64_t>(1, scored);
@@ -140,7 +149,8 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples) {
 
 std::vector<EvalResult> Trainer::evaluate() {
   std::vector<EvalResult> results;
-  for (int64_t length : config_.eval.lengths) results.push_back(evaluate_length(length, config_.eval.samples));
+  for (const auto& method : config_.eval.extrapolation)
+    for (int64_t length : config_.eval.lengths) results.push_back(evaluate_length(length, config_.eval.samples, method));
   return results;
 }
 

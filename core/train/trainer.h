@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <memory>
 #include <ostream>
+#include <string>
 #include <vector>
 
+#include "core/encodings/position_sampler.h"
 #include "core/io/config.h"
 #include "core/model/encoder.h"
 #include "data/task.h"
@@ -22,6 +24,7 @@ struct TrainingCurve {  // one row every train.log_every steps, averaged over th
 };
 
 struct EvalResult {
+  std::string method = "none"; // evaluation-time extrapolation: none | interpolation | ntk
   int64_t length = 0;          // task input length
   int64_t sequence_length = 0; // tokens per example (input + placeholders)
   int64_t samples = 0;
@@ -42,9 +45,9 @@ class Trainer {
   // Runs train.steps optimizer steps. Throws on a NaN/inf loss, and after the first
   // backward pass if any parameter received no gradient (naming it).
   TrainingCurve train(std::ostream& log, bool interactive);
-  // Evaluates every eval.lengths entry on eval.samples fresh examples.
+  // Evaluates every eval.extrapolation method x eval.lengths entry on eval.samples examples.
   std::vector<EvalResult> evaluate();
-  EvalResult evaluate_length(int64_t length, int64_t samples);
+  EvalResult evaluate_length(int64_t length, int64_t samples, const std::string& method = "none");
 
   double training_seconds() const { return training_seconds_; }
   // Tokens (input + placeholders) per second over the whole training.
@@ -54,6 +57,7 @@ class Trainer {
   void check_every_parameter_has_gradient() const;
 
   RunConfig config_;
+  PositionSampler sampler_;
   Encoder model_;
   const Task& task_;
   torch::Device device_;

@@ -1,0 +1,45 @@
+#include "core/encodings/position_sampler.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace pelab {
+
+PositionSampler::PositionSampler(const PositionsConfig& config)
+    : name_(config.sampler), max_length_(config.max_length) {}
+
+int64_t PositionSampler::position_range(int64_t length) const {
+  return name_ == "contiguous" ? length : max_length_;
+}
+
+std::vector<int64_t> PositionSampler::randomized(int64_t count, int64_t range, std::mt19937_64& rng) {
+  TORCH_CHECK(count <= range, "randomized positions: ", count, " tokens cannot get distinct positions from [0, ",
+              range, "); raise positions.max_length");
+  // a partial Fisher-Yates shuffle of 0 .. range - 1, then sorted
+  std::vector<int64_t> pool(range);
+  std::iota(pool.begin(), pool.end(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    std::uniform_int_distribution<int64_t> pick(i, range - 1);
+    std::swap(pool[i], pool[pick(rng)]);
+  }
+  pool.resize(count);
+  std::sort(pool.begin(), pool.end());
+  return pool;
+}
+
+Positions PositionSampler::sample(int64_t batch, int64_t length, std::mt19937_64& rng, torch::Device device) const {
+  if (name_ == "contiguous") return contiguous_positions(batch, length, device);
+  TORCH_CHECK(length <= max_length_, "positions.max_length = ", max_length_, " is shorter than a sequence of ",
+              length, " tokens");
+  torch::Tensor row;
+  if (name_ == "random_offset") {
+    std::uniform_int_distribution<int64_t> start(0, max_length_ - length);
+    row = torch::arange(length, torch::kInt64) + start(rng);
+  } else {
+    row = torch::tensor(randomized(length, max_length_, rng), torch::kInt64);
+  }
+  auto positions = row.to(device).unsqueeze(0).expand({batch, length});
+  return {positions, positions};
+}
+
+}  // namespace pelab

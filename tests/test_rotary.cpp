@@ -1,0 +1,189 @@
+// Rotary schemes, position samplers and evaluation-time extrapolation.
+#define CATCH_CONFIG_PREFIX_ALL
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <set>
+
+#include "core/encodings/position_sampler.h"
+#include "core/encodings/rope.h"
+#include "core/encodings/xpos.h"
+#include "core/run.h"
+#include "tests/support.h"
+
+using namespace pelab;
+
+namespace {
+
+RopeImpl make_rope(int64_t head_dim, const std::string& layout, double fraction = 1.0) {
+  auto options = OptionValues::defaults(RopeImpl::options());
+  options.set("layout", layout);
+  options.set("rotary_fraction", fraction);
+  return RopeImpl(EncodingContext{head_dim, 1, 1, false}, options);
+}
+
+torch::Tensor at_positions(const std::vector<int64_t>& p) { return torch::tensor(p, torch::kInt64).unsqueeze(0); }
+
+bool close(const torch::Tensor& a, const torch::Tensor& b, double tolerance = 1e-5) {
+  return torch::allclose(a, b, tolerance, tolerance);
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("RoPE golden values: q = [1, 0, 0, 0] at position 1, both layouts", "[rotary][rope]") {
+  auto q = torch::tensor({1.0f, 0.0f, 0.0f, 0.0f}).view({1, 1, 1, 4});
+  auto interleaved = make_rope(4, "interleaved").apply(q, at_positions({1})).flatten();
+  auto half = make_rope(4, "half").apply(q, at_positions({1})).flatten();
+  const std::vector<float> expect_interleaved = {0.5403f, 0.8415f, 0.0f, 0.0f};
+  const std::vector<float> expect_half = {0.5403f, 0.0f, 0.8415f, 0.0f};
+  for (int i = 0; i < 4; ++i) {
+    CATCH_CHECK(interleaved[i].item<float>() == Approx(expect_interleaved[i]).margin(1e-4));
+    CATCH_CHECK(half[i].item<float>() == Approx(expect_half[i]).margin(1e-4));
+  }
+  // the second pair turns at base^(-2/4) = 1/100 per position
+  auto q2 = torch::tensor({0.0f, 0.0f, 1.0f, 0.0f}).view({1, 1, 1, 4});
+  auto turned = make_rope(4, "interleaved").apply(q2, at_positions({3})).flatten();
+  CATCH_CHECK(turned[2].item<float>() == Approx(std::cos(0.03)).margin(1e-6));
+  CATCH_CHECK(turned[3].item<float>() == Approx(std::sin(0.03)).margin(1e-6));
+}
+
+CATCH_TEST_CASE("RoPE: scores depend only on the offset, norms are preserved", "[rotary][rope]") {
+  torch::manual_seed(1);
+  for (const std::string layout : {"interleaved", "half"}) {
+    CATCH_INFO(layout);
+    auto rope = make_rope(8, layout);
+    auto q = torch::randn({1, 1, 5, 8}), k = torch::randn({1, 1, 5, 8});
+    auto p = at_positions({0, 1, 2, 3, 4}), shifted = at_positions({100, 101, 102, 103, 104});
+    auto scores = torch::matmul(rope.apply(q, p), rope.apply(k, p).transpose(-2, -1));
+    auto shifted_scores = torch::matmul(rope.apply(q, shifted), rope.apply(k, shifted).transpose(-2, -1));
+    CATCH_CHECK(close(scores, shifted_scores, 1e-4));
+    CATCH_CHECK(close(rope.apply(q, p).norm(2, -1), q.norm(2, -1)));
+  }
+}
+
+CATCH_TEST_CASE("RoPE rotary_fraction rotates only the first part of each head", "[rotary][rope]") {
+  auto rope = make_rope(8, "interleaved", 0.5);
+  CATCH_CHECK(rope.rotary_dims() == 4);
+  auto x = torch::randn({1, 2, 3, 8});
+  auto y = rope.apply(x, at_positions({5, 6, 7}));
+  CATCH_CHECK(torch::equal(y.narrow(-1, 4, 4), x.narrow(-1, 4, 4)));
+  CATCH_CHECK_FALSE(close(y.narrow(-1, 0, 4), x.narrow(-1, 0, 4)));
+  CATCH_CHECK_THROWS_WITH(make_rope(8, "interleaved", 0.1), Catch::Matchers::Contains("even number of dimensions"));
+}
+
+CATCH_TEST_CASE("extrapolation: interpolation at scale 1 is plain RoPE; scale s divides positions; NTK scales the base",
+                "[rotary][rope]") {
+  auto rope = make_rope(8, "interleaved");
+  auto x = torch::randn({1, 1, 4, 8});
+  auto p = at_positions({0, 3, 8, 20});
+  auto plain = rope.apply(x, p);
+  rope.set_extrapolation("interpolation", 1.0);
+  CATCH_CHECK(torch::equal(rope.apply(x, p), plain));
+  // interpolation by 2: the angles are those of half the positions
+  auto angles = [&](RopeImpl& r, const torch::Tensor& positions) { return r.angles(positions); };
+  rope.set_extrapolation("interpolation", 2.0);
+  CATCH_CHECK(close(angles(rope, at_positions({4, 10})), make_rope(8, "interleaved").angles(at_positions({2, 5}))));
+  // NTK by 2 on R = 8: base 10000 * 2^(8/6); the lowest frequency pair turns at base'^(-6/8)
+  rope.set_extrapolation("ntk", 2.0);
+  const double base = 10000.0 * std::pow(2.0, 8.0 / 6.0);
+  auto a = angles(rope, at_positions({100}))[0][0];
+  CATCH_CHECK(a[0].item<float>() == Approx(100.0));
+  CATCH_CHECK(a[3].item<float>() == Approx(100.0 * std::pow(base, -6.0 / 8.0)).epsilon(1e-5));
+  // a scale below 1 (a test length shorter than training) leaves positions alone
+  rope.set_extrapolation("interpolation", 0.5);
+  CATCH_CHECK(torch::equal(rope.apply(x, p), plain));
+  CATCH_CHECK_THROWS_WITH(rope.set_extrapolation("yarn", 2.0), Catch::Matchers::Contains("unknown extrapolation method 'yarn'"));
+}
+
+CATCH_TEST_CASE("xPos golden scale factors and decay (Sun et al. 2022)", "[rotary][xpos]") {
+  XposImpl xpos(EncodingContext{4, 1, 1, true}, OptionValues::defaults(XposImpl::options()));
+  // zeta_i = (2i + 0.4 Dh) / (1.4 Dh), Dh = 4: 1.6 / 5.6 and 3.6 / 5.6
+  auto s = xpos.scale(at_positions({512, -512, 0, 256}))[0];
+  CATCH_CHECK(s[0][0].item<float>() == Approx(0.2857142857));
+  CATCH_CHECK(s[0][1].item<float>() == Approx(0.6428571429));
+  CATCH_CHECK(s[1][0].item<float>() == Approx(1 / 0.2857142857));
+  CATCH_CHECK(s[2][1].item<float>() == Approx(1.0));
+  CATCH_CHECK(s[3][0].item<float>() == Approx(std::sqrt(0.2857142857)));
+  // q'.k' = rope(q).rope(k) scaled by zeta^((i - j) / 512) per pair: shift invariant, and a
+  // key 512 before the query is damped by zeta in each pair
+  auto q = torch::tensor({1.0f, 0.0f, 0.0f, 0.0f}).view({1, 1, 1, 4});
+  auto positions_of = [](int64_t query, int64_t key) {
+    return Positions{at_positions({query}), at_positions({key})};
+  };
+  auto qkv = torch::zeros({12, 4}), bias = torch::zeros({12});
+  auto score = [&](int64_t i, int64_t j) {
+    const Positions p = positions_of(i, j);
+    auto [qr, kr] = xpos.rotate(q, q, AttentionContext{p, 0, qkv, bias});
+    return torch::matmul(qr, kr.transpose(-2, -1)).item<float>();
+  };
+  CATCH_CHECK(score(600, 88) == Approx(0.2857142857 * std::cos(512.0)).margin(1e-4));
+  CATCH_CHECK(score(1600, 1088) == Approx(score(600, 88)).margin(1e-4));
+  CATCH_CHECK(score(5, 5) == Approx(1.0).margin(1e-5));
+}
+
+CATCH_TEST_CASE("randomized positions: sorted, unique, in range, reproducible from the seed", "[rotary][sampler]") {
+  PositionsConfig config;
+  config.sampler = "randomized";
+  config.max_length = 100;
+  PositionSampler sampler(config);
+  Rng a(5), b(5), c(6);
+  auto p = sampler.sample(3, 40, a, torch::kCPU);
+  CATCH_CHECK(p.query.sizes() == torch::IntArrayRef({3, 40}));
+  CATCH_CHECK(torch::equal(p.query, p.key));
+  CATCH_CHECK(torch::equal(p.query[0], p.query[2]));  // one draw per batch, as Ruoss et al.
+  auto row = p.query[0];
+  CATCH_CHECK((row.narrow(0, 1, 39) > row.narrow(0, 0, 39)).all().item<bool>());  // sorted and unique
+  CATCH_CHECK(row.min().item<int64_t>() >= 0);
+  CATCH_CHECK(row.max().item<int64_t>() < 100);
+  CATCH_CHECK(torch::equal(sampler.sample(3, 40, b, torch::kCPU).query, p.query));
+  CATCH_CHECK_FALSE(torch::equal(sampler.sample(3, 40, c, torch::kCPU).query, p.query));
+  // every position of the range is drawn sometimes
+  std::set<int64_t> seen;
+  Rng d(7);
+  for (int i = 0; i < 200; ++i)
+    for (int64_t v : PositionSampler::randomized(10, 100, d)) seen.insert(v);
+  CATCH_CHECK(seen.size() == 100u);
+  CATCH_CHECK_THROWS_WITH(PositionSampler::randomized(101, 100, d), Catch::Matchers::Contains("raise positions.max_length"));
+
+  config.sampler = "random_offset";
+  PositionSampler offset(config);
+  auto o = offset.sample(2, 30, a, torch::kCPU).query[0];
+  CATCH_CHECK(torch::equal(o - o[0], torch::arange(30)));
+  CATCH_CHECK(o[-1].item<int64_t>() < 100);
+}
+
+CATCH_TEST_CASE("a run checks that the sampler's positions fit the scheme before training", "[rotary][sampler]") {
+  auto task = test::default_task("reverse_string");
+  auto config = test::tiny_config({"encoding.name=learned", "encoding.max_positions=64", "positions.sampler=randomized",
+                                   "positions.max_length=128"});
+  Encoder model = build_model(config, *task);
+  CATCH_CHECK_THROWS_WITH(check_lengths_fit(config, *task, *model),
+                          Catch::Matchers::Contains("positions up to 127) cannot be encoded: learned: position 127 "
+                                                    "does not fit the table of max_positions = 64 rows"));
+  auto short_range = test::tiny_config({"positions.sampler=randomized", "positions.max_length=10"});
+  Encoder plain = build_model(short_range, *task);
+  CATCH_CHECK_THROWS_WITH(check_lengths_fit(short_range, *task, *plain),
+                          Catch::Matchers::Contains("(16 tokens) does not fit positions.max_length = 10"));
+  auto not_rotary = test::tiny_config({"encoding.name=alibi", "eval.extrapolation=[none, ntk]"});
+  Encoder alibi = build_model(not_rotary, *task);
+  CATCH_CHECK_THROWS_WITH(check_lengths_fit(not_rotary, *task, *alibi),
+                          Catch::Matchers::Contains("eval.extrapolation 'ntk' needs a rotary scheme"));
+}
+
+CATCH_TEST_CASE("one trained model is evaluated plain and stretched in the same run", "[rotary][sampler]") {
+  auto config = test::tiny_config({"encoding.name=rope", "eval.extrapolation=[none, interpolation, ntk]",
+                                   "eval.lengths=[3, 12]", "positions.sampler=randomized", "positions.max_length=40"});
+  auto task = test::default_task("reverse_string");
+  Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
+  auto results = trainer.evaluate();
+  CATCH_REQUIRE(results.size() == 6u);
+  CATCH_CHECK(results[0].method == "none");
+  CATCH_CHECK(results[5].method == "ntk");
+  CATCH_CHECK(results[5].length == 12);
+  // below the training length nothing is stretched: the three methods agree
+  CATCH_CHECK(results[0].loss == results[2].loss);
+  CATCH_CHECK(results[0].loss == results[4].loss);
+  // beyond it they differ
+  CATCH_CHECK(results[1].loss != results[3].loss);
+  CATCH_CHECK(results[1].loss != results[5].loss);
+}
