@@ -77,9 +77,10 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   model->to(device);
   const auto counts = count_parameters(*model);
 
-  log << fmt::format("pelab run '{}': task {}, encoding {}, {} layers x d_model {} ({} parameters), {} on {} "
-                     "with {} threads\n",
-                     config.name, config.task.name, config.encoding.name, config.model.num_layers,
+  log << fmt::format("pelab run '{}': task {}, encoding {}, {} positions, {} layers x d_model {} ({} parameters), "
+                     "{} on {} with {} threads\n",
+                     config.name, config.task.name, config.encoding.name, config.positions.sampler,
+                     config.model.num_layers,
                      config.model.d_model, counts.at(schema::kTotal),
                      config.model.causal ? "causal" : "bidirectional", device.str(), torch::get_num_threads());
   check_lengths_fit(config, *task, *model);

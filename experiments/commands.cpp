@@ -47,7 +47,14 @@ std::string format_catalog(const std::string& title, const Catalog& catalog) {
 
 void command_list(std::ostream& out) {
   out << format_catalog("position encodings (encoding.name, options beside it)", scheme_catalog()) << "\n"
-      << format_catalog("tasks (task.name, options beside it)", task_catalog());
+      << format_catalog("tasks (task.name, options beside it)", task_catalog()) << "\n"
+      << "position samplers (positions.sampler, with positions.max_length = L_max and positions.evaluate_with):\n"
+      << "  contiguous         0, 1, ..., T-1 (default)\n"
+      << "  random_offset      s, s+1, ..., s+T-1 with s uniform in [0, L_max - T], one draw per batch\n"
+      << "  randomized         a sorted sample of T distinct positions from [0, L_max), one draw per batch "
+         "(Ruoss et al. 2023)\n\n"
+      << "evaluation-time extrapolation (eval.extrapolation, rotary schemes): none, interpolation "
+         "(positions x train/test length), ntk (base x s^(R/(R-2)))\n";
 }
 
 }  // namespace pelab
