@@ -88,9 +88,12 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   RunOutcome outcome;
   outcome.training = trainer.train(log, interactive);
   outcome.tokens_per_second = trainer.tokens_per_second();
-  log << fmt::format("trained {} steps in {:.1f}s ({:.0f} tokens/s); evaluating {} lengths x {} samples\n",
+  log << fmt::format("trained {} steps in {:.1f}s ({:.0f} tokens/s); evaluating {} lengths x {} samples{}\n",
                      config.train.steps, trainer.training_seconds(), outcome.tokens_per_second,
-                     config.eval.lengths.size(), config.eval.samples);
+                     config.eval.lengths.size(), config.eval.samples,
+                     config.eval.extrapolation.size() > 1
+                         ? fmt::format(" under {} extrapolation methods", config.eval.extrapolation.size())
+                         : std::string());
   outcome.evaluation = trainer.evaluate();
 
   RunRecord record;

@@ -10,6 +10,10 @@ Positions contiguous_positions(int64_t batch, int64_t length, torch::Device devi
   return {positions, positions};
 }
 
+torch::Tensor collapse_broadcast_rows(const torch::Tensor& positions) {
+  return positions.size(0) > 1 && positions.stride(0) == 0 ? positions.narrow(0, 0, 1) : positions;
+}
+
 double PositionEncodingImpl::attention_scale() const {
   return 1.0 / std::sqrt(static_cast<double>(context_.head_dim()));
 }

@@ -23,6 +23,10 @@ struct Positions {
 // 0, 1, ..., T-1 for every row: positions (B, T) on `device`.
 Positions contiguous_positions(int64_t batch, int64_t length, torch::Device device = torch::kCPU);
 
+// Positions (B, T) whose rows are one broadcast row (contiguous_positions, a sampler's
+// per-batch draw) -> that row as (1, T), so schemes compute once per batch; else unchanged.
+torch::Tensor collapse_broadcast_rows(const torch::Tensor& positions);
+
 // What a scheme knows of the model it is plugged into.
 struct EncodingContext {
   int64_t d_model = 64;

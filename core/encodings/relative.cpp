@@ -4,12 +4,6 @@ namespace pelab {
 
 namespace {
 
-// Positions whose rows are all the same row (a broadcast view, or a single row): that row.
-torch::Tensor shared_row(const torch::Tensor& p) {
-  if (p.size(0) == 1 || p.stride(0) == 0) return p[0];
-  return {};
-}
-
 // (B'|1, Tq, Tk) -> (B, H, Tq, Tk) view for gather/scatter along the last dimension.
 torch::Tensor expand_index(const torch::Tensor& local, int64_t batch, int64_t heads) {
   return local.unsqueeze(1).expand({batch, heads, local.size(1), local.size(2)});
@@ -54,21 +48,17 @@ torch::Tensor by_query_blocks(int64_t T, F&& f) {
 }  // namespace
 
 torch::Tensor relative_offsets(const Positions& positions) {
-  auto q = positions.query, k = positions.key;
-  if (q.size(0) == 1 || (q.stride(0) == 0 && k.stride(0) == 0)) {
-    q = q.narrow(0, 0, 1);
-    k = k.narrow(0, 0, 1);
-  }
-  return q.unsqueeze(-1) - k.unsqueeze(-2);  // (B'|1, Tq, Tk)
+  auto q = collapse_broadcast_rows(positions.query), k = collapse_broadcast_rows(positions.key);
+  return q.unsqueeze(-1) - k.unsqueeze(-2);  // (B'|1, Tq, Tk); B' = 1 when both are one row
 }
 
 RelativeGeometry::RelativeGeometry(const Positions& positions) {
-  const auto q = shared_row(positions.query), k = shared_row(positions.key);
+  const auto q = collapse_broadcast_rows(positions.query), k = collapse_broadcast_rows(positions.key);
   const int64_t T = positions.query.size(1);
   auto options = torch::TensorOptions().dtype(torch::kInt64).device(positions.query.device());
-  if (q.defined() && k.defined() && T == positions.key.size(1) && T > 0) {
+  if (q.size(0) == 1 && k.size(0) == 1 && T == positions.key.size(1) && T > 0) {
     auto steps = torch::arange(T, options);
-    contiguous_ = q.equal(k) && (q - q[0]).equal(steps);
+    contiguous_ = q[0].equal(k[0]) && (q[0] - q[0][0]).equal(steps);
   }
   if (contiguous_) {
     length_ = T;

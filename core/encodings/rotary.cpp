@@ -4,10 +4,6 @@
 
 namespace pelab {
 
-torch::Tensor distinct_rows(const torch::Tensor& positions) {
-  return positions.size(0) > 1 && positions.stride(0) == 0 ? positions.narrow(0, 0, 1) : positions;
-}
-
 RotaryImpl::RotaryImpl(const EncodingContext& context, int64_t rotary_dims, bool interleaved, double base)
     : PositionEncodingImpl(context), rotary_dims_(rotary_dims), interleaved_(interleaved), base_(base) {
   TORCH_CHECK(rotary_dims_ >= 2 && rotary_dims_ % 2 == 0 && rotary_dims_ <= context.head_dim(),
@@ -35,7 +31,7 @@ torch::Tensor RotaryImpl::angles(const torch::Tensor& positions) const {
 
 torch::Tensor RotaryImpl::apply(const torch::Tensor& x, const torch::Tensor& positions) const {
   const int64_t R = rotary_dims_, Dh = x.size(-1);
-  auto theta = angles(distinct_rows(positions)).unsqueeze(1).to(x.dtype());  // (B'|1, 1, T, R/2)
+  auto theta = angles(collapse_broadcast_rows(positions)).unsqueeze(1).to(x.dtype());  // (B'|1, 1, T, R/2)
   auto cos = theta.cos(), sin = theta.sin();
   auto rotated = x.narrow(-1, 0, R);
   torch::Tensor x1, x2;

@@ -35,7 +35,4 @@ class RotaryImpl : public PositionEncodingImpl {
   double factor_ = 1.0;
 };
 
-// Positions (B, T) whose rows are one broadcast row -> that row as (1, T); else unchanged.
-torch::Tensor distinct_rows(const torch::Tensor& positions);
-
 }  // namespace pelab

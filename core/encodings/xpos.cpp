@@ -30,7 +30,8 @@ torch::Tensor XposImpl::scale(const torch::Tensor& centred) const {
 
 std::pair<torch::Tensor, torch::Tensor> XposImpl::rotate(torch::Tensor q, torch::Tensor k,
                                                          const AttentionContext& attention) {
-  const auto query = distinct_rows(attention.positions.query), key = distinct_rows(attention.positions.key);
+  const auto query = collapse_broadcast_rows(attention.positions.query);
+  const auto key = collapse_broadcast_rows(attention.positions.key);
   const int64_t length = key.max().item<int64_t>() + 1;
   const int64_t centre = (length + 1) / 2;  // torchscale: min_pos = -length // 2 = -ceil(length / 2)
   // one factor per pair, applied to both of its features: (B'|1, 1, T, Dh)
