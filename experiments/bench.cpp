@@ -99,7 +99,8 @@ int command_bench_worker(const BenchOptions& options, const std::string& scheme,
     BenchResult r = bench_one(options, scheme, length);
     out << fmt::format("RESULT {} {} {:.4f} {:.4f} {:.2f}\n", r.scheme, r.length, r.median_ms, r.min_ms, r.peak_mb);
   } catch (const std::exception& e) {
-    std::string message = e.what();
+    const auto* torch_error = dynamic_cast<const c10::Error*>(&e);  // its what() carries a backtrace
+    std::string message = torch_error ? torch_error->what_without_backtrace() : e.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
     out << "ERROR " << scheme << " " << length << " " << message.substr(0, 300) << "\n";
     return 1;
@@ -110,7 +111,8 @@ int command_bench_worker(const BenchOptions& options, const std::string& scheme,
 int command_bench(const BenchOptions& options, const std::string& self_executable, std::ostream& out) {
   std::vector<std::string> schemes = options.schemes;
   if (schemes.empty())
-    for (const auto& e : scheme_registry()) schemes.push_back(e.info.name);
+    for (const auto& e : scheme_registry())
+      if (options.causal || !e.info.causal_only) schemes.push_back(e.info.name);  // xpos: with --causal
   // `none` first: every ratio is against it
   schemes.erase(std::remove(schemes.begin(), schemes.end(), "none"), schemes.end());
   schemes.insert(schemes.begin(), "none");
