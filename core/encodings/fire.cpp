@@ -33,10 +33,14 @@ torch::Tensor FireImpl::interpolated_distance(const Positions& positions, int64_
   const auto& c = c_[layer];
   auto offsets = relative_offsets(positions).to(c.dtype());  // (B'|1, Tq, Tk)
   auto query = positions.query.narrow(0, 0, offsets.size(0)).to(c.dtype()).unsqueeze(-1);  // (B'|1, Tq, 1)
-  auto threshold = (length_multiplier_[layer] * max_length_).abs();
-  auto numerator = torch::log((c * offsets).abs() + 1);
-  auto denominator = torch::log((c * torch::max(query, threshold)).abs() + 1) + eps_;
-  return numerator / denominator;
+  return psi_ratio(offsets, torch::max(query, threshold(layer)), layer);
+}
+
+torch::Tensor FireImpl::threshold(int64_t layer) const { return (length_multiplier_[layer] * max_length_).abs(); }
+
+torch::Tensor FireImpl::psi_ratio(const torch::Tensor& distance, const torch::Tensor& normaliser, int64_t layer) const {
+  const auto& c = c_[layer];
+  return torch::log((c * distance).abs() + 1) / (torch::log((c * normaliser).abs() + 1) + eps_);
 }
 
 torch::Tensor FireImpl::mlp_reference(const torch::Tensor& x, int64_t layer) {
@@ -76,13 +80,11 @@ torch::Tensor FireImpl::score_bias(const torch::Tensor& q, const torch::Tensor& 
   if (geometry.contiguous()) {
     // While every query position is below L the denominator is psi(L) for all of them, and
     // the bias depends on the offset alone: evaluate f once per offset.
-    const auto& c = c_[layer];
-    auto threshold = (length_multiplier_[layer] * max_length_).abs();
+    const auto L = threshold(layer);
     const int64_t last_query = attention.positions.query[0][-1].item<int64_t>();
-    if (double(last_query) <= threshold.item<double>()) {
-      auto offsets = geometry.offsets().to(c.dtype());  // (W)
-      auto x = torch::log((c * offsets).abs() + 1) / (torch::log((c * threshold).abs() + 1) + eps_);
-      return geometry.bias(mlp(x, layer).t().to(q.scalar_type()));  // (H, W) -> (1, H, Tq, Tk)
+    if (double(last_query) <= L.item<double>()) {
+      auto x = psi_ratio(geometry.offsets().to(L.dtype()), L, layer);  // (W)
+      return geometry.bias(mlp(x, layer).t().to(q.scalar_type()));     // (H, W) -> (1, H, Tq, Tk)
     }
   }
   auto x = interpolated_distance(attention.positions, attention.layer);  // (B'|1, Tq, Tk)

@@ -34,6 +34,11 @@ class FireImpl : public PositionEncodingImpl {
   torch::Tensor mlp_reference(const torch::Tensor& x, int64_t layer);
 
  private:
+  // L = |L_multiplier * max_length|, a scalar tensor
+  torch::Tensor threshold(int64_t layer) const;
+  // psi(distance) / (psi(normaliser) + eps), psi(x) = log(|c x| + 1)
+  torch::Tensor psi_ratio(const torch::Tensor& distance, const torch::Tensor& normaliser, int64_t layer) const;
+
   double max_length_, eps_;
   torch::nn::ModuleList hidden_{nullptr}, output_{nullptr};  // per layer: Linear(1, W), Linear(W, H)
   std::vector<torch::Tensor> c_, length_multiplier_;        // per layer: scalars
