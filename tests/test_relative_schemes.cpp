@@ -511,3 +511,12 @@ CATCH_TEST_CASE("relative schemes run far beyond their training lengths", "[rela
     CATCH_CHECK(torch::isfinite(out.logits).all().item<bool>());
   }
 }
+
+CATCH_TEST_CASE("shaw without the value term owns no value tables", "[relative][shaw]") {
+  Fixture f;
+  auto scheme = make("shaw", f.context, {{"values", false}});
+  for (const auto& p : scheme->named_parameters()) CATCH_CHECK(p.key().find("value_table") == std::string::npos);
+  CATCH_CHECK(scheme->named_parameters().size() == 2u);  // one key table per layer
+  CATCH_CHECK_FALSE(scheme->value_term(f.probs, f.at(0)).defined());
+  CATCH_CHECK(make("shaw", f.context)->value_term(f.probs, f.at(0)).defined());
+}

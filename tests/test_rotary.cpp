@@ -187,3 +187,17 @@ CATCH_TEST_CASE("one trained model is evaluated plain and stretched in the same 
   CATCH_CHECK(results[1].loss != results[3].loss);
   CATCH_CHECK(results[1].loss != results[5].loss);
 }
+
+CATCH_TEST_CASE("positions.evaluate_with: contiguous evaluates a randomized-position model on 0..T-1", "[sampler]") {
+  auto task = test::default_task("reverse_string");
+  auto evaluate = [&](const std::vector<std::string>& overrides) {
+    auto config = test::tiny_config(overrides);
+    return Trainer(config, build_model(config, *task), *task, torch::kCPU).evaluate_length(8, 32).loss;
+  };
+  const double contiguous = evaluate({"encoding.name=rope"});
+  const double randomized_then_contiguous = evaluate(
+      {"encoding.name=rope", "positions.sampler=randomized", "positions.max_length=64", "positions.evaluate_with=contiguous"});
+  const double randomized = evaluate({"encoding.name=rope", "positions.sampler=randomized", "positions.max_length=64"});
+  CATCH_CHECK(randomized_then_contiguous == contiguous);
+  CATCH_CHECK(randomized != contiguous);
+}
