@@ -26,8 +26,8 @@ Batch Batch::padded(int64_t extra) const {
   return b;
 }
 
-std::vector<int64_t> Seq2SeqTask::random_symbols(int64_t length, Rng& rng) const {
-  std::uniform_int_distribution<int64_t> symbol(0, alphabet_size_ - 1);
+std::vector<int64_t> Seq2SeqTask::random_symbols(int64_t length, Rng& rng, int64_t symbols) const {
+  std::uniform_int_distribution<int64_t> symbol(0, (symbols > 0 ? symbols : input_symbols_) - 1);
   std::vector<int64_t> out(length);
   for (auto& s : out) s = symbol(rng);
   return out;

@@ -38,7 +38,8 @@ class Task {
   virtual Batch sample(int64_t batch_size, int64_t length, Rng& rng) const = 0;
 };
 
-// One example of a symbol-to-symbol task; symbols are in [0, alphabet_size).
+// One example of a symbol-to-symbol task: input symbols in [0, input_symbols), output
+// classes in [0, output_classes).
 struct Example {
   std::vector<int64_t> input, output;
 };
@@ -47,24 +48,28 @@ struct Example {
 // 0 padding, 1 placeholder, 2 + s for symbol s; targets are the output symbols.
 class Seq2SeqTask : public Task {
  public:
-  explicit Seq2SeqTask(int64_t alphabet_size) : alphabet_size_(alphabet_size) {}
+  // Input and output alphabets; a copying task has output_classes == input_symbols.
+  Seq2SeqTask(int64_t input_symbols, int64_t output_classes)
+      : input_symbols_(input_symbols), output_classes_(output_classes) {}
+  explicit Seq2SeqTask(int64_t alphabet_size) : Seq2SeqTask(alphabet_size, alphabet_size) {}
   static constexpr int64_t kPlaceholderToken = 1;
   static constexpr int64_t kFirstSymbolToken = 2;
 
-  int64_t vocab_size() const override { return kFirstSymbolToken + alphabet_size_; }
-  int64_t num_classes() const override { return alphabet_size_; }
+  int64_t vocab_size() const override { return kFirstSymbolToken + input_symbols_; }
+  int64_t num_classes() const override { return output_classes_; }
   int64_t sequence_length(int64_t length) const override { return length + output_length(length); }
   Batch sample(int64_t batch_size, int64_t length, Rng& rng) const override;
 
   virtual Example generate(int64_t length, Rng& rng) const = 0;
   virtual int64_t output_length(int64_t length) const = 0;
-  int64_t alphabet_size() const { return alphabet_size_; }
+  int64_t input_symbols() const { return input_symbols_; }
 
  protected:
-  std::vector<int64_t> random_symbols(int64_t length, Rng& rng) const;
+  // `length` symbols uniform over [0, symbols) (default: the whole input alphabet).
+  std::vector<int64_t> random_symbols(int64_t length, Rng& rng, int64_t symbols = 0) const;
 
  private:
-  int64_t alphabet_size_;
+  int64_t input_symbols_, output_classes_;
 };
 
 // Encodes examples (all of the same input length) into a batch in the encoder format.
