@@ -62,7 +62,7 @@ Batch encode_examples(const std::vector<Example>& examples) {
     for (int64_t t = 0; t < n_out; ++t) {
       tok[b][n_in + t] = Seq2SeqTask::kPlaceholderToken;
       tgt[b][n_in + t] = e.output[t];
-      sc[b][n_in + t] = true;
+      sc[b][n_in + t] = e.scored.empty() || e.scored[t];
       seg[b][n_in + t] = 1;
     }
   }

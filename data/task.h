@@ -42,6 +42,7 @@ class Task {
 // classes in [0, output_classes).
 struct Example {
   std::vector<int64_t> input, output;
+  std::vector<bool> scored;  // per output position; empty: all scored
 };
 
 // Ruoss et al. encoder format: tokens are [input..., placeholder x |output|]; token ids:
@@ -57,11 +58,13 @@ class Seq2SeqTask : public Task {
 
   int64_t vocab_size() const override { return kFirstSymbolToken + input_symbols_; }
   int64_t num_classes() const override { return output_classes_; }
-  int64_t sequence_length(int64_t length) const override { return length + output_length(length); }
+  int64_t sequence_length(int64_t length) const override { return input_length(length) + output_length(length); }
   Batch sample(int64_t batch_size, int64_t length, Rng& rng) const override;
 
   virtual Example generate(int64_t length, Rng& rng) const = 0;
   virtual int64_t output_length(int64_t length) const = 0;
+  // Input tokens of an example of `length` (modular_arithmetic shortens even lengths by one).
+  virtual int64_t input_length(int64_t length) const { return length; }
   int64_t input_symbols() const { return input_symbols_; }
 
  protected:

@@ -47,7 +47,8 @@ RunConfig bench_config(const BenchOptions& o, const std::string& scheme, int64_t
   if (scheme == "learned") c.encoding.options.set("max_positions", length);
   if (scheme == "relative_key" || scheme == "relative_key_query") c.encoding.options.set("max_positions", length);
   c.task.name = "reverse_string";
-  c.task.options = OptionValues::defaults(task_registry().back().info.options);
+  for (const auto& e : task_registry())
+    if (e.info.name == c.task.name) c.task.options = OptionValues::defaults(e.info.options);
   c.train.batch_size = o.batch;
   c.train.min_length = c.train.max_length = length / 2;  // reverse_string: input + placeholders
   c.seed = 0;

@@ -28,6 +28,12 @@ std::string known_schemes() {
   return join(names);
 }
 
+std::string known_tasks() {
+  std::vector<std::string> names;
+  for (const auto& e : task_catalog()) names.push_back(e.name);
+  return join(names);
+}
+
 std::string prefix(const std::string& fixture) { return test::source_path("tests/fixtures/" + fixture); }
 
 }  // namespace
@@ -43,6 +49,15 @@ CATCH_TEST_CASE("a valid config loads with defaults filled in", "[config]") {
   CATCH_CHECK(c.train.max_length == 8);
   CATCH_CHECK(c.eval.lengths == std::vector<int64_t>{4, 8, 16});
   CATCH_CHECK(c.output.dir == "runs/valid");
+}
+
+CATCH_TEST_CASE("the shipped task-family configs are valid", "[config]") {
+  for (const char* family : {"regular", "dcf", "cs"}) {
+    CATCH_INFO(family);
+    RunConfig c = load_run_config(test::source_path(std::string("configs/tasks/") + family + ".yaml"), {},
+                                  scheme_catalog(), task_catalog());
+    CATCH_CHECK(c.train.max_length == 40);
+  }
 }
 
 CATCH_TEST_CASE("the quickstart config is valid", "[config]") {
@@ -76,8 +91,8 @@ CATCH_TEST_CASE("config errors point at file:line:col", "[config]") {
   CATCH_CHECK(error_of("bad_list.yaml") ==
               prefix("bad_list.yaml") + ":3:21: eval.lengths[2]: expected an integer, got 'long'");
   CATCH_CHECK(error_of("unknown_task.yaml") ==
-              prefix("unknown_task.yaml") + ":2:9: task.name: unknown task 'reverse'; known tasks: "
-                                            "duplicate_string, reverse_string");
+              prefix("unknown_task.yaml") + ":2:9: task.name: unknown task 'reverse'; known tasks: " +
+                                            known_tasks());
   CATCH_CHECK(error_of("not_a_mapping.yaml") ==
               prefix("not_a_mapping.yaml") + ":2:8: model: must be a mapping of key: value, got 'big'");
 }
