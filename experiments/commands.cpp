@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/encodings/registry.h"
 #include "core/io/yaml_reader.h"
 #include "core/run.h"
@@ -34,8 +36,10 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
 
 std::string format_catalog(const std::string& title, const Catalog& catalog) {
   std::string text = title + ":\n";
+  size_t width = 0;
+  for (const auto& entry : catalog) width = std::max(width, entry.name.size());
   for (const auto& entry : catalog) {
-    text += fmt::format("  {:<18} {}\n", entry.name, entry.description);
+    text += fmt::format("  {:<{}}  {}\n", entry.name, width, entry.description);
     for (const auto& o : entry.options) {
       std::string range = o.describe_range();
       text += fmt::format("      {:<16} {} = {}{}  {}\n", o.name, o.kind_name(), format_option_value(o.default_value),
