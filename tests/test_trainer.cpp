@@ -29,6 +29,28 @@ CATCH_TEST_CASE("learning-rate schedule: linear warm-up, then constant or cosine
   CATCH_CHECK(learning_rate_at(t, 35) > learning_rate_at(t, 36));
 }
 
+CATCH_TEST_CASE("curricula: uniform over the range, fixed, regularly increasing", "[trainer]") {
+  TrainConfig t;
+  t.min_length = 3;
+  t.max_length = 7;
+  std::mt19937_64 rng(1);
+  std::vector<int64_t> seen(8, 0);
+  for (int64_t step = 0; step < 2000; ++step) ++seen[curriculum_length(t, step, rng)];
+  for (int64_t length = 3; length <= 7; ++length) CATCH_CHECK(seen[length] == Approx(400).margin(60));
+  CATCH_CHECK(seen[2] == 0);
+  t.curriculum = "fixed";
+  CATCH_CHECK(curriculum_length(t, 0, rng) == 7);
+  CATCH_CHECK(curriculum_length(t, 999, rng) == 7);
+  t.curriculum = "increasing";
+  t.increase_every = 100;
+  t.increase_by = 2;
+  CATCH_CHECK(curriculum_length(t, 0, rng) == 3);
+  CATCH_CHECK(curriculum_length(t, 99, rng) == 3);
+  CATCH_CHECK(curriculum_length(t, 100, rng) == 5);
+  CATCH_CHECK(curriculum_length(t, 250, rng) == 7);
+  CATCH_CHECK(curriculum_length(t, 10000, rng) == 7);  // capped
+}
+
 namespace {
 TrainingCurve train_curve(const RunConfig& config) {
   auto task = test::default_task(config.task.name);

@@ -64,6 +64,9 @@ TrainConfig read_train(YamlReader r) {
   t.batch_size = r.get_int("batch_size", t.batch_size, 1, 1 << 20);
   t.min_length = r.get_int("min_length", t.min_length, 1, 1 << 24);
   t.max_length = r.get_int("max_length", t.max_length, 1, 1 << 24);
+  t.curriculum = r.get_choice("curriculum", t.curriculum, {"uniform", "fixed", "increasing"});
+  t.increase_every = r.get_int("increase_every", t.increase_every, 1, 1e12);
+  t.increase_by = r.get_int("increase_by", t.increase_by, 1, 1 << 24);
   t.optimizer = r.get_choice("optimizer", t.optimizer, {"adam", "adamw"});
   t.learning_rate = r.get_float("learning_rate", t.learning_rate, 0.0, 100.0);
   t.weight_decay = r.get_float("weight_decay", t.weight_decay, 0.0, 10.0);
@@ -205,6 +208,9 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "batch_size" << YAML::Value << t.batch_size
       << YAML::Key << "min_length" << YAML::Value << t.min_length
       << YAML::Key << "max_length" << YAML::Value << t.max_length
+      << YAML::Key << "curriculum" << YAML::Value << t.curriculum
+      << YAML::Key << "increase_every" << YAML::Value << t.increase_every
+      << YAML::Key << "increase_by" << YAML::Value << t.increase_by
       << YAML::Key << "optimizer" << YAML::Value << t.optimizer
       << YAML::Key << "learning_rate" << YAML::Value << t.learning_rate
       << YAML::Key << "weight_decay" << YAML::Value << t.weight_decay

@@ -55,8 +55,11 @@ struct PositionsConfig {
 struct TrainConfig {
   int64_t steps = 1000;
   int64_t batch_size = 32;
-  int64_t min_length = 1;               // curriculum: one length per batch, uniform in
-  int64_t max_length = 20;              //   [min_length, max_length] (task input length)
+  int64_t min_length = 1;               // task input lengths of training batches, one per
+  int64_t max_length = 20;              //   batch, drawn by the curriculum:
+  std::string curriculum = "uniform";   // uniform in [min, max] | fixed (max) | increasing
+  int64_t increase_every = 1000;        // increasing: min_length + increase_by per
+  int64_t increase_by = 1;              //   increase_every steps, capped at max_length
   std::string optimizer = "adam";       // adam | adamw
   double learning_rate = 1e-3;          // peak learning rate
   double weight_decay = 0.0;

@@ -15,4 +15,12 @@ double learning_rate_at(const TrainConfig& t, int64_t step) {
          (t.learning_rate - t.min_learning_rate) * 0.5 * (1.0 + std::cos(M_PI * progress));
 }
 
+int64_t curriculum_length(const TrainConfig& t, int64_t step, std::mt19937_64& rng) {
+  if (t.curriculum == "fixed") return t.max_length;
+  if (t.curriculum == "increasing")
+    return std::min(t.max_length, t.min_length + (step / t.increase_every) * t.increase_by);
+  std::uniform_int_distribution<int64_t> length(t.min_length, t.max_length);
+  return length(rng);
+}
+
 }  // namespace pelab

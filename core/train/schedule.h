@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 
 #include "core/io/config.h"
 
@@ -9,5 +10,12 @@ namespace pelab {
 
 // Learning rate used for optimizer step `step` (0-based) of `train.steps`.
 double learning_rate_at(const TrainConfig& train, int64_t step);
+
+// Input length of the batch of step `step` (0-based):
+//   uniform     uniform in [min_length, max_length] (Ruoss et al.; the default)
+//   fixed       max_length
+//   increasing  min_length + increase_by per increase_every steps, capped at max_length
+//               (DeepMind's RegularIncreasingCurriculum)
+int64_t curriculum_length(const TrainConfig& train, int64_t step, std::mt19937_64& rng);
 
 }  // namespace pelab

@@ -55,7 +55,6 @@ TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
   const TrainConfig& t = config_.train;
   Rng rng(training_data_seed(config_.seed));
   Rng position_rng(training_data_seed(config_.seed) ^ 0x5A5A5A5Aull);  // its own stream: data stays the same
-  std::uniform_int_distribution<int64_t> length_of_batch(t.min_length, t.max_length);
   model_->train();
 
   TrainingCurve curve;
@@ -66,7 +65,7 @@ TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
 
   for (int64_t step = 0; step < t.steps; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
-    const int64_t length = length_of_batch(rng);
+    const int64_t length = curriculum_length(t, step, rng);
     Batch batch = task_.sample(t.batch_size, length, rng).to(device_);
     const double lr = learning_rate_at(t, step);
     set_learning_rate(*optimizer_, lr);
