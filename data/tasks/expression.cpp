@@ -39,4 +39,22 @@ Expression generate(int64_t n, int64_t modulus, bool multiplication, std::mt1993
   return e;
 }
 
+std::vector<int64_t> to_ids(const Expression& expression, const TokenIds& ids) {
+  std::vector<int64_t> out;
+  for (const auto& p : expression.pieces) {
+    if (p.is_digit) {
+      out.push_back(p.digit);
+      continue;
+    }
+    switch (p.token) {
+      case Token::Plus: out.push_back(ids.plus); break;
+      case Token::Minus: out.push_back(ids.minus); break;
+      case Token::Times: out.push_back(ids.times); break;
+      case Token::Open: out.push_back(ids.open); break;
+      case Token::Close: out.push_back(ids.close); break;
+    }
+  }
+  return out;
+}
+
 }  // namespace pelab::expression

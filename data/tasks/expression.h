@@ -25,4 +25,11 @@ struct Expression {
 
 Expression generate(int64_t tokens, int64_t modulus, bool multiplication, std::mt19937_64& rng);
 
+// A task's ids of the operator and bracket tokens (digits keep their value).
+struct TokenIds {
+  int64_t plus, minus, times, open, close;
+};
+// The expression's token ids.
+std::vector<int64_t> to_ids(const Expression& expression, const TokenIds& ids);
+
 }  // namespace pelab::expression

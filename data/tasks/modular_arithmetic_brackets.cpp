@@ -15,8 +15,7 @@ Example ModularArithmeticBracketsTask::generate(int64_t length, Rng& rng) const 
   const auto x = expression::generate(length, modulus_, multiplication_, rng);
   Example e;
   const int64_t m = modulus_;
-  for (const auto& p : x.pieces)
-    e.input.push_back(p.is_digit ? p.digit : m + static_cast<int64_t>(p.token));  // + - * ( ) in order
+  e.input = expression::to_ids(x, {m, m + 1, m + 2, m + 3, m + 4});
   e.output = {x.value};
   return e;
 }

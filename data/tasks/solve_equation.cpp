@@ -20,14 +20,8 @@ Example SolveEquationTask::generate(int64_t length, Rng& rng) const {
     return e;
   }
   const auto x = expression::generate(length - 2, m, /*multiplication=*/false, rng);
-  const int64_t plus = m, minus = m + 1, open = m + 2, close = m + 3;
-  for (const auto& p : x.pieces) {
-    if (p.is_digit) e.input.push_back(p.digit);
-    else if (p.token == expression::Token::Plus) e.input.push_back(plus);
-    else if (p.token == expression::Token::Minus) e.input.push_back(minus);
-    else if (p.token == expression::Token::Open) e.input.push_back(open);
-    else e.input.push_back(close);
-  }
+  // + m, - m+1, ( m+2, ) m+3 (no *: the expression has none)
+  e.input = expression::to_ids(x, {m, m + 1, /*times=*/-1, m + 2, m + 3});
   std::uniform_int_distribution<int64_t> start(0, length - 3);
   int64_t i = start(rng);
   while (e.input[i] >= m) i = (i + 1) % (length - 2);
