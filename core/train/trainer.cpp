@@ -18,6 +18,10 @@ uint64_t evaluation_data_seed(int64_t run_seed, int64_t length) {
 
 namespace {
 
+// Positions get their own stream beside each data stream, so that a sampler leaves the
+// data of a seed unchanged.
+uint64_t position_stream_seed(uint64_t data_seed) { return data_seed ^ 0x5A5A5A5Aull; }
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
                                                         std::vector<torch::Tensor> parameters) {
   if (t.optimizer == "adamw") {
@@ -54,7 +58,7 @@ void Trainer::check_every_parameter_has_gradient() const {
 TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
   const TrainConfig& t = config_.train;
   Rng rng(training_data_seed(config_.seed));
-  Rng position_rng(training_data_seed(config_.seed) ^ 0x5A5A5A5Aull);  // its own stream: data stays the same
+  Rng position_rng(position_stream_seed(training_data_seed(config_.seed)));
   model_->train();
 
   TrainingCurve curve;
@@ -113,7 +117,7 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   torch::NoGradGuard no_grad;
   model_->eval();
   Rng rng(evaluation_data_seed(config_.seed, length));
-  Rng position_rng(evaluation_data_seed(config_.seed, length) ^ 0x5A5A5A5Aull);
+  Rng position_rng(position_stream_seed(evaluation_data_seed(config_.seed, length)));
   const bool sampled = config_.positions.evaluate_with == "sampler";
   // stretch rotary schemes by test length / training length (in tokens)
   const double factor = double(task_.sequence_length(length)) / double(task_.sequence_length(config_.train.max_length));
