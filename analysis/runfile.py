@@ -5,15 +5,15 @@ Every name used here is part of the schema; core/io/schema.h is its C++ twin.
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 ROOT_ATTRS = ["schema_version", "run_name", "status"]
 ENVIRONMENT_ATTRS = ["pelab_version", "git_commit", "torch_version", "device", "threads",
                      "hostname", "created_utc", "training_seconds"]
 TRAINING_DATASETS = ["step", "loss", "accuracy", "learning_rate", "tokens_per_second"]
 EVALUATION_DATASETS = ["method", "length", "sequence_length", "samples", "loss", "per_token_accuracy",
-                       "per_sequence_accuracy"]
-EVALUATION_ATTRS = ["train_min_length", "train_max_length"]
+                       "per_sequence_accuracy", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss"]
+EVALUATION_ATTRS = ["train_min_length", "train_max_length", "task_format", "protocol"]
 
 
 class SchemaError(Exception):
@@ -76,4 +76,6 @@ def load(path):
                            for k in EVALUATION_DATASETS},
             "train_min_length": int(f["evaluation"].attrs["train_min_length"]),
             "train_max_length": int(f["evaluation"].attrs["train_max_length"]),
+            "task_format": _text(f["evaluation"].attrs["task_format"]),
+            "protocol": _text(f["evaluation"].attrs["protocol"]),
         }

@@ -32,18 +32,24 @@ def main():
     print(f"run '{run['run_name']}': pelab {env['pelab_version']} ({env['git_commit']}), torch "
           f"{env['torch_version']}, {env['device']}, {env['threads']} threads, "
           f"trained {env['training_seconds']:.1f}s")
-    print(f"{'extrapolation':>13} {'length':>8} {'token acc':>10} {'seq acc':>10}")
+    print(f"evaluation ({run['task_format']}): {run['protocol']}")
+    print(f"{'extrapolation':>13} {'length':>8} {'token acc':>10} {'(chance)':>9} {'seq acc':>10} {'(chance)':>9} "
+          f"{'loss':>8} {'(chance)':>9}")
+    columns = ["per_token_accuracy", "chance_token_accuracy", "per_sequence_accuracy", "chance_sequence_accuracy",
+               "loss", "chance_loss"]
     rows = []
     for i, length in enumerate(ev["length"]):
         beyond = "  (beyond training)" if length > run["train_max_length"] else ""
         method = ev["method"][i]
-        print(f"{method:>13} {length:>8} {100 * ev['per_token_accuracy'][i]:>9.2f}% "
-              f"{100 * ev['per_sequence_accuracy'][i]:>9.2f}%{beyond}")
-        rows.append([method, int(length), float(ev["per_token_accuracy"][i]), float(ev["per_sequence_accuracy"][i])])
+        v = {c: float(ev[c][i]) for c in columns}
+        print(f"{method:>13} {length:>8} {100 * v['per_token_accuracy']:>9.2f}% {100 * v['chance_token_accuracy']:>8.2f}% "
+              f"{100 * v['per_sequence_accuracy']:>9.2f}% {100 * v['chance_sequence_accuracy']:>8.2f}% "
+              f"{v['loss']:>8.4f} {v['chance_loss']:>9.4f}{beyond}")
+        rows.append([method, int(length)] + [v[c] for c in columns])
     if args.csv:
         with open(args.csv, "w", newline="") as out:
             writer = csv.writer(out)
-            writer.writerow(["extrapolation", "length", "per_token_accuracy", "per_sequence_accuracy"])
+            writer.writerow(["extrapolation", "length"] + columns)
             writer.writerows(rows)
     return 0
 

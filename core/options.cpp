@@ -46,12 +46,20 @@ OptionSpec OptionSpec::choice(std::string name, std::string default_value,
   return s;
 }
 
+OptionSpec OptionSpec::text(std::string name, std::string default_value, std::string help, bool required) {
+  OptionSpec s = choice(std::move(name), std::move(default_value), {}, std::move(help));
+  s.kind = OptionKind::Text;
+  s.required = required;
+  return s;
+}
+
 std::string OptionSpec::kind_name() const {
   switch (kind) {
     case OptionKind::Bool: return "bool";
     case OptionKind::Int: return "int";
     case OptionKind::Float: return "float";
     case OptionKind::Choice: return "one of " + join(choices, "|");
+    case OptionKind::Text: return "string";
   }
   return "?";
 }

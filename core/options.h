@@ -15,7 +15,7 @@ namespace pelab {
 
 using OptionValue = std::variant<bool, int64_t, double, std::string>;
 
-enum class OptionKind { Bool, Int, Float, Choice };
+enum class OptionKind { Bool, Int, Float, Choice, Text };
 
 struct OptionSpec {
   std::string name;
@@ -34,8 +34,11 @@ struct OptionSpec {
                          std::optional<double> max = std::nullopt);
   static OptionSpec choice(std::string name, std::string default_value,
                            std::vector<std::string> choices, std::string help);
+  // Free text, e.g. a file path; `required` rejects an empty value.
+  static OptionSpec text(std::string name, std::string default_value, std::string help, bool required = false);
+  bool required = false;             // Text only
 
-  std::string kind_name() const;         // "int", "float", "bool", "one of a|b"
+  std::string kind_name() const;         // "int", "float", "bool", "string", "one of a|b"
   std::string describe_range() const;    // "in [1, 4096]" or "" when unbounded
 };
 

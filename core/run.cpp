@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <thread>
 
 #include "core/encodings/position_sampler.h"
@@ -45,7 +46,13 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
   std::vector<int64_t> lengths = config.eval.lengths;
   lengths.push_back(config.train.max_length);
   const PositionSampler sampler(config.positions);
-  for (int64_t length : lengths) {
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const int64_t length = lengths[i];
+    try {
+      task.check_length(length, /*training=*/i + 1 == lengths.size());
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(e.what());
+    }
     const int64_t T = task.sequence_length(length);
     if (config.positions.sampler != "contiguous" && T > config.positions.max_length)
       throw std::runtime_error("length " + std::to_string(length) + " (" + std::to_string(T) +
@@ -72,14 +79,15 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   set_threads(config.threads);
   configure_cpu_math();
   const torch::Device device = resolve_device(config.device);
-  auto task = make_task(config.task.name, config.task.options);
+  auto task = make_task(config.task.name, config.task.options, config.task.format);
   Encoder model = build_model(config, *task);
   model->to(device);
   const auto counts = count_parameters(*model);
 
-  log << fmt::format("pelab run '{}': task {}, encoding {}, {} positions, {} layers x d_model {} ({} parameters), "
+  log << fmt::format("pelab run '{}': task {} ({} format), encoding {}, {} positions, {} layers x d_model {} ({} parameters), "
                      "{} on {} with {} threads\n",
-                     config.name, config.task.name, config.encoding.name, config.positions.sampler,
+                     config.name, config.task.name, format_name(task->format()), config.encoding.name,
+                     config.positions.sampler,
                      config.model.num_layers,
                      config.model.d_model, counts.at(schema::kTotal),
                      config.model.causal ? "causal" : "bidirectional", device.str(), torch::get_num_threads());
@@ -106,21 +114,39 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   record.evaluation = outcome.evaluation;
   record.train_min_length = config.train.min_length;
   record.train_max_length = config.train.max_length;
+  record.task_format = format_name(task->format());
+  record.evaluation_protocol = task->evaluation_protocol();
   record.checkpoint = checkpoint_of(*model);
   outcome.run_file = config.output.dir + "/" + schema::kRunFileName;
   write_run_file(outcome.run_file, record);
-  log << format_evaluation_table(outcome.evaluation, config.train.max_length);
+  log << "evaluation: " << task->evaluation_protocol() << "; chance = the best input-independent prediction\n";
+  log << format_evaluation_table(outcome.evaluation, config.train.max_length, task->models_text());
   log << "run file: " << outcome.run_file << "\n";
   return outcome;
 }
 
-std::string format_evaluation_table(const std::vector<EvalResult>& results, int64_t train_max_length) {
-  std::string out = fmt::format("{:>13} {:>8} {:>8} {:>11} {:>11} {:>9}\n", "extrapolation", "length", "tokens",
-                                "token acc", "seq acc", "loss");
+std::string format_evaluation_table(const std::vector<EvalResult>& results, int64_t train_max_length, bool text) {
+  std::string out;
+  if (text) {
+    out = fmt::format("{:>13} {:>8} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10} {:>9}\n", "extrapolation", "length",
+                      "windows", "bits/byte", "(chance)", "ppl", "(chance)", "byte acc", "(chance)");
+  } else {
+    out = fmt::format("{:>13} {:>8} {:>8} {:>8} {:>10} {:>9} {:>10} {:>9} {:>9}\n", "extrapolation", "length",
+                      "tokens", "samples", "token acc", "(chance)", "seq acc", "(chance)", "loss");
+  }
   for (const auto& r : results) {
-    out += fmt::format("{:>13} {:>8} {:>8} {:>10.2f}% {:>10.2f}% {:>9.4f}{}\n", r.method, r.length, r.sequence_length,
-                       100.0 * r.per_token_accuracy, 100.0 * r.per_sequence_accuracy, r.loss,
-                       r.length > train_max_length ? "  (beyond training)" : "");
+    const char* beyond = r.length > train_max_length ? "  (beyond training)" : "";
+    if (text) {
+      out += fmt::format("{:>13} {:>8} {:>8} {:>10.4f} {:>9.4f} {:>9.3f} {:>9.3f} {:>9.2f}% {:>8.2f}%{}\n", r.method,
+                         r.length, r.samples, r.loss / std::log(2.0), r.chance_loss / std::log(2.0), std::exp(r.loss),
+                         std::exp(r.chance_loss), 100.0 * r.per_token_accuracy, 100.0 * r.chance_token_accuracy,
+                         beyond);
+    } else {
+      out += fmt::format("{:>13} {:>8} {:>8} {:>8} {:>9.2f}% {:>8.2f}% {:>9.2f}% {:>8.2f}% {:>9.4f}{}\n", r.method,
+                         r.length, r.sequence_length, r.samples, 100.0 * r.per_token_accuracy,
+                         100.0 * r.chance_token_accuracy, 100.0 * r.per_sequence_accuracy,
+                         100.0 * r.chance_sequence_accuracy, r.loss, beyond);
+    }
   }
   return out;
 }

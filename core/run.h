@@ -39,7 +39,9 @@ struct RunOutcome {
 // Trains and evaluates; writes <output.dir>/run.h5. Progress goes to `log`.
 RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive);
 
-// Accuracy per test length, marking lengths beyond the training range.
-std::string format_evaluation_table(const std::vector<EvalResult>& results, int64_t train_max_length);
+// Accuracy and chance level per test length, marking lengths beyond the training range;
+// `text`: bits per byte and perplexity instead of sequence accuracy.
+std::string format_evaluation_table(const std::vector<EvalResult>& results, int64_t train_max_length,
+                                    bool text = false);
 
 }  // namespace pelab

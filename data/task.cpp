@@ -33,19 +33,62 @@ std::vector<int64_t> Seq2SeqTask::random_symbols(int64_t length, Rng& rng, int64
   return out;
 }
 
+std::string format_name(TaskFormat format) {
+  switch (format) {
+    case TaskFormat::Encoder: return "encoder";
+    case TaskFormat::CausalLM: return "causal_lm";
+    case TaskFormat::MaskedLM: return "masked_lm";
+  }
+  return "?";
+}
+
+TaskFormat parse_format(const std::string& name) {
+  for (TaskFormat f : {TaskFormat::Encoder, TaskFormat::CausalLM, TaskFormat::MaskedLM})
+    if (format_name(f) == name) return f;
+  throw std::invalid_argument("unknown task format '" + name + "'; expected encoder, causal_lm or masked_lm");
+}
+
+std::string Task::evaluation_protocol() const { return format_name(format()); }
+
+int64_t Seq2SeqTask::vocab_size() const {
+  const bool extra_output_tokens = format() == TaskFormat::CausalLM && !outputs_are_input_symbols();
+  return kFirstSymbolToken + input_symbols_ + (extra_output_tokens ? output_classes_ : 0);
+}
+
+int64_t Seq2SeqTask::sequence_length(int64_t length) const {
+  const int64_t separator = format() == TaskFormat::CausalLM ? 1 : 0;
+  return input_length(length) + separator + output_length(length);
+}
+
+int64_t Seq2SeqTask::output_token(int64_t output_class) const {
+  return kFirstSymbolToken + (outputs_are_input_symbols() ? 0 : input_symbols_) + output_class;
+}
+
+std::string Seq2SeqTask::evaluation_protocol() const {
+  if (format() == TaskFormat::CausalLM)
+    return "causal_lm: input, separator, output; next-token prediction scored on the output tokens "
+           "(teacher forcing; sequence accuracy = greedy exact match)";
+  return "encoder: input, then one placeholder per output token, scored at the placeholders";
+}
+
 Batch Seq2SeqTask::sample(int64_t batch_size, int64_t length, Rng& rng) const {
   std::vector<Example> examples;
   examples.reserve(batch_size);
   for (int64_t i = 0; i < batch_size; ++i) examples.push_back(generate(length, rng));
-  Batch b = encode_examples(examples);
+  Batch b = encode(examples);
   b.length = length;
   return b;
 }
 
-Batch encode_examples(const std::vector<Example>& examples) {
-  TORCH_CHECK(!examples.empty(), "encode_examples: no examples");
+Batch Seq2SeqTask::encode(const std::vector<Example>& examples) const {
+  TORCH_CHECK(!examples.empty(), "Seq2SeqTask::encode: no examples");
+  const bool lm = format() == TaskFormat::CausalLM;
   const int64_t B = examples.size();
-  const int64_t n_in = examples[0].input.size(), n_out = examples[0].output.size(), T = n_in + n_out;
+  const int64_t n_in = examples[0].input.size(), n_out = examples[0].output.size();
+  // encoder: [input, placeholders]; the output targets sit on the placeholders.
+  // causal_lm: [input, separator, output]; position n_in + k (the separator, then output
+  // token k - 1) predicts output token k; the last output token predicts nothing.
+  const int64_t output_start = n_in + (lm ? 1 : 0), T = output_start + n_out;
   auto tokens = torch::zeros({B, T}, torch::kInt64);
   auto targets = torch::zeros({B, T}, torch::kInt64);
   auto scored = torch::zeros({B, T}, torch::kBool);
@@ -57,13 +100,19 @@ Batch encode_examples(const std::vector<Example>& examples) {
   for (int64_t b = 0; b < B; ++b) {
     const Example& e = examples[b];
     TORCH_CHECK(static_cast<int64_t>(e.input.size()) == n_in && static_cast<int64_t>(e.output.size()) == n_out,
-                "encode_examples: examples of one batch must have equal lengths");
-    for (int64_t t = 0; t < n_in; ++t) tok[b][t] = Seq2SeqTask::kFirstSymbolToken + e.input[t];
-    for (int64_t t = 0; t < n_out; ++t) {
-      tok[b][n_in + t] = Seq2SeqTask::kPlaceholderToken;
-      tgt[b][n_in + t] = e.output[t];
-      sc[b][n_in + t] = e.scored.empty() || e.scored[t];
-      seg[b][n_in + t] = 1;
+                "Seq2SeqTask::encode: examples of one batch must have equal lengths");
+    for (int64_t t = 0; t < n_in; ++t) tok[b][t] = kFirstSymbolToken + e.input[t];
+    if (lm) {
+      tok[b][n_in] = kSeparatorToken;
+      seg[b][n_in] = 1;
+    }
+    for (int64_t k = 0; k < n_out; ++k) {
+      // placeholder k (encoder), or the token before output k (causal_lm): position n_in + k either way
+      const int64_t target_position = n_in + k;
+      tok[b][output_start + k] = lm ? output_token(e.output[k]) : kPlaceholderToken;
+      seg[b][output_start + k] = 1;
+      tgt[b][target_position] = e.output[k];
+      sc[b][target_position] = e.scored.empty() || e.scored[k];
     }
   }
   Batch batch;

@@ -1,7 +1,13 @@
 // Tasks produce batches for a given input length and random stream. Sequence-to-sequence
-// tasks are written as plain example generators (input symbols -> output symbols), and
-// encoded for the encoder as in Ruoss et al. 2023: the input tokens followed by one
-// placeholder token per output token, scored at the placeholders only.
+// tasks are written as plain example generators (input symbols -> output symbols) and
+// encoded in one of two formats (task.format):
+//   encoder    (Ruoss et al. 2023): the input tokens followed by one placeholder token per
+//              output token, scored at the placeholders; bidirectional or causal attention.
+//   causal_lm  (Kazemnejad et al. 2023): input, separator, output; next-token prediction
+//              scored on the output tokens only (causal attention). Exact match under
+//              teacher forcing equals greedy-decoding exact match: a greedy decoder that
+//              gets every output token right fed itself exactly the teacher's tokens.
+// The text task (data/text.h) reads bytes of a file: causal_lm or masked_lm (BERT).
 #pragma once
 
 #include <torch/torch.h>
@@ -18,7 +24,7 @@ struct Batch {
   torch::Tensor padding;   // (B, T) bool, true at padding
   torch::Tensor targets;   // (B, T) int64 class ids, 0 where not scored
   torch::Tensor scored;    // (B, T) bool, positions that carry loss and accuracy
-  torch::Tensor segments;  // (B, T) int64: 0 on the input, 1 on the output placeholders
+  torch::Tensor segments;  // (B, T) int64: 0 on the input, 1 on the output (placeholders or separator + output)
   int64_t length = 0;      // the task's input length
 
   Batch to(torch::Device device) const;
@@ -28,6 +34,10 @@ struct Batch {
 
 using Rng = std::mt19937_64;
 
+enum class TaskFormat { Encoder, CausalLM, MaskedLM };
+std::string format_name(TaskFormat format);  // encoder | causal_lm | masked_lm
+TaskFormat parse_format(const std::string& name);  // std::invalid_argument on an unknown name
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -35,7 +45,32 @@ class Task {
   virtual int64_t num_classes() const = 0;  // output classes: [0, num_classes)
   // Sequence length T of an example of input length `length`.
   virtual int64_t sequence_length(int64_t length) const = 0;
+  // A training batch of `batch_size` examples of input length `length`.
   virtual Batch sample(int64_t batch_size, int64_t length, Rng& rng) const = 0;
+
+  // The evaluation set at `length` holds evaluation_size(length, requested) examples;
+  // evaluation_batch returns examples [first, first + count). Generated tasks draw fresh
+  // examples from `rng` (the evaluation stream of that length); the text task reads
+  // windows of its held-out split in file order.
+  virtual int64_t evaluation_size(int64_t length, int64_t requested) const { return requested; }
+  virtual Batch evaluation_batch(int64_t length, int64_t first, int64_t count, Rng& rng) const {
+    return sample(count, length, rng);
+  }
+  // Throws std::invalid_argument when `length` cannot be trained on (or evaluated at).
+  virtual void check_length(int64_t length, bool training) const {}
+  // Chance level (the best input-independent prediction): the most frequent target at each
+  // position (algorithmic tasks, whose positions differ) or over all positions (text).
+  virtual bool chance_per_position() const { return true; }
+  // Language modeling on text: tables report bits per byte and perplexity, not sequences.
+  virtual bool models_text() const { return false; }
+  // How evaluation scores an example, in one line (the log and the run file).
+  virtual std::string evaluation_protocol() const;
+
+  TaskFormat format() const { return format_; }
+  void set_format(TaskFormat format) { format_ = format; }
+
+ private:
+  TaskFormat format_ = TaskFormat::Encoder;
 };
 
 // One example of a symbol-to-symbol task: input symbols in [0, input_symbols), output
@@ -45,8 +80,10 @@ struct Example {
   std::vector<bool> scored;  // per output position; empty: all scored
 };
 
-// Ruoss et al. encoder format: tokens are [input..., placeholder x |output|]; token ids:
-// 0 padding, 1 placeholder, 2 + s for symbol s; targets are the output symbols.
+// Token ids of both formats: 0 padding, 1 placeholder (encoder) or separator (causal_lm),
+// 2 + s for input symbol s. In causal_lm, output class c is fed back as token 2 + c when
+// the task's outputs are input symbols (copy, reverse, sort, addition digits), else as
+// token 2 + input_symbols + c. Targets are output classes in both formats.
 class Seq2SeqTask : public Task {
  public:
   // Input and output alphabets; a copying task has output_classes == input_symbols.
@@ -54,18 +91,27 @@ class Seq2SeqTask : public Task {
       : input_symbols_(input_symbols), output_classes_(output_classes) {}
   explicit Seq2SeqTask(int64_t alphabet_size) : Seq2SeqTask(alphabet_size, alphabet_size) {}
   static constexpr int64_t kPlaceholderToken = 1;
+  static constexpr int64_t kSeparatorToken = 1;
   static constexpr int64_t kFirstSymbolToken = 2;
+  static std::vector<std::string> formats() { return {"encoder", "causal_lm"}; }
 
-  int64_t vocab_size() const override { return kFirstSymbolToken + input_symbols_; }
+  int64_t vocab_size() const override;
   int64_t num_classes() const override { return output_classes_; }
-  int64_t sequence_length(int64_t length) const override { return input_length(length) + output_length(length); }
+  int64_t sequence_length(int64_t length) const override;
   Batch sample(int64_t batch_size, int64_t length, Rng& rng) const override;
+  std::string evaluation_protocol() const override;
 
   virtual Example generate(int64_t length, Rng& rng) const = 0;
   virtual int64_t output_length(int64_t length) const = 0;
   // Input tokens of an example of `length` (modular_arithmetic shortens even lengths by one).
   virtual int64_t input_length(int64_t length) const { return length; }
+  // True when output class c is input symbol c (the output copies or rearranges input symbols).
+  virtual bool outputs_are_input_symbols() const { return false; }
   int64_t input_symbols() const { return input_symbols_; }
+  // The token that stands for output class c in causal_lm sequences.
+  int64_t output_token(int64_t output_class) const;
+  // Encodes examples (all of the same input length) in this task's format.
+  Batch encode(const std::vector<Example>& examples) const;
 
  protected:
   // `length` symbols uniform over [0, symbols) (default: the whole input alphabet).
@@ -74,8 +120,5 @@ class Seq2SeqTask : public Task {
  private:
   int64_t input_symbols_, output_classes_;
 };
-
-// Encodes examples (all of the same input length) into a batch in the encoder format.
-Batch encode_examples(const std::vector<Example>& examples);
 
 }  // namespace pelab

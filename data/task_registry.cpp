@@ -1,7 +1,11 @@
 #include "data/task_registry.h"
 
+#include <algorithm>
+
 #include "data/duplicate_string.h"
 #include "data/reverse_string.h"
+#include "data/text.h"
+#include "data/tasks/addition.h"
 #include "data/tasks/binary_addition.h"
 #include "data/tasks/binary_multiplication.h"
 #include "data/tasks/bucket_sort.h"
@@ -15,26 +19,37 @@
 #include "data/tasks/parity_check.h"
 #include "data/tasks/solve_equation.h"
 #include "data/tasks/stack_manipulation.h"
+#include "data/tasks/symbol_strings.h"
 
 namespace pelab {
 
 namespace {
 
-// A task class provides description(), options() and an (options) constructor.
+// A task class provides description(), options(), formats() (the default first) and an
+// (options) constructor.
 template <typename T>
 TaskEntry entry(const std::string& name) {
-  return {{name, T::description(), T::options()},
-          [](const OptionValues& options) -> std::unique_ptr<Task> { return std::make_unique<T>(options); }};
+  CatalogEntry info{name, T::description(), T::options(), false, T::formats()};
+  return {info, [formats = info.formats](const OptionValues& options, const std::string& format) -> std::unique_ptr<Task> {
+            const std::string chosen = format.empty() ? formats.front() : format;
+            if (std::find(formats.begin(), formats.end(), chosen) == formats.end())
+              throw std::invalid_argument("task format '" + chosen + "' is not one of " + join(formats));
+            auto task = std::make_unique<T>(options);
+            task->set_format(parse_format(chosen));
+            return task;
+          }};
 }
 
 }  // namespace
 
 const std::vector<TaskEntry>& task_registry() {
   static const std::vector<TaskEntry> table = {
+      entry<AdditionTask>("addition"),
       entry<BinaryAdditionTask>("binary_addition"),
       entry<BinaryMultiplicationTask>("binary_multiplication"),
       entry<BucketSortTask>("bucket_sort"),
       entry<ComputeSqrtTask>("compute_sqrt"),
+      entry<CopyTask>("copy"),
       entry<CycleNavigationTask>("cycle_navigation"),
       entry<DuplicateStringTask>("duplicate_string"),
       entry<EvenPairsTask>("even_pairs"),
@@ -43,15 +58,18 @@ const std::vector<TaskEntry>& task_registry() {
       entry<ModularArithmeticBracketsTask>("modular_arithmetic_brackets"),
       entry<OddsFirstTask>("odds_first"),
       entry<ParityCheckTask>("parity_check"),
+      entry<ReverseTask>("reverse"),
       entry<ReverseStringTask>("reverse_string"),
       entry<SolveEquationTask>("solve_equation"),
+      entry<SortTask>("sort"),
       entry<StackManipulationTask>("stack_manipulation"),
+      entry<TextTask>("text"),
   };
   return table;
 }
 
-std::unique_ptr<Task> make_task(const std::string& name, const OptionValues& options) {
-  return find_factory(task_registry(), name, "task")(options);
+std::unique_ptr<Task> make_task(const std::string& name, const OptionValues& options, const std::string& format) {
+  return find_factory(task_registry(), name, "task")(options, format);
 }
 
 }  // namespace pelab

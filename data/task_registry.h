@@ -11,12 +11,13 @@
 
 namespace pelab {
 
-using TaskFactory = std::function<std::unique_ptr<Task>(const OptionValues&)>;
+// (options, format) -> task; an empty format is the task's default (its first format).
+using TaskFactory = std::function<std::unique_ptr<Task>(const OptionValues&, const std::string&)>;
 using TaskEntry = RegistryEntry<TaskFactory>;
 
 const std::vector<TaskEntry>& task_registry();
 inline Catalog task_catalog() { return catalog_of(task_registry()); }
-// An unknown name throws std::invalid_argument listing the known names.
-std::unique_ptr<Task> make_task(const std::string& name, const OptionValues& options);
+// An unknown name or format throws std::invalid_argument listing the known ones.
+std::unique_ptr<Task> make_task(const std::string& name, const OptionValues& options, const std::string& format = "");
 
 }  // namespace pelab

@@ -69,7 +69,7 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
   set_threads(options.threads);
   configure_cpu_math();
   const RunConfig config = bench_config(options, scheme, length);
-  auto task = make_task(config.task.name, config.task.options);
+  auto task = make_task(config.task.name, config.task.options, config.task.format);
   Encoder model = build_model(config, *task);
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-4));
   Rng rng(0);

@@ -40,6 +40,8 @@ std::string format_catalog(const std::string& title, const Catalog& catalog) {
   for (const auto& entry : catalog) width = std::max(width, entry.name.size());
   for (const auto& entry : catalog) {
     text += fmt::format("  {:<{}}  {}\n", entry.name, width, entry.description);
+    if (!entry.formats.empty())
+      text += fmt::format("      {:<16} {} (default {})\n", "format", join(entry.formats, " | "), entry.formats.front());
     for (const auto& o : entry.options) {
       std::string range = o.describe_range();
       text += fmt::format("      {:<16} {} = {}{}  {}\n", o.name, o.kind_name(), format_option_value(o.default_value),
@@ -51,7 +53,13 @@ std::string format_catalog(const std::string& title, const Catalog& catalog) {
 
 void command_list(std::ostream& out) {
   out << format_catalog("position encodings (encoding.name, options beside it)", scheme_catalog()) << "\n"
-      << format_catalog("tasks (task.name, options beside it)", task_catalog()) << "\n"
+      << format_catalog("tasks (task.name, task.format and options beside it)", task_catalog()) << "\n"
+      << "task formats (task.format):\n"
+      << "  encoder            input, then one placeholder per output token, scored at the placeholders "
+         "(Ruoss et al. 2023); bidirectional or causal\n"
+      << "  causal_lm          input, separator, output; next-token prediction scored on the output "
+         "(Kazemnejad et al. 2023); needs model.causal: true\n"
+      << "  masked_lm          BERT masked language modeling (text only); needs model.causal: false\n\n"
       << "position samplers (positions.sampler, with positions.max_length = L_max and positions.evaluate_with):\n"
       << "  contiguous         0, 1, ..., T-1 (default)\n"
       << "  random_offset      s, s+1, ..., s+T-1 with s uniform in [0, L_max - T], one draw per batch\n"

@@ -8,6 +8,7 @@ packages=(
   libyaml-cpp-dev libhdf5-dev libcli11-dev catch2
   libspdlog-dev libfmt-dev
   python3 python3-h5py python3-numpy python3-matplotlib
+  fortunes  # English text for the text task's tests and configs/text/ (/usr/share/games/fortunes)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -18,9 +18,9 @@ eval: {lengths: [3, 8], samples: 16, batch_size: 16}
 )";
 }  // namespace
 
-std::unique_ptr<Task> default_task(const std::string& name) {
+std::unique_ptr<Task> default_task(const std::string& name, const std::string& format) {
   for (const auto& entry : task_registry())
-    if (entry.info.name == name) return entry.factory(OptionValues::defaults(entry.info.options));
+    if (entry.info.name == name) return entry.factory(OptionValues::defaults(entry.info.options), format);
   throw std::invalid_argument("no task " + name);
 }
 

@@ -15,8 +15,8 @@
 
 namespace pelab::test {
 
-// A registered task with its default options.
-std::unique_ptr<Task> default_task(const std::string& name);
+// A registered task with its default options, in `format` (empty: the task's default).
+std::unique_ptr<Task> default_task(const std::string& name, const std::string& format = "");
 
 // A small run config (2 layers, d_model 32, 4 heads, reverse_string), with `key.path=value` overrides.
 RunConfig tiny_config(const std::vector<std::string>& overrides = {});

@@ -91,7 +91,7 @@ CATCH_TEST_CASE("config errors point at file:line:col", "[config]") {
   CATCH_CHECK(error_of("bad_list.yaml") ==
               prefix("bad_list.yaml") + ":3:21: eval.lengths[2]: expected an integer, got 'long'");
   CATCH_CHECK(error_of("unknown_task.yaml") ==
-              prefix("unknown_task.yaml") + ":2:9: task.name: unknown task 'reverse'; known tasks: " +
+              prefix("unknown_task.yaml") + ":2:9: task.name: unknown task 'reverse_strings'; known tasks: " +
                                             known_tasks());
   CATCH_CHECK(error_of("not_a_mapping.yaml") ==
               prefix("not_a_mapping.yaml") + ":2:8: model: must be a mapping of key: value, got 'big'");

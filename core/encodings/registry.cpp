@@ -22,7 +22,7 @@ namespace {
 // A scheme class provides description(), options() and a (context, options) constructor.
 template <typename Scheme>
 SchemeEntry entry(const std::string& name) {
-  return {{name, Scheme::description(), Scheme::options(), Scheme::causal_only()},
+  return {{name, Scheme::description(), Scheme::options(), Scheme::causal_only(), {}},
           [](const EncodingContext& context, const OptionValues& options) {
             // TORCH_MODULE holders of a base class take a shared_ptr of that base.
             std::shared_ptr<PositionEncodingImpl> impl = std::make_shared<Scheme>(context, options);

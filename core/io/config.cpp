@@ -23,7 +23,7 @@ std::vector<std::string> names_of(const Catalog& catalog) {
 template <typename Section, typename Check>
 Section read_named_section(YamlReader reader, const std::string& what, const Catalog& catalog,
                            const std::string& default_name, Check&& check) {
-  Section section;
+  Section section;  // `check` may read further keys (task.format)
   section.name = reader.get_string("name", default_name);
   const CatalogEntry* entry = nullptr;
   for (const auto& e : catalog)
@@ -32,7 +32,7 @@ Section read_named_section(YamlReader reader, const std::string& what, const Cat
     reader.fail_at("name", "unknown " + what + " '" + section.name + "'; known " + what + "s: " +
                                join(names_of(catalog)));
   section.options = reader.get_options(entry->options);
-  check(*entry, reader);
+  check(*entry, reader, section);
   reader.finish(what + " '" + section.name + "'");
   return section;
 }
@@ -128,11 +128,18 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
   c.seed = r.get_int("seed", c.seed, 0, 9.2e18);
   c.threads = r.get_int("threads", c.threads, 0, 4096);
   c.device = r.get_choice("device", c.device, {"cpu", "cuda", "auto"});
-  c.task = read_named_section<TaskConfig>(r.child("task"), "task", tasks, c.task.name,
-                                          [](const CatalogEntry&, YamlReader&) {});
   c.model = read_model(r.child("model"));
+  c.task = read_named_section<TaskConfig>(
+      r.child("task"), "task", tasks, c.task.name, [&](const CatalogEntry& e, YamlReader& reader, TaskConfig& task) {
+        if (e.formats.empty()) return;
+        task.format = reader.get_choice("format", e.formats.front(), e.formats);
+        if (task.format == "causal_lm" && !c.model.causal)
+          reader.fail_at("format", "causal_lm (next-token prediction) needs causal attention; set model.causal: true");
+        if (task.format == "masked_lm" && c.model.causal)
+          reader.fail_at("format", "masked_lm (BERT-style) needs bidirectional attention; set model.causal: false");
+      });
   c.encoding = read_named_section<EncodingConfig>(
-      r.child("encoding"), "encoding", schemes, c.encoding.name, [&](const CatalogEntry& e, YamlReader& reader) {
+      r.child("encoding"), "encoding", schemes, c.encoding.name, [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
         if (e.causal_only && !c.model.causal)
           reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");
       });
@@ -165,9 +172,10 @@ void emit_value(YAML::Emitter& out, const OptionValue& v) {
 }
 
 void emit_named(YAML::Emitter& out, const std::string& key, const std::string& name,
-                const OptionValues& options) {
+                const OptionValues& options, const std::string& format = "") {
   out << YAML::Key << key << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << name;
+  if (!format.empty()) out << YAML::Key << "format" << YAML::Value << format;
   for (const auto& [k, v] : options.all()) {
     out << YAML::Key << k << YAML::Value;
     emit_value(out, v);
@@ -185,7 +193,7 @@ std::string to_yaml(const RunConfig& c) {
   out << YAML::Key << "seed" << YAML::Value << c.seed;
   out << YAML::Key << "threads" << YAML::Value << c.threads;
   out << YAML::Key << "device" << YAML::Value << c.device;
-  emit_named(out, "task", c.task.name, c.task.options);
+  emit_named(out, "task", c.task.name, c.task.options, c.task.format);
   const ModelConfig& m = c.model;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap
       << YAML::Key << "d_model" << YAML::Value << m.d_model

@@ -18,11 +18,13 @@ struct CatalogEntry {
   std::string description;
   std::vector<OptionSpec> options;
   bool causal_only = false;  // a scheme defined for causal attention only (xpos)
+  std::vector<std::string> formats;  // a task's formats (task.format), the default first
 };
 using Catalog = std::vector<CatalogEntry>;
 
 struct TaskConfig {
   std::string name = "reverse_string";  // a registered task, see `pelab list`
+  std::string format;                   // encoder | causal_lm | masked_lm (the task's default when empty)
   OptionValues options;                 // the task's declared options, defaults filled in
 };
 

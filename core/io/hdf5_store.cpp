@@ -188,7 +188,7 @@ void write_run_file(const std::string& path, const RunRecord& r) {
 
     H5::Group evaluation = file.createGroup(s::kEvaluation);
     std::vector<int64_t> length, sequence_length, samples;
-    std::vector<double> loss, per_token, per_sequence;
+    std::vector<double> loss, per_token, per_sequence, chance_token, chance_sequence, chance_loss;
     std::vector<std::string> method;
     for (const auto& e : r.evaluation) {
       method.push_back(e.method);
@@ -198,6 +198,9 @@ void write_run_file(const std::string& path, const RunRecord& r) {
       loss.push_back(e.loss);
       per_token.push_back(e.per_token_accuracy);
       per_sequence.push_back(e.per_sequence_accuracy);
+      chance_token.push_back(e.chance_token_accuracy);
+      chance_sequence.push_back(e.chance_sequence_accuracy);
+      chance_loss.push_back(e.chance_loss);
     }
     write_strings(evaluation, s::kMethod, method);
     write_vector(evaluation, s::kLength, length);
@@ -206,8 +209,13 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     write_vector(evaluation, s::kLoss, loss);
     write_vector(evaluation, s::kPerTokenAccuracy, per_token);
     write_vector(evaluation, s::kPerSequenceAccuracy, per_sequence);
+    write_vector(evaluation, s::kChanceTokenAccuracy, chance_token);
+    write_vector(evaluation, s::kChanceSequenceAccuracy, chance_sequence);
+    write_vector(evaluation, s::kChanceLoss, chance_loss);
     write_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength, r.train_min_length);
     write_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength, r.train_max_length);
+    write_string_attribute(evaluation, s::kTaskFormat, r.task_format);
+    write_string_attribute(evaluation, s::kProtocol, r.evaluation_protocol);
 
     H5::Group checkpoint = file.createGroup(s::kCheckpoint);
     for (const auto& [name, tensor] : r.checkpoint) write_tensor(checkpoint, name, tensor);
@@ -260,9 +268,14 @@ RunRecord read_run_file(const std::string& path) {
     auto loss = read_vector<double>(evaluation, s::kLoss);
     auto per_token = read_vector<double>(evaluation, s::kPerTokenAccuracy);
     auto per_sequence = read_vector<double>(evaluation, s::kPerSequenceAccuracy);
+    auto chance_token = read_vector<double>(evaluation, s::kChanceTokenAccuracy);
+    auto chance_sequence = read_vector<double>(evaluation, s::kChanceSequenceAccuracy);
+    auto chance_loss = read_vector<double>(evaluation, s::kChanceLoss);
     for (size_t i = 0; i < length.size(); ++i)
-      r.evaluation.push_back(
-          {method[i], length[i], sequence_length[i], samples[i], loss[i], per_token[i], per_sequence[i]});
+      r.evaluation.push_back({method[i], length[i], sequence_length[i], samples[i], loss[i], per_token[i],
+                              per_sequence[i], chance_token[i], chance_sequence[i], chance_loss[i]});
+    r.task_format = read_string_attribute(evaluation, s::kTaskFormat);
+    r.evaluation_protocol = read_string_attribute(evaluation, s::kProtocol);
     r.train_min_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength);
     r.train_max_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength);
 

@@ -23,6 +23,8 @@ struct RunRecord {
   TrainingCurve training;
   std::vector<EvalResult> evaluation;
   int64_t train_min_length = 0, train_max_length = 0;
+  std::string task_format = "encoder";        // encoder | causal_lm | masked_lm
+  std::string evaluation_protocol;            // Task::evaluation_protocol()
   std::vector<std::pair<std::string, torch::Tensor>> checkpoint;  // name -> tensor (CPU)
 };
 

@@ -4,7 +4,7 @@
 
 namespace pelab::schema {
 
-constexpr int kSchemaVersion = 2;  // 2: evaluation/method
+constexpr int kSchemaVersion = 3;  // 2: evaluation/method; 3: chance levels, task format, protocol
 constexpr const char* kRunFileName = "run.h5";
 
 // root attributes
@@ -41,9 +41,14 @@ constexpr const char* kSequenceLength = "sequence_length";
 constexpr const char* kSamples = "samples";
 constexpr const char* kPerTokenAccuracy = "per_token_accuracy";
 constexpr const char* kPerSequenceAccuracy = "per_sequence_accuracy";
+constexpr const char* kChanceTokenAccuracy = "chance_token_accuracy";        // the best input-independent
+constexpr const char* kChanceSequenceAccuracy = "chance_sequence_accuracy";  //   prediction on the same
+constexpr const char* kChanceLoss = "chance_loss";                          //   examples (metrics.h)
 // (kLoss is also an evaluation dataset)
 constexpr const char* kTrainMinLength = "train_min_length";  // evaluation attributes
 constexpr const char* kTrainMaxLength = "train_max_length";
+constexpr const char* kTaskFormat = "task_format";            // encoder | causal_lm | masked_lm
+constexpr const char* kProtocol = "protocol";                 // how examples were scored, one line
 
 constexpr const char* kCheckpoint = "checkpoint";    // group; one float32 dataset per named parameter
 

@@ -199,6 +199,12 @@ OptionValues YamlReader::get_options(const std::vector<OptionSpec>& specs) {
       case OptionKind::Choice:
         values.set(spec.name, get_choice(spec.name, std::get<std::string>(spec.default_value), spec.choices));
         break;
+      case OptionKind::Text: {
+        std::string value = get_string(spec.name, std::get<std::string>(spec.default_value));
+        if (spec.required && value.empty()) fail_at(spec.name, "'" + key_path(spec.name) + "' is required: " + spec.help);
+        values.set(spec.name, value);
+        break;
+      }
     }
   }
   return values;

@@ -18,4 +18,26 @@ struct BatchScore {
 // logits: (B, T, C) -> loss and counts on batch.scored
 BatchScore score_batch(const torch::Tensor& logits, const Batch& batch);
 
+struct ChanceScore {
+  double token_accuracy = 0;     // share of scored targets equal to the constant prediction
+  double sequence_accuracy = 0;  // share of sequences whose every scored target equals it
+  double loss = 0;               // cross-entropy (nats) of the empirical target distribution
+};
+
+// The chance level of an evaluation set: the best input-independent prediction, which
+// predicts the most frequent target of each position (per_position) or of all positions,
+// and the entropy of those target distributions as its loss. Measured on the evaluation
+// set itself, so it is what a model that ignores its input can score there at best.
+class ChanceLevel {
+ public:
+  ChanceLevel(int64_t num_classes, bool per_position) : num_classes_(num_classes), per_position_(per_position) {}
+  void add(const Batch& batch);  // every batch of one evaluation set has the same T
+  ChanceScore score() const;
+
+ private:
+  int64_t num_classes_;
+  bool per_position_;
+  std::vector<torch::Tensor> targets_, scored_;  // (B, T) each, on the CPU
+};
+
 }  // namespace pelab

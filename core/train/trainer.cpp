@@ -126,11 +126,13 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   r.method = method;
   r.length = length;
   r.sequence_length = task_.sequence_length(length);
+  const int64_t examples = task_.evaluation_size(length, samples);
+  ChanceLevel chance(task_.num_classes(), task_.chance_per_position());
   double loss_sum = 0;
   int64_t correct = 0, scored = 0, correct_sequences = 0;
-  for (int64_t done = 0; done < samples;) {
-    const int64_t n = std::min(config_.eval.batch_size, samples - done);
-    Batch batch = task_.sample(n, length, rng).to(device_);
+  for (int64_t done = 0; done < examples;) {
+    const int64_t n = std::min(config_.eval.batch_size, examples - done);
+    Batch batch = task_.evaluation_batch(length, done, n, rng).to(device_);
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
     auto positions = sampled ? sampler_.sample(B, T, position_rng, device_) : contiguous_positions(B, T, device_);
     auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments);
@@ -139,14 +141,19 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
     correct += s.correct_tokens;
     scored += s.scored_tokens;
     correct_sequences += s.correct_sequences;
+    chance.add(batch);
     done += n;
   }
   model_->encoding().set_extrapolation("none", 1.0);
   model_->train();
-  r.samples = samples;
+  r.samples = examples;
   r.loss = loss_sum / std::max<int64_t>(1, scored);
   r.per_token_accuracy = static_cast<double>(correct) / std::max<int64_t>(1, scored);
-  r.per_sequence_accuracy = static_cast<double>(correct_sequences) / std::max<int64_t>(1, samples);
+  r.per_sequence_accuracy = static_cast<double>(correct_sequences) / std::max<int64_t>(1, examples);
+  const ChanceScore c = chance.score();
+  r.chance_token_accuracy = c.token_accuracy;
+  r.chance_sequence_accuracy = c.sequence_accuracy;
+  r.chance_loss = c.loss;
   return r;
 }
 

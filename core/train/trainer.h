@@ -26,11 +26,15 @@ struct TrainingCurve {  // one row every train.log_every steps, averaged over th
 struct EvalResult {
   std::string method = "none"; // evaluation-time extrapolation: none | interpolation | ntk
   int64_t length = 0;          // task input length
-  int64_t sequence_length = 0; // tokens per example (input + placeholders)
-  int64_t samples = 0;
-  double loss = 0;
+  int64_t sequence_length = 0; // tokens per example (input + placeholders, or + separator + output)
+  int64_t samples = 0;         // examples (text: windows) evaluated
+  double loss = 0;             // nats per scored token
   double per_token_accuracy = 0;
   double per_sequence_accuracy = 0;
+  // The best input-independent prediction on the same examples (ChanceLevel, metrics.h).
+  double chance_token_accuracy = 0;
+  double chance_sequence_accuracy = 0;
+  double chance_loss = 0;
 };
 
 // Seeds of the data streams: training batches, and one evaluation set per test length
@@ -45,7 +49,8 @@ class Trainer {
   // Runs train.steps optimizer steps. Throws on a NaN/inf loss, and after the first
   // backward pass if any parameter received no gradient (naming it).
   TrainingCurve train(std::ostream& log, bool interactive);
-  // Evaluates every eval.extrapolation method x eval.lengths entry on eval.samples examples.
+  // Evaluates every eval.extrapolation method x eval.lengths entry on eval.samples examples
+  // (fewer when the task's evaluation set is smaller: text).
   std::vector<EvalResult> evaluate();
   EvalResult evaluate_length(int64_t length, int64_t samples, const std::string& method = "none");
 

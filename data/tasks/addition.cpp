@@ -1,0 +1,50 @@
+#include "data/tasks/addition.h"
+
+#include <algorithm>
+
+namespace pelab {
+
+AdditionTask::AdditionTask(const OptionValues& options)
+    : Seq2SeqTask(options.get_int("base") + 1, options.get_int("base")),
+      base_(options.get_int("base")),
+      reverse_digits_(options.get_bool("reverse_digits")) {}
+
+std::string AdditionTask::description() {
+  return "sum of two n-digit numbers, n + 1 output digits (Kazemnejad et al. 2023); length = n";
+}
+
+std::vector<OptionSpec> AdditionTask::options() {
+  return {OptionSpec::integer("base", 10, "number base (digits 0 .. base-1; the plus sign is one more symbol)", 2, 64),
+          OptionSpec::boolean("reverse_digits", false, "write every number least significant digit first")};
+}
+
+Example AdditionTask::generate(int64_t length, Rng& rng) const {
+  // Digits most significant first; the first digit of a multi-digit operand is non-zero.
+  auto operand = [&] {
+    std::vector<int64_t> digits = random_symbols(length, rng, base_);
+    if (length > 1) digits[0] = 1 + std::uniform_int_distribution<int64_t>(0, base_ - 2)(rng);
+    return digits;
+  };
+  const std::vector<int64_t> a = operand(), b = operand();
+  std::vector<int64_t> sum(length + 1);
+  int64_t carry = 0;
+  for (int64_t i = length - 1; i >= 0; --i) {
+    const int64_t column = a[i] + b[i] + carry;
+    sum[i + 1] = column % base_;
+    carry = column / base_;
+  }
+  sum[0] = carry;
+
+  auto written = [&](std::vector<int64_t> digits) {
+    if (reverse_digits_) std::reverse(digits.begin(), digits.end());
+    return digits;
+  };
+  Example e;
+  e.input = written(a);
+  e.input.push_back(plus_symbol());
+  for (int64_t d : written(b)) e.input.push_back(d);
+  e.output = written(sum);
+  return e;
+}
+
+}  // namespace pelab

@@ -1,0 +1,194 @@
+// The two sequence-to-sequence formats (encoder, causal_lm) and the chance level that every
+// evaluation row carries.
+#define CATCH_CONFIG_PREFIX_ALL
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "core/run.h"
+#include "core/train/metrics.h"
+#include "core/train/trainer.h"
+#include "data/text.h"
+#include "tests/support.h"
+
+using namespace pelab;
+
+namespace {
+
+const Seq2SeqTask& seq2seq(const Task& task) { return dynamic_cast<const Seq2SeqTask&>(task); }
+
+// Greedy decoding with a causal model: output token k is the argmax at position n_in + k
+// given the input, the separator and the k tokens decoded before it.
+std::vector<int64_t> greedy_decode(Encoder& model, const Seq2SeqTask& task, Example example) {
+  const int64_t n_in = example.input.size(), n_out = example.output.size();
+  std::vector<int64_t> decoded;
+  for (int64_t k = 0; k < n_out; ++k) {
+    Example partial = example;
+    for (int64_t j = 0; j < n_out; ++j) partial.output[j] = j < k ? decoded[j] : 0;  // later tokens: unseen
+    Batch b = task.encode({partial});
+    auto logits = model->forward(b.tokens, b.padding, contiguous_positions(1, b.tokens.size(1)), b.segments).logits;
+    decoded.push_back(logits[0][n_in + k].argmax().item<int64_t>());
+  }
+  return decoded;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("causal_lm format: input, separator, output; the token before output k predicts it", "[formats]") {
+  auto task = test::default_task("reverse_string", "causal_lm");
+  CATCH_REQUIRE(task->format() == TaskFormat::CausalLM);
+  Rng rng(5);
+  Batch b = task->sample(3, 4, rng);
+  CATCH_REQUIRE(b.tokens.sizes() == torch::IntArrayRef({3, 9}));
+  CATCH_CHECK(task->sequence_length(4) == 9);
+  CATCH_CHECK(task->vocab_size() == 4);  // pad, separator, 2 symbols: the output reuses the input tokens
+  for (int64_t row = 0; row < 3; ++row) {
+    CATCH_CHECK(b.tokens[row][4].item<int64_t>() == Seq2SeqTask::kSeparatorToken);
+    for (int64_t t = 0; t < 4; ++t) {
+      const int64_t input_symbol = b.tokens[row][t].item<int64_t>() - Seq2SeqTask::kFirstSymbolToken;
+      const int64_t expected_output = b.tokens[row][3 - t].item<int64_t>() - Seq2SeqTask::kFirstSymbolToken;
+      CATCH_CHECK((input_symbol == 0 || input_symbol == 1));
+      CATCH_CHECK_FALSE(b.scored[row][t].item<bool>());
+      CATCH_CHECK(b.segments[row][t].item<int64_t>() == 0);
+      // output token t sits at 5 + t; it is predicted at 4 + t (the separator for t = 0)
+      CATCH_CHECK(b.tokens[row][5 + t].item<int64_t>() - Seq2SeqTask::kFirstSymbolToken == expected_output);
+      CATCH_CHECK(b.targets[row][4 + t].item<int64_t>() == expected_output);
+      CATCH_CHECK(b.scored[row][4 + t].item<bool>());
+      CATCH_CHECK(b.segments[row][5 + t].item<int64_t>() == 1);
+    }
+    CATCH_CHECK_FALSE(b.scored[row][8].item<bool>());  // the last output token predicts nothing
+  }
+}
+
+CATCH_TEST_CASE("causal_lm format: outputs of another alphabet get their own tokens", "[formats]") {
+  auto parity = test::default_task("parity_check", "causal_lm");
+  const auto& t = seq2seq(*parity);
+  CATCH_CHECK(parity->vocab_size() == 2 + 2 + 2);  // pad/separator, 2 input bits, 2 output classes
+  CATCH_CHECK(t.output_token(0) == 4);
+  CATCH_CHECK(t.output_token(1) == 5);
+  Rng rng(3);
+  Batch b = parity->sample(8, 6, rng);
+  CATCH_REQUIRE(b.tokens.size(1) == 8);  // 6 bits, separator, 1 output
+  for (int64_t row = 0; row < 8; ++row) {
+    int64_t ones = 0;
+    for (int64_t i = 0; i < 6; ++i) ones += b.tokens[row][i].item<int64_t>() - Seq2SeqTask::kFirstSymbolToken;
+    CATCH_CHECK(b.targets[row][6].item<int64_t>() == ones % 2);
+    CATCH_CHECK(b.tokens[row][7].item<int64_t>() == t.output_token(ones % 2));
+  }
+  CATCH_CHECK(b.scored.sum().item<int64_t>() == 8);
+}
+
+CATCH_TEST_CASE("a format the config asks for must suit the attention", "[formats][config]") {
+  CATCH_CHECK(test::tiny_config().task.format == "encoder");
+  CATCH_CHECK(test::tiny_config({"model.causal=true", "task.format=causal_lm"}).task.format == "causal_lm");
+  CATCH_CHECK_THROWS_WITH(test::tiny_config({"task.format=causal_lm"}),
+                          Catch::Matchers::Contains("causal_lm (next-token prediction) needs causal attention"));
+  CATCH_CHECK_THROWS_WITH(test::tiny_config({"task.format=masked_lm"}),
+                          Catch::Matchers::Contains("expected one of: encoder, causal_lm"));
+  CATCH_CHECK_THROWS_WITH(test::tiny_config({"task.name=text", "task.format=masked_lm", "model.causal=true"}),
+                          Catch::Matchers::Contains("masked_lm (BERT-style) needs bidirectional attention"));
+  auto text = test::tiny_config({"task.name=text", "model.causal=true"});
+  CATCH_CHECK(text.task.format == "causal_lm");
+  CATCH_CHECK(text.task.options.get_string("path") == TextTask::kDefaultCorpus);
+  // the format survives the YAML round trip of the resolved config
+  auto again = parse_run_config(to_yaml(text), "again.yaml", {}, scheme_catalog(), task_catalog());
+  CATCH_CHECK(again.task.format == "causal_lm");
+  CATCH_CHECK(again.task.options.get_string("path") == TextTask::kDefaultCorpus);
+}
+
+CATCH_TEST_CASE("causal_lm: the prediction of output k sees the input and outputs before k only", "[formats]") {
+  auto config = test::tiny_config({"model.causal=true", "task.format=causal_lm", "task.name=copy"});
+  auto task = make_task(config.task.name, config.task.options, config.task.format);
+  Encoder model = build_model(config, *task);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  Rng rng(11);
+  Example e = seq2seq(*task).generate(5, rng);
+  Example changed = e;
+  changed.output[3] = (changed.output[3] + 1) % 26;  // output token 3 sits at position 5 + 1 + 3 = 9
+  auto logits_of = [&](const Example& x) {
+    Batch b = seq2seq(*task).encode({x});
+    return model->forward(b.tokens, b.padding, contiguous_positions(1, 11), b.segments).logits[0];
+  };
+  auto a = logits_of(e), b = logits_of(changed);
+  CATCH_CHECK(torch::allclose(a.narrow(0, 0, 9), b.narrow(0, 0, 9)));  // predictions of outputs 0..4 at 5..8
+  CATCH_CHECK_FALSE(torch::allclose(a.narrow(0, 9, 2), b.narrow(0, 9, 2)));
+}
+
+CATCH_TEST_CASE("causal_lm: exact match under teacher forcing equals greedy-decoding exact match", "[formats]") {
+  auto config = test::tiny_config({"model.causal=true", "task.format=causal_lm", "task.name=sort",
+                                   "task.vocab_size=3", "encoding.name=rope"});
+  auto task = make_task(config.task.name, config.task.options, config.task.format);
+  const auto& t = seq2seq(*task);
+  Encoder model = build_model(config, *task);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  Rng rng(21);
+  // Half of the examples get the model's own greedy output as their target (teacher forcing
+  // must then score them exactly right), the other half a target that differs from it.
+  std::vector<Example> examples;
+  std::vector<bool> greedy_right;
+  for (int i = 0; i < 12; ++i) {
+    Example e = t.generate(4, rng);
+    e.output = greedy_decode(model, t, e);
+    if (i % 2) e.output[i % 4] = (e.output[i % 4] + 1) % 3;
+    greedy_right.push_back(greedy_decode(model, t, e) == e.output);
+    examples.push_back(e);
+  }
+  Batch b = t.encode(examples);
+  auto logits = model->forward(b.tokens, b.padding, contiguous_positions(12, b.tokens.size(1)), b.segments).logits;
+  auto right = ((logits.argmax(-1) == b.targets) | ~b.scored).all(1);
+  for (int i = 0; i < 12; ++i) {
+    CATCH_INFO("example " << i);
+    CATCH_CHECK(right[i].item<bool>() == greedy_right[i]);
+    CATCH_CHECK(greedy_right[i] == (i % 2 == 0));
+  }
+}
+
+CATCH_TEST_CASE("chance level: the most frequent target per position, and its entropy", "[formats][metrics]") {
+  // position 0 targets 0,0,0,1; position 1 targets 1,1,1,0; position 2 is never scored
+  Batch b;
+  b.targets = torch::tensor({0, 1, 2, 0, 1, 2, 0, 1, 2, 1, 0, 2}, torch::kInt64).view({4, 3});
+  b.scored = torch::tensor({1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0}, torch::kBool).view({4, 3});
+  auto rows = [&](int64_t first, int64_t count) {
+    Batch part;
+    part.targets = b.targets.narrow(0, first, count);
+    part.scored = b.scored.narrow(0, first, count);
+    return part;
+  };
+  ChanceLevel per_position(3, true);
+  per_position.add(rows(0, 2));  // batches accumulate
+  per_position.add(rows(2, 2));
+  ChanceScore c = per_position.score();
+  CATCH_CHECK(c.token_accuracy == Approx(6.0 / 8.0));
+  CATCH_CHECK(c.sequence_accuracy == Approx(3.0 / 4.0));  // rows (0, 1) match the mode sequence
+  const double h = -(0.75 * std::log(0.75) + 0.25 * std::log(0.25));
+  CATCH_CHECK(c.loss == Approx(h));
+  // pooled over positions: 0 occurs 4 times, 1 occurs 4 times out of 8 -> 50%, ln 2 nats
+  ChanceLevel pooled(3, false);
+  pooled.add(b);
+  CATCH_CHECK(pooled.score().token_accuracy == Approx(0.5));
+  CATCH_CHECK(pooled.score().loss == Approx(std::log(2.0)));
+}
+
+CATCH_TEST_CASE("evaluation rows carry the chance level of their length", "[formats][trainer]") {
+  auto config = test::tiny_config({"eval.lengths=[1, 12]", "eval.samples=2000", "eval.batch_size=500"});
+  auto task = test::default_task("reverse_string");  // binary alphabet
+  Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
+  auto results = trainer.evaluate();
+  CATCH_REQUIRE(results.size() == 2u);
+  for (const auto& r : results) {
+    CATCH_INFO("length " << r.length);
+    CATCH_CHECK(r.chance_token_accuracy == Approx(0.5).margin(0.04));  // the best guess of a fair bit
+    CATCH_CHECK(r.chance_loss == Approx(std::log(2.0)).margin(0.02));
+  }
+  CATCH_CHECK(results[0].chance_sequence_accuracy == Approx(0.5).margin(0.04));
+  CATCH_CHECK(results[1].chance_sequence_accuracy < 0.01);  // 2^-12
+  // A skewed output: one-digit addition. The carry digit is 0 for 55 of the 100 operand
+  // pairs, the last digit uniform: chance per token = (55% + 10%) / 2.
+  auto skewed = test::tiny_config({"task.name=addition", "eval.lengths=[1]", "eval.samples=4000",
+                                   "eval.batch_size=1000"});
+  auto addition = make_task(skewed.task.name, skewed.task.options, skewed.task.format);
+  Trainer adder(skewed, build_model(skewed, *addition), *addition, torch::kCPU);
+  CATCH_CHECK(adder.evaluate()[0].chance_token_accuracy == Approx(0.325).margin(0.02));
+}
