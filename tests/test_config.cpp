@@ -57,6 +57,18 @@ CATCH_TEST_CASE("the shipped task-family configs are valid", "[config]") {
     RunConfig c = load_run_config(test::source_path(std::string("configs/tasks/") + family + ".yaml"), {},
                                   scheme_catalog(), task_catalog());
     CATCH_CHECK(c.train.max_length == 40);
+    CATCH_CHECK(c.task.format == "encoder");
+  }
+  RunConfig nope = load_run_config(test::source_path("configs/tasks/nope.yaml"), {}, scheme_catalog(), task_catalog());
+  CATCH_CHECK(nope.task.format == "causal_lm");
+  CATCH_CHECK(nope.model.causal);
+  for (const char* format : {"causal_lm", "masked_lm"}) {
+    CATCH_INFO(format);
+    RunConfig text = load_run_config(test::source_path(std::string("configs/text/") + format + ".yaml"), {},
+                                     scheme_catalog(), task_catalog());
+    CATCH_CHECK(text.task.name == "text");
+    CATCH_CHECK(text.task.format == format);
+    CATCH_CHECK(text.eval.lengths.back() == 16 * text.train.max_length);
   }
 }
 

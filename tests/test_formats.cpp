@@ -146,10 +146,12 @@ CATCH_TEST_CASE("causal_lm: exact match under teacher forcing equals greedy-deco
 }
 
 CATCH_TEST_CASE("chance level: the most frequent target per position, and its entropy", "[formats][metrics]") {
-  // position 0 targets 0,0,0,1; position 1 targets 1,1,1,0; position 2 is never scored
+  // Six rows, two scored positions, an unscored third. Position 0: 0 0 0 0 1 0; position 1:
+  // 1 1 1 0 1 1. The even rows' modes (0, 1) predict the odd rows and the odd rows' modes
+  // (0, 1) the even rows: 5 of 6 right at each position; rows 3 and 4 miss one target.
   Batch b;
-  b.targets = torch::tensor({0, 1, 2, 0, 1, 2, 0, 1, 2, 1, 0, 2}, torch::kInt64).view({4, 3});
-  b.scored = torch::tensor({1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0}, torch::kBool).view({4, 3});
+  b.targets = torch::tensor({0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 0, 2, 1, 1, 2, 0, 1, 2}, torch::kInt64).view({6, 3});
+  b.scored = torch::tensor({1, 1, 0}, torch::kBool).repeat({6, 1});
   auto rows = [&](int64_t first, int64_t count) {
     Batch part;
     part.targets = b.targets.narrow(0, first, count);
@@ -157,18 +159,33 @@ CATCH_TEST_CASE("chance level: the most frequent target per position, and its en
     return part;
   };
   ChanceLevel per_position(3, true);
-  per_position.add(rows(0, 2));  // batches accumulate
-  per_position.add(rows(2, 2));
+  per_position.add(rows(0, 4));  // batches accumulate
+  per_position.add(rows(4, 2));
   ChanceScore c = per_position.score();
-  CATCH_CHECK(c.token_accuracy == Approx(6.0 / 8.0));
-  CATCH_CHECK(c.sequence_accuracy == Approx(3.0 / 4.0));  // rows (0, 1) match the mode sequence
-  const double h = -(0.75 * std::log(0.75) + 0.25 * std::log(0.25));
+  CATCH_CHECK(c.token_accuracy == Approx(10.0 / 12.0));
+  CATCH_CHECK(c.sequence_accuracy == Approx(4.0 / 6.0));
+  // plug-in entropy of (5/6, 1/6) plus Miller-Madow (2 classes - 1) / (2 x 6)
+  const double h = -(5.0 / 6 * std::log(5.0 / 6) + 1.0 / 6 * std::log(1.0 / 6)) + 1.0 / 12;
   CATCH_CHECK(c.loss == Approx(h));
-  // pooled over positions: 0 occurs 4 times, 1 occurs 4 times out of 8 -> 50%, ln 2 nats
+  // pooled over positions: one cell of 12 targets, 6 zeros and 6 ones
   ChanceLevel pooled(3, false);
   pooled.add(b);
-  CATCH_CHECK(pooled.score().token_accuracy == Approx(0.5));
-  CATCH_CHECK(pooled.score().loss == Approx(std::log(2.0)));
+  CATCH_CHECK(pooled.score().loss == Approx(std::log(2.0) + 1.0 / 24));
+  Batch skewed;  // 2 2 2 2 2 1: the even rows' mode 2 gets 2 of 3 odd rows, the odd rows' 3 of 3
+  skewed.targets = torch::tensor({2, 2, 2, 2, 2, 1}, torch::kInt64).view({6, 1});
+  skewed.scored = torch::ones({6, 1}, torch::kBool);
+  ChanceLevel one_cell(3, false);
+  one_cell.add(skewed);
+  CATCH_CHECK(one_cell.score().token_accuracy == Approx(5.0 / 6.0));
+}
+
+CATCH_TEST_CASE("the chance level of 26 uniform symbols is 1/26, not the in-sample mode's 6.5%", "[formats][metrics]") {
+  Rng rng(1);
+  auto task = test::default_task("copy");
+  ChanceLevel chance(26, true);
+  chance.add(task->sample(256, 10, rng));
+  CATCH_CHECK(chance.score().token_accuracy == Approx(1.0 / 26).margin(0.006));
+  CATCH_CHECK(chance.score().loss == Approx(std::log(26.0)).margin(0.02));
 }
 
 CATCH_TEST_CASE("evaluation rows carry the chance level of their length", "[formats][trainer]") {

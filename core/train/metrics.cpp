@@ -33,21 +33,41 @@ ChanceScore ChanceLevel::score() const {
   auto scored = torch::cat(scored_);
   const int64_t N = targets.size(0), T = targets.size(1), C = num_classes_;
   const int64_t cells = per_position_ ? T : 1;
-  // counts[cell][class] over scored targets; cell = position t, or one cell for all
   auto cell = per_position_ ? torch::arange(T).expand({N, T}) : torch::zeros({N, T}, torch::kInt64);
-  auto index = (cell * C + targets).masked_select(scored);
-  auto counts = torch::bincount(index, {}, cells * C).view({cells, C}).to(torch::kFloat64);
+  auto cell_class = cell * C + targets;  // (N, T)
+  // counts[cell][class] of the scored targets of `rows`
+  auto counts_of = [&](const torch::Tensor& rows) {
+    auto index = cell_class.index({rows}).masked_select(scored.index({rows}));
+    return torch::bincount(index, {}, cells * C).view({cells, C}).to(torch::kFloat64);
+  };
+  auto all_rows = torch::ones({N}, torch::kBool);
+  auto counts = counts_of(all_rows);
   const double total = counts.sum().item<double>();
   if (total == 0) return out;
-  auto [best, mode] = counts.max(1);  // (cells)
-  out.token_accuracy = best.sum().item<double>() / total;
-  auto per_cell = counts.sum(1, true);
-  auto p = counts / per_cell.clamp_min(1);
+
+  // Accuracy, cross-fitted so that the mode is not chosen on the targets it is scored on
+  // (in-sample, 256 draws of 26 equally likely symbols would show 6.5% instead of 3.8%):
+  // the mode of the even rows predicts the odd rows and the other way round.
+  auto even = torch::arange(N) % 2 == 0;
+  auto odd = ~even;
+  auto predicted = torch::zeros({N, T}, torch::kInt64);
+  for (const auto& [fit, apply] : {std::pair{even, odd}, std::pair{odd, even}}) {
+    auto mode = std::get<1>(counts_of(N > 1 ? fit : all_rows).max(1));  // (cells)
+    auto row_prediction = per_position_ ? mode.unsqueeze(0).expand({N, T}) : mode.expand({N, T});
+    predicted = torch::where(apply.unsqueeze(1).expand({N, T}), row_prediction, predicted);
+  }
+  auto right = targets == predicted;
+  out.token_accuracy = (right & scored).sum().item<double>() / total;
+  out.sequence_accuracy = (right | ~scored).all(1).to(torch::kFloat64).mean().item<double>();
+
+  // Loss: entropy of each cell's targets with the Miller-Madow correction (K - 1) / 2n for
+  // the downward bias of the plug-in estimate (K: classes seen, n: targets of the cell).
+  auto per_cell = counts.sum(1);
+  auto p = counts / per_cell.clamp_min(1).unsqueeze(1);
   auto entropy = -(p * torch::where(p > 0, p.log(), torch::zeros_like(p))).sum(1);  // (cells)
-  out.loss = (entropy * per_cell.squeeze(1)).sum().item<double>() / total;
-  auto predicted = per_position_ ? mode.unsqueeze(0).expand({N, T}) : mode.expand({N, T});
-  auto sequence_right = ((targets == predicted) | ~scored).all(1);
-  out.sequence_accuracy = sequence_right.to(torch::kFloat64).mean().item<double>();
+  auto seen = (counts > 0).sum(1).to(torch::kFloat64);
+  auto corrected = torch::where(per_cell > 0, entropy + (seen - 1) / (2 * per_cell.clamp_min(1)), entropy);
+  out.loss = (corrected * per_cell).sum().item<double>() / total;
   return out;
 }
 

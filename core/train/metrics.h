@@ -26,8 +26,10 @@ struct ChanceScore {
 
 // The chance level of an evaluation set: the best input-independent prediction, which
 // predicts the most frequent target of each position (per_position) or of all positions,
-// and the entropy of those target distributions as its loss. Measured on the evaluation
-// set itself, so it is what a model that ignores its input can score there at best.
+// and the entropy of those target distributions as its loss: what a model that ignores its
+// input scores at best. Estimated on the evaluation set itself without the optimism of
+// picking the mode on the scored targets: the mode of the even rows scores the odd rows
+// and the other way round; the entropy gets the Miller-Madow correction.
 class ChanceLevel {
  public:
   ChanceLevel(int64_t num_classes, bool per_position) : num_classes_(num_classes), per_position_(per_position) {}
