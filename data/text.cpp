@@ -76,12 +76,22 @@ int64_t TextTask::window_bytes(int64_t length) const {
 }
 
 void TextTask::check_length(int64_t length, bool training) const {
-  const int64_t available = training ? split_ : size() - split_;
-  if (window_bytes(length) > available)
-    throw std::invalid_argument(fmt::format(
-        "text: {} windows of {} bytes do not fit the {} split of '{}' ({} bytes); use a larger file or {} task.holdout",
-        training ? "training" : "evaluation", length, training ? "training" : "held-out", path_, available,
-        training ? "a smaller" : "a larger"));
+  const int64_t held_out = size() - split_;
+  std::string problem;
+  if (training && window_bytes(length) > split_) {
+    problem = fmt::format("training windows of {} bytes do not fit the training split ({} bytes)", length, split_);
+  } else if (!training && format() == TaskFormat::MaskedLM && length > held_out) {
+    problem = fmt::format("evaluation windows of {} bytes do not fit the held-out split ({} bytes)", length, held_out);
+  } else if (!training && format() == TaskFormat::CausalLM) {
+    const int64_t scored = evaluation_scored_positions(length);
+    if (scored > held_out)
+      problem = fmt::format("evaluation windows of {} bytes do not fit the held-out split ({} bytes)", length, held_out);
+    else if (length + 1 - scored > split_)
+      problem = fmt::format("evaluation windows of {} bytes need {} bytes of context before the held-out split, "
+                            "which has {}", length, length + 1 - scored, split_);
+  }
+  if (!problem.empty())
+    throw std::invalid_argument(fmt::format("text: {} of '{}'; use a larger file or change task.holdout", problem, path_));
 }
 
 int64_t TextTask::evaluation_scored_positions(int64_t length) const {
@@ -89,14 +99,19 @@ int64_t TextTask::evaluation_scored_positions(int64_t length) const {
   return length;
 }
 
+// causal_lm: window i predicts held-out bytes [split + i s, split + (i + 1) s) with its last s
+// positions (s = scored positions), so every length scores the same bytes; its first
+// tokens may be context from before the split (never a target). masked_lm: window i is
+// held-out bytes [split + i L, split + (i + 1) L).
 int64_t TextTask::evaluation_window_start(int64_t length, int64_t index) const {
-  return split_ + index * evaluation_scored_positions(length);
+  if (format() == TaskFormat::MaskedLM) return split_ + index * length;
+  return split_ + (index + 1) * evaluation_scored_positions(length) - length - 1;
 }
 
 int64_t TextTask::evaluation_size(int64_t length, int64_t requested) const {
-  const int64_t held_out = size() - split_, step = evaluation_scored_positions(length);
-  if (window_bytes(length) > held_out) return 0;
-  return std::min(requested, (held_out - window_bytes(length)) / step + 1);
+  const int64_t held_out = size() - split_;
+  if (evaluation_window_start(length, 0) < 0) return 0;
+  return std::min(requested, held_out / evaluation_scored_positions(length));
 }
 
 int64_t TextTask::training_window_start(int64_t length, Rng& rng) const {
@@ -165,10 +180,11 @@ std::string TextTask::evaluation_protocol() const {
     return fmt::format("masked_lm on {}: non-overlapping windows, {:g}% of positions predicted "
                        "(80% [MASK], 10% random byte, 10% unchanged)", where, 100 * mask_rate_);
   if (window_ == "sliding")
-    return fmt::format("causal_lm on {}: sliding windows of L bytes advancing by {} bytes; the last {} bytes of "
-                       "each window scored (context >= L - {})", where, stride_, stride_, stride_);
-  return fmt::format("causal_lm on {}: non-overlapping windows of L bytes, every byte scored (context 0 to L - 1)",
-                     where);
+    return fmt::format("causal_lm on {}, in file order: sliding windows of L bytes advancing by {} bytes, each "
+                       "scoring its last {} (context >= L - {}; the same bytes at every L)",
+                       where, stride_, stride_, stride_);
+  return fmt::format("causal_lm on {}, in file order: non-overlapping windows of L bytes, every byte scored "
+                     "(context 0 to L - 1)", where);
 }
 
 }  // namespace pelab

@@ -6,11 +6,13 @@
 //
 // Formats:
 //   causal_lm  next-byte prediction on windows of `length` bytes. Training windows start at
-//              uniform offsets of the training split. Evaluation reads the held-out split in
-//              file order, either as non-overlapping windows (every byte scored, with 0 to
-//              length - 1 bytes of context) or as sliding windows that advance by `stride`
-//              bytes and score only their last `stride` bytes (every scored byte then has at
-//              least length - stride bytes of context). The log and the run file state which.
+//              uniform offsets of the training split. Evaluation predicts the held-out bytes
+//              in file order, either with non-overlapping windows (every byte scored, with 0
+//              to length - 1 bytes of context) or with sliding windows that advance by
+//              `stride` bytes and score only their last `stride` bytes (every scored byte has
+//              at least length - stride bytes of context, and every length scores the same
+//              bytes). A window's first tokens may be context from before the split; its
+//              targets never are. The log and the run file state the protocol.
 //   masked_lm  BERT (Devlin et al. 2019): round(mask_rate x length) positions per window
 //              (at least one) are predicted; of them 80% become [MASK], 10% a random byte and
 //              10% stay unchanged. Evaluation uses non-overlapping held-out windows with
@@ -52,7 +54,7 @@ class TextTask : public Task {
   int64_t split_offset() const { return split_; }
   int64_t size() const { return static_cast<int64_t>(bytes_.size()); }
   const std::string& bytes() const { return bytes_; }
-  // First byte of evaluation window `index` at `length`, and how many of its last positions are scored.
+  // First byte (token) of evaluation window `index` at `length`, and how many of its last positions are scored.
   int64_t evaluation_window_start(int64_t length, int64_t index) const;
   int64_t evaluation_scored_positions(int64_t length) const;
   // Uniform start offset of a training window of `length` bytes (plus the byte it predicts).

@@ -31,3 +31,46 @@ CATCH_TEST_CASE("a small seeded model learns reverse_string at its training leng
   CATCH_CHECK(record.environment.threads == 1);
   CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("token acc") && Catch::Matchers::Contains("tokens/s"));
 }
+
+CATCH_TEST_CASE("causal_lm format: a small causal model learns to copy at its training lengths", "[learning][formats]") {
+  test::TemporaryDirectory dir;
+  RunConfig config = test::tiny_config(
+      {"task.name=copy", "task.vocab_size=4", "task.format=causal_lm", "model.causal=true", "encoding.name=rope",
+       "model.d_model=64", "train.steps=600", "train.batch_size=32", "train.min_length=1", "train.max_length=8",
+       "train.learning_rate=0.003", "train.log_every=100", "eval.lengths=[4, 8]", "eval.samples=128",
+       "eval.batch_size=128", "output.dir=" + dir.path});
+  std::ostringstream log;
+  RunOutcome outcome = execute_run(config, log, false);
+  CATCH_INFO(log.str());
+  for (const auto& r : outcome.evaluation) {
+    CATCH_INFO("length " << r.length);
+    CATCH_CHECK(r.per_token_accuracy >= 0.9);
+    CATCH_CHECK(r.per_token_accuracy > r.chance_token_accuracy + 0.5);
+  }
+  CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("causal_lm: input, separator, output"));
+  CATCH_CHECK(read_run_file(outcome.run_file).task_format == "causal_lm");
+}
+
+CATCH_TEST_CASE("text: a few hundred steps on English bytes beat the unigram chance level", "[learning][text]") {
+  for (const std::string format : {"causal_lm", "masked_lm"}) {
+    CATCH_INFO(format);
+    test::TemporaryDirectory dir;
+    RunConfig config = test::tiny_config(
+        {"task.name=text", "task.format=" + format,
+         std::string("model.causal=") + (format == "causal_lm" ? "true" : "false"), "encoding.name=alibi",
+         "train.steps=300", "train.batch_size=16", "train.curriculum=fixed", "train.max_length=32",
+         "train.learning_rate=0.003", "train.log_every=100", "eval.lengths=[32, 128]", "eval.samples=32",
+         "eval.batch_size=32", "output.dir=" + dir.path});
+    std::ostringstream log;
+    RunOutcome outcome = execute_run(config, log, false);
+    CATCH_INFO(log.str());
+    for (const auto& r : outcome.evaluation) {
+      CATCH_INFO("length " << r.length);
+      CATCH_CHECK(r.loss < r.chance_loss - 0.1);  // nats per byte below the unigram entropy
+    }
+    CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("bits/byte"));
+    RunRecord record = read_run_file(outcome.run_file);
+    CATCH_CHECK(record.task_format == format);
+    CATCH_CHECK(record.evaluation_protocol.find("held-out bytes") != std::string::npos);
+  }
+}

@@ -74,41 +74,59 @@ CATCH_TEST_CASE("text: no training window reaches the held-out split; evaluation
     CATCH_CHECK(latest_end > split - 200);  // and the training split is used to its end
     const int64_t windows = task.evaluation_size(length, 1 << 30);
     CATCH_CHECK(windows > 0);
-    for (int64_t w : {int64_t(0), windows - 1}) {
+    Batch eval = task.evaluation_batch(length, 0, windows, rng);
+    for (int64_t w : {int64_t(0), int64_t(1), windows - 1}) {
+      CATCH_INFO("window " << w);
       const int64_t start = task.evaluation_window_start(length, w);
-      CATCH_CHECK(start >= split);
-      CATCH_CHECK(start + length + extra <= task.size());
+      const std::string tokens = bytes_of(eval.tokens[w]);
+      for (int64_t t = 0; t < length; ++t) {
+        const bool predicted = eval.scored[w][t].item<bool>();
+        // masked_lm changes predicted positions only
+        if (format == "causal_lm" || !predicted) CATCH_CHECK(tokens[t] == task.bytes()[start + t]);
+        if (!predicted) continue;
+        const int64_t target_offset = start + t + extra;  // causal_lm predicts the next byte
+        CATCH_CHECK(target_offset >= split);               // every target is held out
+        CATCH_CHECK(target_offset < task.size());
+        CATCH_CHECK(eval.targets[w][t].item<int64_t>() == static_cast<unsigned char>(task.bytes()[target_offset]));
+      }
     }
-    Batch eval = task.evaluation_batch(length, windows - 1, 1, rng);
-    const std::string last = bytes_of(eval.tokens[0]);
-    const int64_t start = task.evaluation_window_start(length, windows - 1);
-    for (int64_t t = 0; t < length; ++t)  // masked_lm changes predicted positions only
-      if (format == "causal_lm" || !eval.scored[0][t].item<bool>()) CATCH_CHECK(last[t] == task.bytes()[start + t]);
   }
 }
 
 CATCH_TEST_CASE("text: sliding windows score their last `stride` bytes, non-overlapping ones every byte", "[text]") {
   auto sliding = text_task("causal_lm", {{"window", std::string("sliding")}, {"stride", int64_t(32)}});
   auto plain = text_task("causal_lm", {{"window", std::string("nonoverlapping")}});
-  const int64_t held_out = sliding.size() - sliding.split_offset();
-  Rng rng(0);
-  Batch s = sliding.evaluation_batch(128, 0, 3, rng);
-  for (int64_t row = 0; row < 3; ++row) {
-    CATCH_CHECK(s.scored[row].narrow(0, 0, 96).sum().item<int64_t>() == 0);
-    CATCH_CHECK(s.scored[row].narrow(0, 96, 32).all().item<bool>());
-    CATCH_CHECK(sliding.evaluation_window_start(128, row) == sliding.split_offset() + 32 * row);
+  const int64_t split = sliding.split_offset(), held_out = sliding.size() - split;
+  auto target_bytes = [](const TextTask& task, int64_t length, int64_t windows) {
+    Rng rng(0);
+    Batch b = task.evaluation_batch(length, 0, windows, rng);
+    std::vector<int64_t> out;
+    for (int64_t w = 0; w < windows; ++w)
+      for (int64_t t = 0; t < length; ++t)
+        if (b.scored[w][t].item<bool>()) out.push_back(b.targets[w][t].item<int64_t>());
+    return out;
+  };
+  // Every length scores the same bytes: the held-out split from its first byte, in order.
+  std::vector<int64_t> expected;
+  for (int64_t o = split; o < split + 8 * 32; ++o) expected.push_back(static_cast<unsigned char>(sliding.bytes()[o]));
+  for (int64_t length : {32, 128, 1024}) {
+    CATCH_INFO("length " << length);
+    CATCH_CHECK(target_bytes(sliding, length, 8) == expected);
+    Rng rng(0);
+    Batch s = sliding.evaluation_batch(length, 0, 2, rng);
+    CATCH_CHECK(s.scored.sum().item<int64_t>() == 2 * 32);
+    CATCH_CHECK(s.scored[0].narrow(0, length - 32, 32).all().item<bool>());
+    CATCH_CHECK(sliding.evaluation_size(length, 1 << 30) == held_out / 32);
   }
-  // consecutive windows score consecutive bytes: window 1's first scored target follows window 0's last
-  CATCH_CHECK(s.targets[1][96].item<int64_t>() ==
-              static_cast<unsigned char>(sliding.bytes()[sliding.split_offset() + 128 + 1]) );
-  CATCH_CHECK(sliding.evaluation_size(128, 1 << 30) == (held_out - 129) / 32 + 1);
+  CATCH_CHECK(target_bytes(plain, 32, 8) == expected);
+  Rng rng(0);
   Batch p = plain.evaluation_batch(128, 0, 2, rng);
   CATCH_CHECK(p.scored.all().item<bool>());
-  CATCH_CHECK(plain.evaluation_window_start(128, 1) == plain.split_offset() + 128);
-  CATCH_CHECK(plain.evaluation_size(128, 1 << 30) == (held_out - 1) / 128);
+  CATCH_CHECK(plain.evaluation_window_start(128, 1) == split - 1 + 128);
+  CATCH_CHECK(plain.evaluation_size(128, 1 << 30) == held_out / 128);
   CATCH_CHECK(plain.evaluation_size(128, 5) == 5);
   CATCH_CHECK_THAT(sliding.evaluation_protocol(), Catch::Matchers::Contains("sliding windows") &&
-                                                      Catch::Matchers::Contains("last 32 bytes"));
+                                                      Catch::Matchers::Contains("scoring its last 32"));
   CATCH_CHECK_THAT(plain.evaluation_protocol(), Catch::Matchers::Contains("non-overlapping"));
 }
 
@@ -177,16 +195,22 @@ CATCH_TEST_CASE("text: missing files, non-UTF-8 files and windows that do not fi
   options.set("path", empty);
   CATCH_CHECK_THROWS_WITH(TextTask(options), Catch::Matchers::Contains("is empty"));
 
-  auto task = text_task("causal_lm");
+  auto task = text_task("masked_lm");
   const int64_t held_out = task.size() - task.split_offset();
-  CATCH_CHECK_NOTHROW(task.check_length(held_out - 1, false));
-  CATCH_CHECK_THROWS_WITH(task.check_length(held_out, false),
-                          Catch::Matchers::Contains("evaluation windows of " + std::to_string(held_out) +
+  CATCH_CHECK_NOTHROW(task.check_length(held_out, false));
+  CATCH_CHECK_THROWS_WITH(task.check_length(held_out + 1, false),
+                          Catch::Matchers::Contains("evaluation windows of " + std::to_string(held_out + 1) +
                                                     " bytes do not fit the held-out split"));
+  auto lm = text_task("causal_lm");  // sliding: the context before the held-out bytes comes from the training split
+  CATCH_CHECK_NOTHROW(lm.check_length(lm.split_offset() + 63, false));
+  CATCH_CHECK_THROWS_WITH(lm.check_length(lm.split_offset() + 64, false),
+                          Catch::Matchers::Contains("bytes of context before the held-out split"));
+  CATCH_CHECK_THROWS_WITH(lm.check_length(lm.split_offset(), true),
+                          Catch::Matchers::Contains("do not fit the training split"));
   // the run fails before training, not after it
   auto config = test::tiny_config({"task.name=text", "model.causal=true", "eval.lengths=[1000000]"});
   std::ostringstream log;
-  CATCH_CHECK_THROWS_WITH(execute_run(config, log, false), Catch::Matchers::Contains("do not fit the held-out split"));
+  CATCH_CHECK_THROWS_WITH(execute_run(config, log, false), Catch::Matchers::Contains("bytes of context before the held-out"));
   CATCH_CHECK(log.str().find("step") == std::string::npos);
 }
 
