@@ -1,4 +1,4 @@
-// The pelab command: `pelab train CONFIG`, `pelab list`. See README.md.
+// The pelab command: train, list, bench, sweep, report. See README.md.
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
@@ -6,6 +6,7 @@
 
 #include "experiments/bench.h"
 #include "experiments/commands.h"
+#include "experiments/sweep.h"
 #include "pelab_version.h"
 
 int main(int argc, char** argv) {
@@ -42,7 +43,36 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--worker", bench_worker, "internal: measure one scheme in this process")->group("");
   bench_cmd->add_option("--scheme", bench_scheme, "internal: the scheme a worker measures")->group("");
 
+  pelab::SweepArguments sweep;
+  CLI::App* sweep_cmd = app.add_subcommand(
+      "sweep", "run a sweep (schemes x tasks x lengths x seeds) locally in parallel, or as a Slurm job array");
+  sweep_cmd->add_option("sweep", sweep.sweep_path, "sweep file (YAML), e.g. configs/sweeps/quickstart.yaml")
+      ->required();
+  sweep_cmd->add_option("--jobs,-j", sweep.jobs, "runs at once")->capture_default_str();
+  sweep_cmd->add_option("--threads", sweep.threads, "threads per run (default: cores / jobs)");
+  sweep_cmd->add_flag("--dry-run", sweep.dry_run, "list the runs, their ids and state; run nothing");
+  sweep_cmd->add_option("--run-index", sweep.run_index, "run only run N (what a Slurm array task does)");
+  sweep_cmd->add_flag("--slurm", sweep.slurm, "write an sbatch job array for the runs not complete, and submit it");
+  sweep_cmd->add_flag("--no-submit", sweep.no_submit, "with --slurm: write the script only");
+  auto slurm_option = [&](const char* name, auto& target, bool& set, const char* help) {
+    sweep_cmd->add_option(name, target, help)->each([&set](const std::string&) { set = true; })->group("Slurm");
+  };
+  slurm_option("--partition", sweep.slurm_overrides.partition, sweep.partition_set, "Slurm partition");
+  slurm_option("--time", sweep.slurm_overrides.time, sweep.time_set, "time limit per run, e.g. 01:00:00");
+  slurm_option("--cpus", sweep.slurm_overrides.cpus_per_task, sweep.cpus_set, "CPUs per run");
+  slurm_option("--gpus", sweep.slurm_overrides.gpus, sweep.gpus_set, "GPUs per run");
+  slurm_option("--mem", sweep.slurm_overrides.mem, sweep.mem_set, "memory per run, e.g. 4G");
+
+  pelab::ReportArguments report;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "the length-generalization table of a sweep: mean and std over seeds per test length, chance level");
+  report_cmd->add_option("sweep_dir", report.sweep_dir, "the sweep's output directory")->required();
+  report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+  if (sweep_cmd->parsed())
+    return pelab::command_sweep(sweep, std::filesystem::read_symlink("/proc/self/exe").string(), std::cout, std::cerr);
+  if (report_cmd->parsed()) return pelab::command_report(report, std::cout, std::cerr);
   if (train_cmd->parsed()) return pelab::command_train(train, std::cout, std::cerr);
   if (list_cmd->parsed()) pelab::command_list(std::cout);
   if (bench_cmd->parsed()) {

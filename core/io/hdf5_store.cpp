@@ -225,7 +225,7 @@ void write_run_file(const std::string& path, const RunRecord& r) {
   fs::rename(temporary, final_path);
 }
 
-RunRecord read_run_file(const std::string& path) {
+RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
   if (!fs::exists(path)) throw std::runtime_error("run file " + path + " does not exist");
   return with_hdf5_errors("read", path, [&] {
     H5::H5File file(path, H5F_ACC_RDONLY);
@@ -279,10 +279,52 @@ RunRecord read_run_file(const std::string& path) {
     r.train_min_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength);
     r.train_max_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength);
 
-    H5::Group checkpoint = file.openGroup(s::kCheckpoint);
-    for (const auto& name : member_names(checkpoint)) r.checkpoint.emplace_back(name, read_tensor(checkpoint, name));
+    if (with_checkpoint) {
+      H5::Group checkpoint = file.openGroup(s::kCheckpoint);
+      for (const auto& name : member_names(checkpoint)) r.checkpoint.emplace_back(name, read_tensor(checkpoint, name));
+    }
     return r;
   });
+}
+
+bool is_complete_run_file(const std::string& path) {
+  if (!fs::exists(path)) return false;
+  try {
+    H5::Exception::dontPrint();
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    return read_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr) == s::kSchemaVersion &&
+           read_string_attribute(file, s::kStatusAttr) == "complete";
+  } catch (const H5::Exception&) {
+    return false;
+  }
+}
+
+void write_sweep_index(const std::string& path, const std::string& sweep_name,
+                       const std::vector<SweepIndexEntry>& entries) {
+  const std::string temporary = path + ".tmp";
+  with_hdf5_errors("write", temporary, [&] {
+    H5::H5File file(temporary, H5F_ACC_TRUNC);
+    write_string_attribute(file, s::kSweepNameAttr, sweep_name);
+    write_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr, s::kSchemaVersion);
+    H5::Group runs = file.createGroup(s::kSweepRuns);
+    std::vector<std::string> id, status, error, overrides;
+    for (const auto& e : entries) {
+      id.push_back(e.id);
+      status.push_back(e.status);
+      error.push_back(e.error);
+      overrides.push_back(e.overrides);
+      if (e.status == "complete")  // relative to the index file's folder
+        H5Lcreate_external(e.run_file.c_str(), "/", runs.getId(), e.id.c_str(), H5P_DEFAULT, H5P_DEFAULT);
+    }
+    H5::Group table = file.createGroup(s::kSweepTable);
+    write_strings(table, s::kSweepId, id);
+    write_strings(table, s::kSweepStatus, status);
+    write_strings(table, s::kSweepError, error);
+    write_strings(table, s::kSweepOverrides, overrides);
+    file.close();
+    return 0;
+  });
+  fs::rename(temporary, path);
 }
 
 void load_checkpoint(const std::string& path, torch::nn::Module& model) {

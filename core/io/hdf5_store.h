@@ -35,8 +35,19 @@ std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(torch::nn::Modu
 
 // Writes `path` (via `path + ".tmp"` and a rename); throws std::runtime_error on failure.
 void write_run_file(const std::string& path, const RunRecord& record);
-// Reads everything back; throws std::runtime_error naming the file on failure.
-RunRecord read_run_file(const std::string& path);
+// Reads everything back (the checkpoint only when asked); throws std::runtime_error naming the file on failure.
+RunRecord read_run_file(const std::string& path, bool with_checkpoint = true);
+// True for a whole run file of this schema (status "complete"); false for anything else.
+bool is_complete_run_file(const std::string& path);
+
+struct SweepIndexEntry {
+  std::string id, status, error, overrides;  // status: complete | failed | pending
+  std::string run_file;                      // relative to the index file's folder
+};
+// The sweep index: /runs/<id> external links to every complete run file's root, and
+// /table/{id, status, error, overrides}; written atomically like a run file.
+void write_sweep_index(const std::string& path, const std::string& sweep_name,
+                       const std::vector<SweepIndexEntry>& entries);
 // Copies the checkpoint of a run file into `model` (same config); names and shapes must match.
 void load_checkpoint(const std::string& path, torch::nn::Module& model);
 

@@ -52,4 +52,14 @@ constexpr const char* kProtocol = "protocol";                 // how examples we
 
 constexpr const char* kCheckpoint = "checkpoint";    // group; one float32 dataset per named parameter
 
+// The sweep index, <sweep dir>/sweep.h5
+constexpr const char* kSweepIndexFileName = "sweep.h5";
+constexpr const char* kSweepNameAttr = "sweep_name";  // root attribute (and schema_version)
+constexpr const char* kSweepRuns = "runs";            // group; external link per complete run: runs/<id> -> run.h5:/
+constexpr const char* kSweepTable = "table";          // group; string datasets, one row per run:
+constexpr const char* kSweepId = "id";
+constexpr const char* kSweepStatus = "status";        // complete | failed | pending
+constexpr const char* kSweepError = "error";          // the failed run's error line, else ""
+constexpr const char* kSweepOverrides = "overrides";  // the run's axis values, "key=value key=value"
+
 }  // namespace pelab::schema

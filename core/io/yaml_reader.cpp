@@ -210,6 +210,13 @@ OptionValues YamlReader::get_options(const std::vector<OptionSpec>& specs) {
   return values;
 }
 
+std::vector<std::string> YamlReader::keys() const {
+  std::vector<std::string> out;
+  if (!node_ || !node_.IsMap()) return out;
+  for (auto it = node_.begin(); it != node_.end(); ++it) out.push_back(it->first.Scalar());
+  return out;
+}
+
 void YamlReader::finish(const std::string& what) {
   if (!node_ || !node_.IsMap()) return;
   for (auto it = node_.begin(); it != node_.end(); ++it) {

@@ -53,6 +53,10 @@ class YamlReader {
   std::vector<int64_t> get_int_list(const std::string& key, const std::vector<int64_t>& default_value,
                                     std::optional<double> min = std::nullopt,
                                     std::optional<double> max = std::nullopt);
+  // The raw node at `key` (marks it read); null when absent.
+  YAML::Node get_node(const std::string& key) { return value(key); }
+  // The keys of this mapping, in file order.
+  std::vector<std::string> keys() const;
   // Reads every declared option (absent ones take their default).
   OptionValues get_options(const std::vector<OptionSpec>& specs);
   // Rejects keys that were not read; `what` names the section in the message.

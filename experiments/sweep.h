@@ -1,0 +1,42 @@
+// `pelab sweep` (local worker processes, or a Slurm job array) and `pelab report`.
+//
+// A sweep directory holds runs/<id>/{config.yaml, log.txt, run.h5 | failed.txt}, the
+// manifest runs.tsv (index, id, axis overrides), the index sweep.h5 and, after a report,
+// report.csv and report.md. A run is complete when its run.h5 is (run files are written
+// under a temporary name and renamed), so an interrupted sweep restarted with the same
+// command redoes exactly the runs that are not complete.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "core/io/sweep_config.h"
+
+namespace pelab {
+
+struct SweepArguments {
+  std::string sweep_path;
+  int64_t jobs = 1;          // runs at once (local)
+  int64_t threads = 0;       // threads per run; 0: cores / jobs (at least 1)
+  bool dry_run = false;      // list the runs and their state, run nothing
+  int64_t run_index = -1;    // run only this run (a Slurm array task)
+  bool slurm = false;        // write an sbatch job array script and submit it
+  bool no_submit = false;    // with slurm: only write the script
+  SlurmSettings slurm_overrides;  // fields set on the command line win over the sweep file
+  bool partition_set = false, time_set = false, cpus_set = false, gpus_set = false, mem_set = false;
+};
+
+// Exit codes: 0 every run complete (or listed, or submitted), 1 some run failed, 2 a bad sweep file.
+int command_sweep(const SweepArguments& arguments, const std::string& pelab_executable, std::ostream& out,
+                  std::ostream& err);
+
+struct ReportArguments {
+  std::string sweep_dir;
+  std::string metric = "token";  // token | sequence | loss
+};
+// Prints the length-generalization table (rows: axis values but the seed; columns: test
+// lengths; mean +- std over seeds; the chance level) and writes report.csv and report.md.
+int command_report(const ReportArguments& arguments, std::ostream& out, std::ostream& err);
+
+}  // namespace pelab

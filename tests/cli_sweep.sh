@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# pelab sweep and pelab report, end to end: a grid with zipped axes, the report's numbers
+# against the runs' own, a failing run that does not stop the sweep, and a sweep killed
+# with kill -9 and restarted: the killed run is redone, the finished ones are not.
+set -euo pipefail
+source_dir="$1"; work="$2"
+rm -rf "$work"; mkdir -p "$work"; cd "$work"
+fixtures="$source_dir/tests/fixtures/sweeps"
+py=/usr/bin/python3
+
+echo "== dry run"
+"$PELAB" sweep "$fixtures/tiny.yaml" --dry-run | tee dry.txt
+grep -q "8 runs (0 complete)" dry.txt
+grep -q "pending   encoding-alibi_seed-1_max_length-8_lengths-4-8" dry.txt
+
+echo "== a grid x zip sweep, 2 at a time"
+"$PELAB" sweep "$fixtures/tiny.yaml" --jobs 2 | tee sweep.txt
+grep -q "8 of 8 runs complete" sweep.txt
+grep -q "1 threads" sweep.txt
+for id in $(cut -f2 sweep-out/runs.tsv | tail -n +2); do test -f "sweep-out/runs/$id/run.h5"; done
+"$PELAB" report sweep-out | tee report.txt
+grep -q "8 of 8 runs complete" report.txt
+grep -q "^chance" report.txt
+test -s sweep-out/report.md && test -s sweep-out/report.csv
+# the report's means and stds are those of the runs' own numbers (h5py, through the sweep index)
+$py - <<'PY'
+import csv, statistics, h5py
+rows = {(r["group"], int(r["length"])): r for r in csv.DictReader(open("sweep-out/report.csv"))}
+with h5py.File("sweep-out/sweep.h5") as index:
+    table = index["table"]
+    ids = [x.decode() for x in table["id"][()]]
+    overrides = [x.decode() for x in table["overrides"][()]]
+    assert all(x.decode() == "complete" for x in table["status"][()])
+    groups = {}
+    for run_id, o in zip(ids, overrides):
+        group = " ".join(p for p in o.split() if not p.startswith("seed="))
+        run = index["runs"][run_id]  # an external link to the run file's root
+        for length, acc in zip(run["evaluation/length"][()], run["evaluation/per_token_accuracy"][()]):
+            groups.setdefault((group, int(length)), []).append(100 * acc)
+assert set(groups) == set(rows), (sorted(groups), sorted(rows))
+for key, values in groups.items():
+    assert len(values) == 2 and int(rows[key]["seeds"]) == 2
+    assert abs(statistics.mean(values) - float(rows[key]["mean"])) < 1e-4, key
+    assert abs(statistics.stdev(values) - float(rows[key]["std"])) < 1e-4, key
+print("report matches the runs:", len(groups), "cells")
+PY
+# nothing to redo on a second call
+"$PELAB" sweep "$fixtures/tiny.yaml" --jobs 2 > again.txt
+grep -q "8 complete, 0 to run" again.txt
+
+echo "== a failing run is recorded and the sweep goes on"
+set +e
+"$PELAB" sweep "$fixtures/failing.yaml" > failing.txt 2>&1
+status=$?
+set -e
+cat failing.txt
+test "$status" = 1
+grep -q "FAILED    encoding-learned" failing.txt
+grep -q "complete  encoding-none" failing.txt
+grep -q "cannot be encoded" failing-out/runs/encoding-learned/failed.txt
+test ! -e failing-out/runs/encoding-learned/run.h5
+"$PELAB" report failing-out > failing-report.txt || true
+grep -q "1 of 2 runs complete" failing-report.txt
+grep -q "encoding-learned failed: error: run 'encoding-learned' failed: length 600" failing-report.txt
+$py -c "
+import h5py
+with h5py.File('failing-out/sweep.h5') as f:
+    status = [x.decode() for x in f['table/status'][()]]
+    assert status == ['failed', 'complete'], status
+    assert 'cannot be encoded' in f['table/error'][0].decode()
+    assert 'encoding-learned' not in f['runs'] and 'encoding-none' in f['runs']
+"
+
+echo "== kill -9 midway, then resume"
+setsid "$PELAB" sweep "$fixtures/slow.yaml" --jobs 1 --threads 1 > slow1.txt 2>&1 &
+leader=$!
+for _ in $(seq 1 600); do
+  if [[ -f slow-out/runs/seed-0/run.h5 && -f slow-out/runs/seed-1/log.txt ]]; then break; fi
+  sleep 0.1
+done
+test -f slow-out/runs/seed-0/run.h5
+kill -9 -- -"$leader"  # the sweep and the run it was running
+wait "$leader" || true
+test ! -e slow-out/runs/seed-1/run.h5        # the killed run left nothing that looks finished
+before=$(stat -c %Y.%s slow-out/runs/seed-0/run.h5; md5sum < slow-out/runs/seed-0/run.h5)
+"$PELAB" sweep "$fixtures/slow.yaml" --jobs 2 | tee slow2.txt
+grep -q "4 runs, 1 complete, 3 to run" slow2.txt
+grep -q "4 of 4 runs complete" slow2.txt
+after=$(stat -c %Y.%s slow-out/runs/seed-0/run.h5; md5sum < slow-out/runs/seed-0/run.h5)
+test "$before" = "$after"                    # the finished run was not redone
+"$PELAB" report slow-out > slow-report.txt
+grep -q "(base)" slow-report.txt
+echo "cli_sweep: ok"
