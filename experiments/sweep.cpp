@@ -311,12 +311,24 @@ double std_of(const std::vector<double>& v) {  // sample standard deviation; 0 f
   return std::sqrt(sum / (v.size() - 1));
 }
 
-// "encoding.name=rope seed=1" -> the same without the seed
+// "encoding.name=rope seed=1 eval.lengths=[5, 10]" -> "encoding=rope lengths=[5, 10]": the
+// axis values but the seed, labelled as in run ids.
 std::string without_seed(const std::string& overrides) {
+  std::vector<std::string> items;  // split before each "key=" (values may hold spaces: [5, 10])
   std::istringstream in(overrides);
-  std::string item, out;
-  while (in >> item)
-    if (item.rfind("seed=", 0) != 0) out += (out.empty() ? "" : " ") + item;
+  std::string word;
+  while (in >> word) {
+    const auto eq = word.find('=');
+    const bool starts_item = eq != std::string::npos && word.find('[') > eq && word.find('{') > eq;
+    if (starts_item || items.empty()) items.push_back(word);
+    else items.back() += " " + word;
+  }
+  std::string out;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    if (item.substr(0, eq) == "seed") continue;
+    out += (out.empty() ? "" : " ") + axis_label(item.substr(0, eq)) + item.substr(eq);
+  }
   return out.empty() ? "(base)" : out;
 }
 

@@ -24,7 +24,7 @@ grep -q "^chance" report.txt
 test -s sweep-out/report.md && test -s sweep-out/report.csv
 # the report's means and stds are those of the runs' own numbers (h5py, through the sweep index)
 $py - <<'PY'
-import csv, statistics, h5py
+import csv, re, statistics, h5py
 rows = {(r["group"], int(r["length"])): r for r in csv.DictReader(open("sweep-out/report.csv"))}
 with h5py.File("sweep-out/sweep.h5") as index:
     table = index["table"]
@@ -33,7 +33,9 @@ with h5py.File("sweep-out/sweep.h5") as index:
     assert all(x.decode() == "complete" for x in table["status"][()])
     groups = {}
     for run_id, o in zip(ids, overrides):
-        group = " ".join(p for p in o.split() if not p.startswith("seed="))
+        labels = {"encoding.name": "encoding", "train.max_length": "max_length", "eval.lengths": "lengths"}
+        group = " ".join(labels[k] + "=" + v for k, v in
+                         (p.split("=", 1) for p in re.split(r" (?=[a-z_.]+=)", o)) if k != "seed")
         run = index["runs"][run_id]  # an external link to the run file's root
         for length, acc in zip(run["evaluation/length"][()], run["evaluation/per_token_accuracy"][()]):
             groups.setdefault((group, int(length)), []).append(100 * acc)

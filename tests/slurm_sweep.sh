@@ -93,5 +93,6 @@ ls sweep-out/slurm/
 grep -q "8 of 8 runs complete" report.txt
 test "$(ls sweep-out/slurm/"${job}"_*.log | wc -l)" = 8
 # a second submission has nothing to do
-"$PELAB" sweep "$source_dir/tests/fixtures/sweeps/tiny.yaml" --slurm | grep -q "every run is complete"
+"$PELAB" sweep "$source_dir/tests/fixtures/sweeps/tiny.yaml" --slurm > again.txt
+grep -q "every run is complete" again.txt
 echo "slurm_sweep: ok"

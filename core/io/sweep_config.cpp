@@ -37,7 +37,8 @@ std::vector<SweepAxis> read_axes(YamlReader reader, const std::string& what) {
   return axes;
 }
 
-// `train.max_length` -> `max_length`, `encoding.name` -> `encoding`, `seed` -> `seed`.
+}  // namespace
+
 std::string axis_label(const std::string& key) {
   const auto dot = key.rfind('.');
   if (dot == std::string::npos) return key;
@@ -47,6 +48,8 @@ std::string axis_label(const std::string& key) {
   const auto parent_dot = parent.rfind('.');
   return parent_dot == std::string::npos ? parent : parent.substr(parent_dot + 1);
 }
+
+namespace {
 
 std::string sanitized(const std::string& value) {
   std::string out;

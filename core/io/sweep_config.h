@@ -63,5 +63,7 @@ std::vector<SweepRun> expand_sweep(const SweepConfig& sweep, const Catalog& sche
 // The readable id of a run from its axis overrides: `<label>-<value>` joined by `_`, where
 // the label of `encoding.name` is `encoding` and of `train.max_length` is `max_length`.
 std::string run_id(const std::vector<std::pair<std::string, std::string>>& axis_values);
+// That label of a key path: encoding.name -> encoding, train.max_length -> max_length.
+std::string axis_label(const std::string& key);
 
 }  // namespace pelab
