@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -44,7 +45,9 @@ Encoder build_model(const RunConfig& config, const Task& task) {
 void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model) {
   // Fail before training, not after it: every training and test length must be encodable.
   std::vector<int64_t> lengths = config.eval.lengths;
-  lengths.push_back(config.train.max_length);
+  for (int64_t L : config.analysis.attention_lengths) lengths.push_back(L);
+  for (int64_t L : config.analysis.probe_lengths) lengths.push_back(L);
+  lengths.push_back(config.train.max_length);  // last: checked as a training length
   const PositionSampler sampler(config.positions);
   for (size_t i = 0; i < lengths.size(); ++i) {
     const int64_t length = lengths[i];
@@ -73,6 +76,18 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
     if (method != "none" && !model.encoding().supports_extrapolation())
       throw std::runtime_error("eval.extrapolation '" + method + "' needs a rotary scheme (rope, xpos); '" +
                                config.encoding.name + "' has none");
+}
+
+std::vector<int64_t> attention_map_lengths(const RunConfig& config, const Task& task) {
+  if (config.analysis.attention_examples == 0) return {};
+  if (!config.analysis.attention_lengths.empty()) return config.analysis.attention_lengths;
+  std::vector<int64_t> lengths;
+  const int64_t longest = *std::max_element(config.eval.lengths.begin(), config.eval.lengths.end());
+  for (int64_t L : {config.train.max_length, longest})
+    if (task.sequence_length(L) <= kDefaultAttentionMapTokens &&
+        std::find(lengths.begin(), lengths.end(), L) == lengths.end())
+      lengths.push_back(L);
+  return lengths;
 }
 
 RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive) {
@@ -117,6 +132,20 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   record.task_format = format_name(task->format());
   record.evaluation_protocol = task->evaluation_protocol();
   record.checkpoint = checkpoint_of(*model);
+  record.attention_float16 = config.analysis.attention_float16;
+  for (int64_t L : attention_map_lengths(config, *task))
+    record.attention_maps.push_back(trainer.attention_maps(L, config.analysis.attention_examples));
+  if (config.analysis.probes) {
+    std::vector<int64_t> probe_lengths = config.analysis.probe_lengths;
+    if (probe_lengths.empty()) probe_lengths = {config.train.max_length};
+    for (int64_t L : probe_lengths) {
+      auto results = trainer.probes(L);
+      std::string line = fmt::format("position probes at length {} (accuracy by layer, 0 = embeddings):", L);
+      for (const auto& p : results) line += fmt::format(" {:.0f}%", 100 * p.position_accuracy);
+      log << line << fmt::format("; from the tokens alone {:.0f}%\n", 100 * results.front().position_chance);
+      record.probes.insert(record.probes.end(), results.begin(), results.end());
+    }
+  }
   outcome.run_file = config.output.dir + "/" + schema::kRunFileName;
   write_run_file(outcome.run_file, record);
   log << "evaluation: " << task->evaluation_protocol() << "; chance = the best input-independent prediction\n";

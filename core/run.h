@@ -39,6 +39,12 @@ struct RunOutcome {
 // Trains and evaluates; writes <output.dir>/run.h5. Progress goes to `log`.
 RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive);
 
+// Default attention maps are stored only for sequences of at most this many tokens.
+constexpr int64_t kDefaultAttentionMapTokens = 256;
+// The lengths whose attention maps a run stores (analysis.attention_lengths, or by default
+// the training max and the largest test length, each when it is at most 256 tokens).
+std::vector<int64_t> attention_map_lengths(const RunConfig& config, const Task& task);
+
 // Accuracy and chance level per test length, marking lengths beyond the training range;
 // `text`: bits per byte and perplexity instead of sequence accuracy.
 std::string format_evaluation_table(const std::vector<EvalResult>& results, int64_t train_max_length,

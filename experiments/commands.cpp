@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/encodings/registry.h"
+#include "core/io/hdf5_store.h"
 #include "core/io/yaml_reader.h"
 #include "core/run.h"
 #include "core/train/progress.h"
@@ -29,6 +30,42 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
     return 1;
   } catch (const std::exception& e) {
     err << "error: run '" << config.name << "' failed: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int command_export_attention(const ExportAttentionArguments& a, std::ostream& out, std::ostream& err) {
+  try {
+    const RunRecord record = read_run_file(a.run_file, /*with_checkpoint=*/false);
+    RunConfig config = parse_run_config(record.config_yaml, a.run_file + ":/config", {}, scheme_catalog(), task_catalog());
+    config.threads = a.threads;
+    config.analysis.attention_lengths = a.lengths;
+    config.analysis.probe_lengths = {};
+    set_threads(config.threads);
+    configure_cpu_math();
+    const torch::Device device = resolve_device(config.device);
+    auto task = make_task(config.task.name, config.task.options, config.task.format);
+    Encoder model = build_model(config, *task);
+    load_checkpoint(a.run_file, *model);
+    model->to(device);
+    check_lengths_fit(config, *task, *model);
+    Trainer trainer(config, model, *task, device);
+    std::vector<AttentionMaps> maps;
+    for (int64_t L : a.lengths) maps.push_back(trainer.attention_maps(L, a.examples));
+    add_attention_maps(a.run_file, maps, !a.float32);
+    for (const auto& m : maps)
+      out << fmt::format("{}: /attention/length_{}: {} examples x {} layers x {} heads x {} x {} ({})\n", a.run_file,
+                         m.length, m.probs.size(0), m.probs.size(1), m.probs.size(2), m.probs.size(3),
+                         m.probs.size(4), a.float32 ? "float32" : "float16");
+  } catch (const ConfigError& e) {
+    err << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const c10::Error& e) {
+    err << "error: " << e.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << "\n";
     return 1;
   }
   return 0;

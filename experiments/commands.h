@@ -3,6 +3,7 @@
 
 #include <ostream>
 #include <string>
+#include <cstdint>
 #include <vector>
 
 #include "core/io/config.h"
@@ -18,6 +19,16 @@ struct TrainArguments {
 // Exit codes: 0 success, 2 invalid config or arguments, 1 a failure while running.
 int command_train(const TrainArguments& arguments, std::ostream& out, std::ostream& err);
 void command_list(std::ostream& out);
+
+struct ExportAttentionArguments {
+  std::string run_file;
+  std::vector<int64_t> lengths;
+  int64_t examples = 4;
+  bool float32 = false;
+  int64_t threads = 0;
+};
+// Recomputes attention maps from a finished run's checkpoint and adds them to its run file.
+int command_export_attention(const ExportAttentionArguments& arguments, std::ostream& out, std::ostream& err);
 // One catalog as `pelab list` prints it.
 std::string format_catalog(const std::string& title, const Catalog& catalog);
 

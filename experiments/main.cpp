@@ -63,6 +63,16 @@ int main(int argc, char** argv) {
   slurm_option("--gpus", sweep.slurm_overrides.gpus, sweep.gpus_set, "GPUs per run");
   slurm_option("--mem", sweep.slurm_overrides.mem, sweep.mem_set, "memory per run, e.g. 4G");
 
+  pelab::ExportAttentionArguments export_attention;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export-attention", "store attention maps of a finished run (from its checkpoint) in its run file");
+  export_cmd->add_option("run_file", export_attention.run_file, "a run.h5 written by pelab train")->required();
+  export_cmd->add_option("--lengths", export_attention.lengths, "test lengths")->delimiter(',')->required();
+  export_cmd->add_option("--examples", export_attention.examples, "evaluation examples per length")
+      ->capture_default_str();
+  export_cmd->add_flag("--float32", export_attention.float32, "store float32 (default float16)");
+  export_cmd->add_option("--threads", export_attention.threads, "threads (0: every core)")->capture_default_str();
+
   pelab::ReportArguments report;
   CLI::App* report_cmd = app.add_subcommand(
       "report", "the length-generalization table of a sweep: mean and std over seeds per test length, chance level");
@@ -73,6 +83,7 @@ int main(int argc, char** argv) {
   if (sweep_cmd->parsed())
     return pelab::command_sweep(sweep, std::filesystem::read_symlink("/proc/self/exe").string(), std::cout, std::cerr);
   if (report_cmd->parsed()) return pelab::command_report(report, std::cout, std::cerr);
+  if (export_cmd->parsed()) return pelab::command_export_attention(export_attention, std::cout, std::cerr);
   if (train_cmd->parsed()) return pelab::command_train(train, std::cout, std::cerr);
   if (list_cmd->parsed()) pelab::command_list(std::cout);
   if (bench_cmd->parsed()) {

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -106,6 +108,26 @@ EvalConfig read_eval(YamlReader r) {
   return e;
 }
 
+AnalysisConfig read_analysis(YamlReader r) {
+  AnalysisConfig a;
+  a.attention_statistics = r.get_bool("attention_statistics", a.attention_statistics);
+  // an empty list (as the resolved config writes the defaults) means the default
+  auto optional_lengths = [&](const char* key) -> std::vector<int64_t> {
+    YAML::Node node = r.get_node(key);
+    if (!node || node.IsNull() || (node.IsSequence() && node.size() == 0)) return {};
+    return r.get_int_list(key, {}, 1, 1 << 24);
+  };
+  a.attention_lengths = optional_lengths("attention_lengths");
+  a.attention_examples = r.get_int("attention_examples", a.attention_examples, 0, 1 << 20);
+  a.attention_float16 = r.get_bool("attention_float16", a.attention_float16);
+  a.probes = r.get_bool("probes", a.probes);
+  a.probe_lengths = optional_lengths("probe_lengths");
+  a.probe_examples = r.get_int("probe_examples", a.probe_examples, 2, 1 << 20);
+  a.probe_ridge = r.get_float("probe_ridge", a.probe_ridge, 0.0, 1e6);
+  r.finish("analysis");
+  return a;
+}
+
 }  // namespace
 
 RunConfig parse_run_config(const std::string& yaml_text, const std::string& source_name,
@@ -146,6 +168,7 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
   c.positions = read_positions(r.child("positions"));
   c.train = read_train(r.child("train"));
   c.eval = read_eval(r.child("eval"));
+  c.analysis = read_analysis(r.child("analysis"));
   YamlReader out = r.child("output");
   c.output.dir = out.get_string("dir", "runs/" + c.name);
   out.finish("output");
@@ -242,6 +265,16 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "samples" << YAML::Value << c.eval.samples
       << YAML::Key << "batch_size" << YAML::Value << c.eval.batch_size
       << YAML::EndMap;
+  const AnalysisConfig& a = c.analysis;
+  out << YAML::Key << "analysis" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "attention_statistics" << YAML::Value << a.attention_statistics
+      << YAML::Key << "attention_lengths" << YAML::Value << YAML::Flow << a.attention_lengths
+      << YAML::Key << "attention_examples" << YAML::Value << a.attention_examples
+      << YAML::Key << "attention_float16" << YAML::Value << a.attention_float16
+      << YAML::Key << "probes" << YAML::Value << a.probes
+      << YAML::Key << "probe_lengths" << YAML::Value << YAML::Flow << a.probe_lengths
+      << YAML::Key << "probe_examples" << YAML::Value << a.probe_examples
+      << YAML::Key << "probe_ridge" << YAML::Value << a.probe_ridge << YAML::EndMap;
   out << YAML::Key << "output" << YAML::Value << YAML::BeginMap
       << YAML::Key << "dir" << YAML::Value << c.output.dir << YAML::EndMap;
   out << YAML::EndMap;

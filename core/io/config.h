@@ -80,6 +80,18 @@ struct EvalConfig {
   int64_t batch_size = 128;
 };
 
+struct AnalysisConfig {
+  bool attention_statistics = true;     // per layer and head over all evaluation examples
+  std::vector<int64_t> attention_lengths;  // maps stored for these lengths; empty: the training
+                                        //   max and the largest test length, each if <= 256 tokens
+  int64_t attention_examples = 4;       // examples per stored length
+  bool attention_float16 = true;        // store maps as float16 (half the size)
+  bool probes = true;                   // linear position probes of every layer
+  std::vector<int64_t> probe_lengths;   // empty: the training max length
+  int64_t probe_examples = 256;         // sequences per length: half fit the probes, half test them
+  double probe_ridge = 1e-2;            // ridge penalty (x the mean feature variance)
+};
+
 struct OutputConfig {
   std::string dir = "runs/default";     // the run file is <dir>/run.h5
 };
@@ -95,6 +107,7 @@ struct RunConfig {
   PositionsConfig positions;
   TrainConfig train;
   EvalConfig eval;
+  AnalysisConfig analysis;
   OutputConfig output;
 };
 

@@ -113,6 +113,42 @@ torch::Tensor read_tensor(const H5::Group& group, const std::string& name) {
   return t;
 }
 
+// IEEE half precision (h5py reads it as numpy float16); HDF5 converts float32 on write.
+H5::FloatType half_type() {
+  H5::FloatType type(H5::PredType::IEEE_F32LE);
+  type.setFields(15, 10, 5, 0, 10);
+  type.setOffset(0);
+  type.setPrecision(16);
+  type.setSize(2);
+  type.setEbias(15);
+  return type;
+}
+
+// A float32 tensor stored chunked (one chunk per trailing (T, T) map) and compressed.
+void write_maps(H5::Group& group, const std::string& name, const torch::Tensor& tensor, bool float16) {
+  auto t = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end()), chunk(dims.size(), 1);
+  for (size_t k = dims.size() >= 2 ? dims.size() - 2 : 0; k < dims.size(); ++k) chunk[k] = dims[k];
+  H5::DataSpace space(dims.size(), dims.data());
+  H5::DSetCreatPropList properties;
+  properties.setChunk(chunk.size(), chunk.data());
+  properties.setShuffle();
+  properties.setDeflate(4);
+  if (float16) {
+    group.createDataSet(name, half_type(), space, properties).write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+  } else {
+    group.createDataSet(name, H5::PredType::NATIVE_FLOAT, space, properties)
+        .write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+  }
+}
+
+void write_int_tensor(H5::Group& group, const std::string& name, const torch::Tensor& tensor) {
+  auto t = tensor.to(torch::kCPU, torch::kInt64).contiguous();
+  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
+  H5::DataSpace space(dims.size(), dims.data());
+  group.createDataSet(name, H5::PredType::NATIVE_INT64, space).write(t.data_ptr<int64_t>(), H5::PredType::NATIVE_INT64);
+}
+
 std::vector<std::string> member_names(const H5::Group& group) {
   std::vector<std::string> names;
   for (hsize_t i = 0; i < group.getNumObjs(); ++i) names.push_back(group.getObjnameByIdx(i));
@@ -127,6 +163,21 @@ auto with_hdf5_errors(const std::string& what, const std::string& path, F&& body
     return body();
   } catch (const H5::Exception& e) {
     throw std::runtime_error("cannot " + what + " HDF5 run file " + path + ": " + e.getDetailMsg());
+  }
+}
+
+void write_attention_maps(H5::H5File& file, const std::vector<AttentionMaps>& maps, bool float16) {
+  if (maps.empty()) return;
+  H5::Group attention = file.exists(s::kAttention) ? file.openGroup(s::kAttention) : file.createGroup(s::kAttention);
+  for (const auto& m : maps) {
+    const std::string name = s::kAttentionLengthPrefix + std::to_string(m.length);
+    if (attention.exists(name)) attention.unlink(name);
+    H5::Group group = attention.createGroup(name);
+    write_maps(group, s::kProbs, m.probs, float16);
+    write_int_tensor(group, s::kTokens, m.tokens);
+    write_int_tensor(group, s::kPositions, m.positions);
+    write_scalar_attribute<int64_t>(group, s::kLength, m.length);
+    write_scalar_attribute<int64_t>(group, s::kExamples, m.probs.size(0));
   }
 }
 
@@ -216,6 +267,45 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     write_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength, r.train_max_length);
     write_string_attribute(evaluation, s::kTaskFormat, r.task_format);
     write_string_attribute(evaluation, s::kProtocol, r.evaluation_protocol);
+    if (!r.evaluation.empty() && !r.evaluation.front().attention.empty()) {
+      H5::Group stats = evaluation.createGroup(s::kAttentionStatistics);
+      const int64_t rows = r.evaluation.size(), layers = r.evaluation.front().attention.layers,
+                    heads = r.evaluation.front().attention.heads;
+      auto write_stat = [&](const char* name, std::vector<double> AttentionSummary::*field) {
+        std::vector<double> values;
+        for (const auto& e : r.evaluation) values.insert(values.end(), (e.attention.*field).begin(), (e.attention.*field).end());
+        hsize_t dims[3] = {hsize_t(rows), hsize_t(layers), hsize_t(heads)};
+        stats.createDataSet(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(3, dims))
+            .write(values.data(), H5::PredType::NATIVE_DOUBLE);
+      };
+      write_stat(s::kMeanDistance, &AttentionSummary::mean_distance);
+      write_stat(s::kEntropy, &AttentionSummary::entropy);
+      write_stat(s::kDiagonal, &AttentionSummary::diagonal);
+      write_stat(s::kFirstToken, &AttentionSummary::first);
+      write_stat(s::kLastToken, &AttentionSummary::last);
+    }
+    write_attention_maps(file, r.attention_maps, r.attention_float16);
+    if (!r.probes.empty()) {
+      H5::Group probes = file.createGroup(s::kProbes);
+      std::vector<int64_t> length, layer;
+      std::vector<double> accuracy, chance, r2, order, distance;
+      for (const auto& p : r.probes) {
+        length.push_back(p.length);
+        layer.push_back(p.layer);
+        accuracy.push_back(p.position_accuracy);
+        chance.push_back(p.position_chance);
+        r2.push_back(p.position_r2);
+        order.push_back(p.order_accuracy);
+        distance.push_back(p.distance_r2);
+      }
+      write_vector(probes, s::kLength, length);
+      write_vector(probes, s::kProbeLayer, layer);
+      write_vector(probes, s::kPositionAccuracy, accuracy);
+      write_vector(probes, s::kPositionChance, chance);
+      write_vector(probes, s::kPositionR2, r2);
+      write_vector(probes, s::kOrderAccuracy, order);
+      write_vector(probes, s::kDistanceR2, distance);
+    }
 
     H5::Group checkpoint = file.createGroup(s::kCheckpoint);
     for (const auto& [name, tensor] : r.checkpoint) write_tensor(checkpoint, name, tensor);
@@ -273,9 +363,43 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
     auto chance_loss = read_vector<double>(evaluation, s::kChanceLoss);
     for (size_t i = 0; i < length.size(); ++i)
       r.evaluation.push_back({method[i], length[i], sequence_length[i], samples[i], loss[i], per_token[i],
-                              per_sequence[i], chance_token[i], chance_sequence[i], chance_loss[i]});
+                              per_sequence[i], chance_token[i], chance_sequence[i], chance_loss[i], {}});
     r.task_format = read_string_attribute(evaluation, s::kTaskFormat);
     r.evaluation_protocol = read_string_attribute(evaluation, s::kProtocol);
+    if (evaluation.exists(s::kAttentionStatistics)) {
+      H5::Group stats = evaluation.openGroup(s::kAttentionStatistics);
+      auto read_stat = [&](const char* name, std::vector<double> AttentionSummary::*field) {
+        H5::DataSet dataset = stats.openDataSet(name);
+        hsize_t dims[3] = {0, 0, 0};
+        dataset.getSpace().getSimpleExtentDims(dims);
+        std::vector<double> values(dims[0] * dims[1] * dims[2]);
+        dataset.read(values.data(), H5::PredType::NATIVE_DOUBLE);
+        for (hsize_t row = 0; row < dims[0] && row < r.evaluation.size(); ++row) {
+          AttentionSummary& a = r.evaluation[row].attention;
+          a.layers = dims[1];
+          a.heads = dims[2];
+          const auto begin = values.begin() + row * dims[1] * dims[2];
+          a.*field = std::vector<double>(begin, begin + dims[1] * dims[2]);
+        }
+      };
+      read_stat(s::kMeanDistance, &AttentionSummary::mean_distance);
+      read_stat(s::kEntropy, &AttentionSummary::entropy);
+      read_stat(s::kDiagonal, &AttentionSummary::diagonal);
+      read_stat(s::kFirstToken, &AttentionSummary::first);
+      read_stat(s::kLastToken, &AttentionSummary::last);
+    }
+    if (file.exists(s::kProbes)) {
+      H5::Group probes = file.openGroup(s::kProbes);
+      auto length = read_vector<int64_t>(probes, s::kLength);
+      auto layer = read_vector<int64_t>(probes, s::kProbeLayer);
+      auto accuracy = read_vector<double>(probes, s::kPositionAccuracy);
+      auto chance = read_vector<double>(probes, s::kPositionChance);
+      auto r2 = read_vector<double>(probes, s::kPositionR2);
+      auto order = read_vector<double>(probes, s::kOrderAccuracy);
+      auto distance = read_vector<double>(probes, s::kDistanceR2);
+      for (size_t i = 0; i < length.size(); ++i)
+        r.probes.push_back({length[i], layer[i], accuracy[i], chance[i], r2[i], order[i], distance[i]});
+    }
     r.train_min_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength);
     r.train_max_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength);
 
@@ -285,6 +409,19 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
     }
     return r;
   });
+}
+
+void add_attention_maps(const std::string& path, const std::vector<AttentionMaps>& maps, bool float16) {
+  if (!is_complete_run_file(path)) throw std::runtime_error(path + " is not a complete run file");
+  const std::string temporary = path + ".tmp";
+  fs::copy_file(path, temporary, fs::copy_options::overwrite_existing);
+  with_hdf5_errors("update", temporary, [&] {
+    H5::H5File file(temporary, H5F_ACC_RDWR);
+    write_attention_maps(file, maps, float16);
+    file.close();
+    return 0;
+  });
+  fs::rename(temporary, path);
 }
 
 bool is_complete_run_file(const std::string& path) {

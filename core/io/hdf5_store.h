@@ -25,6 +25,9 @@ struct RunRecord {
   int64_t train_min_length = 0, train_max_length = 0;
   std::string task_format = "encoder";        // encoder | causal_lm | masked_lm
   std::string evaluation_protocol;            // Task::evaluation_protocol()
+  std::vector<AttentionMaps> attention_maps;  // /attention/length_<L>
+  bool attention_float16 = true;
+  std::vector<ProbeResult> probes;            // /probes
   std::vector<std::pair<std::string, torch::Tensor>> checkpoint;  // name -> tensor (CPU)
 };
 
@@ -37,6 +40,9 @@ std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(torch::nn::Modu
 void write_run_file(const std::string& path, const RunRecord& record);
 // Reads everything back (the checkpoint only when asked); throws std::runtime_error naming the file on failure.
 RunRecord read_run_file(const std::string& path, bool with_checkpoint = true);
+// Adds (or replaces) /attention/length_<L> groups of a complete run file, atomically (a
+// copy is changed and renamed over the file).
+void add_attention_maps(const std::string& path, const std::vector<AttentionMaps>& maps, bool float16);
 // True for a whole run file of this schema (status "complete"); false for anything else.
 bool is_complete_run_file(const std::string& path);
 

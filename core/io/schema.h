@@ -4,7 +4,8 @@
 
 namespace pelab::schema {
 
-constexpr int kSchemaVersion = 3;  // 2: evaluation/method; 3: chance levels, task format, protocol
+constexpr int kSchemaVersion = 4;  // 2: evaluation/method; 3: chance levels, task format, protocol;
+                                   // 4: attention statistics and maps, position probes
 constexpr const char* kRunFileName = "run.h5";
 
 // root attributes
@@ -49,6 +50,28 @@ constexpr const char* kTrainMinLength = "train_min_length";  // evaluation attri
 constexpr const char* kTrainMaxLength = "train_max_length";
 constexpr const char* kTaskFormat = "task_format";            // encoder | causal_lm | masked_lm
 constexpr const char* kProtocol = "protocol";                 // how examples were scored, one line
+
+constexpr const char* kAttentionStatistics = "attention";  // evaluation subgroup; (rows, layers, heads)
+constexpr const char* kMeanDistance = "mean_distance";     //   float64 datasets, rows as evaluation's:
+constexpr const char* kEntropy = "entropy";                //   means over every non-padding query
+constexpr const char* kDiagonal = "diagonal";
+constexpr const char* kFirstToken = "first";
+constexpr const char* kLastToken = "last";
+
+constexpr const char* kAttention = "attention";            // group of length_<L> groups:
+constexpr const char* kAttentionLengthPrefix = "length_";
+constexpr const char* kProbs = "probs";                    // (N, layers, heads, T, T) float16|float32
+constexpr const char* kTokens = "tokens";                  // (N, T) int64
+constexpr const char* kPositions = "positions";            // (N, T) int64, key positions
+constexpr const char* kExamples = "examples";              // attribute (and kLength)
+
+constexpr const char* kProbes = "probes";                  // group; 1-D datasets, one row per length x layer:
+constexpr const char* kProbeLayer = "layer";               // 0 = embedding output, l = block l's output
+constexpr const char* kPositionAccuracy = "position_accuracy";
+constexpr const char* kPositionChance = "position_chance";
+constexpr const char* kPositionR2 = "position_r2";
+constexpr const char* kOrderAccuracy = "order_accuracy";
+constexpr const char* kDistanceR2 = "distance_r2";         // (and kLength)
 
 constexpr const char* kCheckpoint = "checkpoint";    // group; one float32 dataset per named parameter
 

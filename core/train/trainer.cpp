@@ -128,6 +128,9 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   r.sequence_length = task_.sequence_length(length);
   const int64_t examples = task_.evaluation_size(length, samples);
   ChanceLevel chance(task_.num_classes(), task_.chance_per_position());
+  AttentionSummaryAccumulator attention;
+  ForwardRequest request;
+  request.attentions = config_.analysis.attention_statistics;
   double loss_sum = 0;
   int64_t correct = 0, scored = 0, correct_sequences = 0;
   for (int64_t done = 0; done < examples;) {
@@ -135,7 +138,8 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
     Batch batch = task_.evaluation_batch(length, done, n, rng).to(device_);
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
     auto positions = sampled ? sampler_.sample(B, T, position_rng, device_) : contiguous_positions(B, T, device_);
-    auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments);
+    auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
+    attention.add(output.attentions, batch.padding);
     BatchScore s = score_batch(output.logits, batch);
     loss_sum += s.loss.item<double>() * s.scored_tokens;
     correct += s.correct_tokens;
@@ -154,7 +158,47 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   r.chance_token_accuracy = c.token_accuracy;
   r.chance_sequence_accuracy = c.sequence_accuracy;
   r.chance_loss = c.loss;
+  r.attention = attention.summary();
   return r;
+}
+
+std::pair<Batch, Positions> Trainer::evaluation_examples(int64_t length, int64_t count, uint64_t seed) {
+  Rng rng(seed), position_rng(position_stream_seed(seed));
+  count = std::max<int64_t>(1, task_.evaluation_size(length, count));
+  Batch batch = task_.evaluation_batch(length, 0, count, rng).to(device_);
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+  const bool sampled = config_.positions.evaluate_with == "sampler";
+  auto positions = sampled ? sampler_.sample(B, T, position_rng, device_) : contiguous_positions(B, T, device_);
+  return {batch, positions};
+}
+
+AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  auto [batch, positions] = evaluation_examples(length, examples, evaluation_data_seed(config_.seed, length));
+  ForwardRequest request;
+  request.attentions = true;
+  auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
+  model_->train();
+  AttentionMaps maps;
+  maps.length = length;
+  maps.probs = torch::stack(output.attentions, 1).to(torch::kCPU, torch::kFloat32);  // (N, layers, H, T, T)
+  maps.tokens = batch.tokens.cpu();
+  maps.positions = positions.key.cpu();
+  return maps;
+}
+
+std::vector<ProbeResult> Trainer::probes(int64_t length) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  const uint64_t seed = evaluation_data_seed(config_.seed, length) ^ 0x9B0BEull;  // not the evaluation set
+  auto [batch, positions] = evaluation_examples(length, config_.analysis.probe_examples, seed);
+  ForwardRequest request;
+  request.hidden_states = true;
+  auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
+  model_->train();
+  return position_probes(output.hidden_states, batch.tokens, task_.vocab_size(), length,
+                         config_.analysis.probe_ridge, seed);
 }
 
 std::vector<EvalResult> Trainer::evaluate() {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/attention_summary.h"
+#include "core/analysis/probes.h"
 #include "core/encodings/position_sampler.h"
 #include "core/io/config.h"
 #include "core/model/encoder.h"
@@ -35,6 +37,7 @@ struct EvalResult {
   double chance_token_accuracy = 0;
   double chance_sequence_accuracy = 0;
   double chance_loss = 0;
+  AttentionSummary attention;  // per layer and head, when analysis.attention_statistics
 };
 
 // Seeds of the data streams: training batches, and one evaluation set per test length
@@ -53,6 +56,11 @@ class Trainer {
   // (fewer when the task's evaluation set is smaller: text).
   std::vector<EvalResult> evaluate();
   EvalResult evaluate_length(int64_t length, int64_t samples, const std::string& method = "none");
+  // Attention maps of the first `examples` examples of the evaluation set at `length` (the
+  // positions evaluation uses, no extrapolation method).
+  AttentionMaps attention_maps(int64_t length, int64_t examples);
+  // Position probes of every layer on analysis.probe_examples sequences at `length`.
+  std::vector<ProbeResult> probes(int64_t length);
 
   double training_seconds() const { return training_seconds_; }
   // Tokens (input + placeholders) per second over the whole training.
@@ -60,6 +68,8 @@ class Trainer {
 
  private:
   void check_every_parameter_has_gradient() const;
+  // The first `count` examples of the evaluation set at `length` and the positions evaluation gives them.
+  std::pair<Batch, Positions> evaluation_examples(int64_t length, int64_t count, uint64_t seed);
 
   RunConfig config_;
   PositionSampler sampler_;

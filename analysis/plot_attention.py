@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""Attention heatmaps of one run: a grid of layers x heads for one stored example at one length.
+
+  /usr/bin/python3 analysis/plot_attention.py RUN.h5 [--length L] [--example 0] [--out FILE.png]
+
+Maps are stored at the end of a run (analysis.attention_lengths) or added later with
+`pelab export-attention RUN.h5 --lengths ...`. Writes FILE.png (default: beside the run file,
+attention_L.png) and, as FILE.csv, the attention statistics of that length per layer and head
+(mean attended distance, entropy, share on the diagonal, first and last tokens).
+"""
+import argparse
+import csv
+import os
+import sys
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from runfile import attention_maps, load  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_file")
+    parser.add_argument("--length", type=int, help="a stored length (default: the largest)")
+    parser.add_argument("--example", type=int, default=0, help="which stored example")
+    parser.add_argument("--out", help="PNG to write; the CSV goes beside it")
+    args = parser.parse_args()
+    run = load(args.run_file)
+    if not run["attention_lengths"]:
+        print(f"{args.run_file}: no attention maps; add some with pelab export-attention", file=sys.stderr)
+        return 1
+    length = args.length or run["attention_lengths"][-1]
+    if length not in run["attention_lengths"]:
+        print(f"{args.run_file}: no maps at length {length}; stored: {run['attention_lengths']}", file=sys.stderr)
+        return 1
+    probs, tokens, positions = attention_maps(args.run_file, length)
+    _, layers, heads, T, _ = probs.shape
+    fig, axes = plt.subplots(layers, heads, figsize=(2.2 * heads, 2.2 * layers), squeeze=False)
+    for l in range(layers):
+        for h in range(heads):
+            ax = axes[l][h]
+            ax.imshow(probs[args.example, l, h], cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if l == 0:
+                ax.set_title(f"head {h}", fontsize=9)
+            if h == 0:
+                ax.set_ylabel(f"layer {l}", fontsize=9)
+    train_max = run["train_max_length"]
+    fig.suptitle(f"{run['run_name']}: length {length} ({T} tokens{', beyond training' if length > train_max else ''}),"
+                 f" example {args.example}; rows: queries, columns: keys", fontsize=9)
+    fig.tight_layout()
+    out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.run_file)), f"attention_{length}.png")
+    fig.savefig(out, dpi=110)
+    csv_path = os.path.splitext(out)[0] + ".csv"
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["length", "method", "layer", "head", "mean_distance", "entropy", "diagonal", "first", "last"])
+        stats = run["attention_statistics"]
+        ev = run["evaluation"]
+        if stats is not None:
+            for row, (method, L) in enumerate(zip(ev["method"], ev["length"])):
+                if int(L) != length:
+                    continue
+                for l in range(stats["entropy"].shape[1]):
+                    for h in range(stats["entropy"].shape[2]):
+                        writer.writerow([int(L), method, l, h] + [float(stats[k][row, l, h]) for k in
+                                                                  ["mean_distance", "entropy", "diagonal", "first", "last"]])
+    print(f"wrote {out} and {csv_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+// Where each head attends: summary statistics of attention probabilities over evaluation
+// examples, and stored attention maps of a few examples.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/encodings/position_encoding.h"
+#include "core/model/encoder.h"
+#include "data/task.h"
+
+namespace pelab {
+
+// Means over every (example, query) of non-padding queries, one value per (layer, head),
+// stored row-major as layers x heads.
+struct AttentionSummary {
+  int64_t layers = 0, heads = 0;
+  std::vector<double> mean_distance;  // sum_j p_ij |i - j|, in tokens
+  std::vector<double> entropy;        // -sum_j p_ij ln p_ij, in nats
+  std::vector<double> diagonal;       // p_ii
+  std::vector<double> first;          // p_i0, attention on the first token
+  std::vector<double> last;           // attention on the last non-padding token
+  bool empty() const { return layers == 0; }
+};
+
+class AttentionSummaryAccumulator {
+ public:
+  // probs: num_layers x (B, H, T, T); padding: (B, T) bool
+  void add(const std::vector<torch::Tensor>& probs, const torch::Tensor& padding);
+  AttentionSummary summary() const;
+
+ private:
+  torch::Tensor sums_;  // (5, layers, heads) float64
+  double queries_ = 0;
+};
+
+// Attention maps of `examples` evaluation examples at one length.
+struct AttentionMaps {
+  int64_t length = 0;
+  torch::Tensor probs;      // (N, layers, heads, T, T) float32 (CPU)
+  torch::Tensor tokens;     // (N, T) int64
+  torch::Tensor positions;  // (N, T) int64: the key positions the encoding saw
+};
+
+}  // namespace pelab

@@ -1,0 +1,89 @@
+#include "core/analysis/probes.h"
+
+#include <random>
+
+namespace pelab {
+
+namespace {
+
+torch::Tensor with_bias(const torch::Tensor& x) {
+  return torch::cat({x, torch::ones({x.size(0), 1}, x.options())}, 1);
+}
+
+// 1 - SSE / SST over the test targets (k = 1)
+double r_squared(const torch::Tensor& predicted, const torch::Tensor& target) {
+  const double sse = (predicted - target).pow(2).sum().item<double>();
+  const double sst = (target - target.mean()).pow(2).sum().item<double>();
+  return sst > 0 ? 1.0 - sse / sst : 0.0;
+}
+
+double argmax_accuracy(const torch::Tensor& scores, const torch::Tensor& labels) {
+  return (scores.argmax(1) == labels).to(torch::kFloat64).mean().item<double>();
+}
+
+}  // namespace
+
+torch::Tensor ridge_predict(const torch::Tensor& x_fit, const torch::Tensor& y_fit, const torch::Tensor& x_test,
+                            double ridge) {
+  auto x = with_bias(x_fit.to(torch::kFloat64));
+  auto y = y_fit.to(torch::kFloat64);
+  auto gram = x.t().mm(x);  // (d + 1, d + 1)
+  const int64_t d = gram.size(0);
+  const double lambda = ridge * gram.trace().item<double>() / d;
+  auto weights = torch::linalg::solve(gram + lambda * torch::eye(d, gram.options()), x.t().mm(y), true);
+  return with_bias(x_test.to(torch::kFloat64)).mm(weights);
+}
+
+std::vector<ProbeResult> position_probes(const std::vector<torch::Tensor>& hidden, const torch::Tensor& tokens,
+                                         int64_t vocab_size, int64_t length, double ridge, uint64_t seed) {
+  const int64_t N = tokens.size(0), T = tokens.size(1), n_fit = N / 2;
+  TORCH_CHECK(n_fit >= 1 && N - n_fit >= 1, "position probes need at least 2 sequences");
+  auto positions = torch::arange(T, torch::kInt64).repeat({N, 1});  // (N, T)
+  auto fit_rows = [&](const torch::Tensor& t) { return t.narrow(0, 0, n_fit).reshape({n_fit * T, -1}); };
+  auto test_rows = [&](const torch::Tensor& t) { return t.narrow(0, n_fit, N - n_fit).reshape({(N - n_fit) * T, -1}); };
+  auto position_fit = fit_rows(positions).squeeze(1), position_test = test_rows(positions).squeeze(1);
+  auto one_hot_fit = torch::one_hot(position_fit, T).to(torch::kFloat64);
+
+  // what the token ids alone reveal of position
+  auto token_features = torch::one_hot(tokens.cpu(), vocab_size).to(torch::kFloat64);  // (N, T, V)
+  const double chance =
+      argmax_accuracy(ridge_predict(fit_rows(token_features), one_hot_fit, test_rows(token_features), ridge),
+                      position_test);
+
+  // pairs (i, j), i != j: T per sequence
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> any(0, T - 1);
+  std::vector<int64_t> first(N * T), second(N * T);
+  for (int64_t k = 0; k < N * T; ++k) {
+    first[k] = any(rng);
+    do second[k] = any(rng); while (T > 1 && second[k] == first[k]);
+  }
+  auto i = torch::tensor(first).view({N, T}), j = torch::tensor(second).view({N, T});
+  auto order = torch::where(i < j, torch::ones({N, T}, torch::kFloat64), -torch::ones({N, T}, torch::kFloat64));
+  auto distance = (i - j).abs().to(torch::kFloat64);
+
+  std::vector<ProbeResult> results;
+  for (size_t layer = 0; layer < hidden.size(); ++layer) {
+    auto h = hidden[layer].detach().cpu().to(torch::kFloat64);  // (N, T, D)
+    const int64_t D = h.size(2);
+    ProbeResult r;
+    r.length = length;
+    r.layer = static_cast<int64_t>(layer);
+    r.position_chance = chance;
+    r.position_accuracy = argmax_accuracy(ridge_predict(fit_rows(h), one_hot_fit, test_rows(h), ridge), position_test);
+    auto scaled = positions.to(torch::kFloat64) / std::max<int64_t>(1, T - 1);
+    r.position_r2 = r_squared(ridge_predict(fit_rows(h), fit_rows(scaled.unsqueeze(-1)), test_rows(h), ridge),
+                              test_rows(scaled.unsqueeze(-1)));
+    auto hi = h.gather(1, i.unsqueeze(-1).expand({N, T, D})), hj = h.gather(1, j.unsqueeze(-1).expand({N, T, D}));
+    auto pair = torch::cat({hi, hj}, -1);  // (N, T, 2D)
+    auto order_predicted = ridge_predict(fit_rows(pair), fit_rows(order.unsqueeze(-1)), test_rows(pair), ridge);
+    r.order_accuracy =
+        (order_predicted.sign() == test_rows(order.unsqueeze(-1))).to(torch::kFloat64).mean().item<double>();
+    r.distance_r2 = r_squared(ridge_predict(fit_rows(pair), fit_rows(distance.unsqueeze(-1)), test_rows(pair), ridge),
+                              test_rows(distance.unsqueeze(-1)));
+    results.push_back(r);
+  }
+  return results;
+}
+
+}  // namespace pelab

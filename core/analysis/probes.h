@@ -1,0 +1,36 @@
+// Linear position probes (closed-form ridge regression) on hidden states: how much
+// position information each layer's output still carries. Probes are fitted on the
+// tokens of one half of the sequences and scored on the other half, so fit and test never
+// share a sequence.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace pelab {
+
+struct ProbeResult {
+  int64_t length = 0;              // task length of the probed sequences
+  int64_t layer = 0;               // 0: the embedding output, l: the output of block l
+  double position_accuracy = 0;    // absolute position as a T-way classification (argmax of a
+                                   //   ridge regression onto one-hot positions)
+  double position_chance = 0;      // the same probe on one-hot token ids: what the tokens alone
+                                   //   reveal of position (1/T when nothing)
+  double position_r2 = 0;          // R^2 of a ridge regression onto position / (T - 1)
+  double order_accuracy = 0;       // is i before j, from [h_i, h_j] (sign of a ridge regression)
+  double distance_r2 = 0;          // R^2 of a ridge regression of |i - j| on [h_i, h_j]
+};
+
+// Closed-form ridge regression with a bias: W = (X'X + lambda I)^-1 X'Y with lambda =
+// `ridge` x trace(X'X) / d, fitted on (x_fit, y_fit); returns the predictions for x_test.
+// x: (n, d), y: (n, k) -> (m, k), in float64.
+torch::Tensor ridge_predict(const torch::Tensor& x_fit, const torch::Tensor& y_fit, const torch::Tensor& x_test,
+                            double ridge);
+
+// hidden: (layers + 1) x (N, T, D), tokens: (N, T), all positions valid; N >= 2.
+std::vector<ProbeResult> position_probes(const std::vector<torch::Tensor>& hidden, const torch::Tensor& tokens,
+                                         int64_t vocab_size, int64_t length, double ridge, uint64_t seed);
+
+}  // namespace pelab

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The analysis scripts on a tiny generated sweep: each writes a non-empty PNG and its CSV;
+# export-attention adds maps to a finished run, which h5py reads as the schema says.
+set -euo pipefail
+source_dir="$1"; work="$2"
+rm -rf "$work"; mkdir -p "$work"; cd "$work"
+py=/usr/bin/python3
+analysis="$source_dir/analysis"
+"$PELAB" sweep "$source_dir/tests/fixtures/sweeps/tiny.yaml" --jobs 2 > sweep.txt
+
+$py "$analysis/plot_lengths.py" sweep-out --out lengths.png
+$py "$analysis/plot_probes.py" sweep-out --out probes.png
+run=sweep-out/runs/encoding-alibi_seed-0_max_length-8_lengths-4-8/run.h5
+$py "$analysis/summarize_run.py" --check "$run"
+$py "$analysis/plot_attention.py" "$run" --out attention.png
+for f in lengths probes attention; do
+  test -s "$f.png"
+  test "$(head -c 4 "$f.png" | tail -c 3)" = "PNG"
+  test "$(wc -l < "$f.csv")" -gt 1
+done
+
+"$PELAB" export-attention "$run" --lengths 5,12 --examples 2 --threads 1 | tee export.txt
+grep -q "/attention/length_12: 2 examples x 2 layers x 4 heads x 24 x 24 (float16)" export.txt
+$py "$analysis/summarize_run.py" --check "$run"
+$py - "$run" <<'PY'
+import sys
+import h5py
+import numpy as np
+with h5py.File(sys.argv[1]) as f:
+    assert sorted(f["attention"]) == ["length_12", "length_5", "length_8"], sorted(f["attention"])
+    g = f["attention/length_12"]
+    probs = g["probs"]
+    assert probs.dtype == np.float16, probs.dtype
+    assert probs.shape == (2, 2, 4, 24, 24) and probs.chunks == (1, 1, 1, 24, 24) and probs.compression == "gzip"
+    p = probs[()].astype(np.float64)
+    assert np.allclose(p.sum(-1), 1.0, atol=2e-3), "rows must sum to 1"
+    assert int(g.attrs["length"]) == 12 and int(g.attrs["examples"]) == 2
+    assert g["tokens"].shape == (2, 24) and g["positions"].shape == (2, 24)
+    stats = f["evaluation/attention"]
+    assert stats["entropy"].shape == (f["evaluation/length"].shape[0], 2, 4)
+    assert f["probes/layer"][()].tolist() == [0, 1, 2]
+print("exported maps ok")
+PY
+echo "cli_analysis: ok"

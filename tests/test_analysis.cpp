@@ -1,0 +1,130 @@
+// Attention statistics and maps, and the linear position probes.
+#define CATCH_CONFIG_PREFIX_ALL
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/analysis/attention_summary.h"
+#include "core/analysis/probes.h"
+#include "core/io/hdf5_store.h"
+#include "core/run.h"
+#include "core/train/trainer.h"
+#include "tests/support.h"
+
+using namespace pelab;
+
+CATCH_TEST_CASE("attention statistics of uniform and one-hot attention", "[analysis]") {
+  const int64_t T = 4;
+  auto uniform = torch::full({1, 1, T, T}, 0.25);
+  auto identity = torch::eye(T).view({1, 1, T, T});
+  AttentionSummaryAccumulator acc;
+  acc.add({uniform, identity}, torch::zeros({1, T}, torch::kBool));  // layer 0 uniform, layer 1 identity
+  AttentionSummary s = acc.summary();
+  CATCH_REQUIRE((s.layers == 2 && s.heads == 1));
+  // mean over queries of mean |i - j|: (1.5 + 1 + 1 + 1.5) / 4
+  CATCH_CHECK(s.mean_distance[0] == Approx(1.25));
+  CATCH_CHECK(s.entropy[0] == Approx(std::log(4.0)));
+  CATCH_CHECK(s.diagonal[0] == Approx(0.25));
+  CATCH_CHECK(s.first[0] == Approx(0.25));
+  CATCH_CHECK(s.last[0] == Approx(0.25));
+  CATCH_CHECK(s.mean_distance[1] == Approx(0.0));
+  CATCH_CHECK(s.entropy[1] == Approx(0.0).margin(1e-12));
+  CATCH_CHECK(s.diagonal[1] == Approx(1.0));
+  CATCH_CHECK(s.first[1] == Approx(0.25));  // only query 0 attends to token 0
+  // padding: the last two tokens of a second row are padding; its queries 0-1 attend to 0-1
+  auto padded = torch::tensor({0.5, 0.5, 0.0, 0.0}).view({1, 1, 1, T}).expand({1, 1, T, T}).clone();
+  AttentionSummaryAccumulator with_padding;
+  with_padding.add({padded}, torch::tensor({false, false, true, true}).view({1, T}));
+  AttentionSummary p = with_padding.summary();
+  CATCH_CHECK(p.last[0] == Approx(0.5));            // the last non-padding token is token 1
+  CATCH_CHECK(p.mean_distance[0] == Approx(0.5));   // queries 0 and 1 only: (0.5 + 0.5) / 2
+}
+
+CATCH_TEST_CASE("stored attention maps are row-stochastic; causal maps have no mass above the diagonal",
+                "[analysis]") {
+  for (const bool causal : {false, true}) {
+    CATCH_INFO((causal ? "causal" : "bidirectional"));
+    auto config = test::tiny_config({std::string("model.causal=") + (causal ? "true" : "false"),
+                                     "encoding.name=alibi"});
+    auto task = test::default_task("reverse_string");
+    Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
+    AttentionMaps maps = trainer.attention_maps(5, 3);
+    CATCH_REQUIRE(maps.probs.sizes() == torch::IntArrayRef({3, 2, 4, 10, 10}));  // N, layers, heads, T, T
+    CATCH_CHECK(maps.tokens.sizes() == torch::IntArrayRef({3, 10}));
+    CATCH_CHECK(torch::allclose(maps.probs.sum(-1), torch::ones({3, 2, 4, 10}), 1e-5, 1e-5));
+    CATCH_CHECK(torch::equal(maps.positions[0], torch::arange(10)));
+    if (causal) CATCH_CHECK(maps.probs.triu(1).abs().max().item<float>() == 0.0f);
+    else CATCH_CHECK(maps.probs.triu(1).abs().max().item<float>() > 0.0f);
+  }
+  // padding keys get no attention
+  auto config = test::tiny_config({"encoding.name=rope"});
+  auto task = test::default_task("reverse_string");
+  Encoder model = build_model(config, *task);
+  model->eval();
+  Rng rng(3);
+  Batch b = task->sample(2, 4, rng).padded(3);
+  ForwardRequest request;
+  request.attentions = true;
+  auto out = model->forward(b.tokens, b.padding, contiguous_positions(2, 11), b.segments, request);
+  for (const auto& probs : out.attentions) {
+    CATCH_CHECK(probs.narrow(-1, 8, 3).abs().max().item<float>() == 0.0f);
+    CATCH_CHECK(torch::allclose(probs.narrow(2, 0, 8).sum(-1), torch::ones({2, 4, 8}), 1e-5, 1e-5));
+  }
+}
+
+CATCH_TEST_CASE("ridge regression recovers a linear map", "[analysis][probes]") {
+  torch::manual_seed(0);
+  auto x = torch::randn({200, 5}, torch::kFloat64);
+  auto w = torch::randn({5, 2}, torch::kFloat64);
+  auto y = x.mm(w) + 3.0;
+  auto x_test = torch::randn({20, 5}, torch::kFloat64);
+  auto predicted = ridge_predict(x, y, x_test, 1e-10);
+  CATCH_CHECK(torch::allclose(predicted, x_test.mm(w) + 3.0, 1e-6, 1e-6));
+}
+
+CATCH_TEST_CASE("probes: learned and sinusoidal positions are decodable from the embeddings; none is at chance",
+                "[analysis][probes]") {
+  for (const std::string scheme : {"learned", "sinusoidal", "none"}) {
+    CATCH_INFO(scheme);
+    auto config = test::tiny_config({"encoding.name=" + scheme, "model.d_model=64", "analysis.probe_examples=256"});
+    auto task = test::default_task("reverse_string");
+    Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
+    auto results = trainer.probes(8);  // T = 16
+    CATCH_REQUIRE(results.size() == 3u);  // the embeddings and 2 blocks
+    const ProbeResult& embedding = results.front();
+    CATCH_INFO("accuracy " << embedding.position_accuracy << ", chance " << embedding.position_chance);
+    // the tokens alone tell the input half from the placeholder half: 2 of 16 positions
+    CATCH_CHECK(embedding.position_chance == Approx(2.0 / 16).margin(0.03));
+    if (scheme == "none") {
+      for (const auto& r : results) CATCH_CHECK(r.position_accuracy <= r.position_chance + 0.03);
+    } else {
+      CATCH_CHECK(embedding.position_accuracy > 0.9);
+      // a linear read-out of position itself: exact for sinusoids up to the ridge penalty; random
+      // learned rows carry position as 16 unrelated vectors, which a line fits less well
+      CATCH_CHECK(embedding.position_r2 > (scheme == "sinusoidal" ? 0.9 : 0.5));
+      CATCH_CHECK(embedding.order_accuracy > 0.9);
+    }
+  }
+}
+
+CATCH_TEST_CASE("a run stores attention statistics, maps and probes, and reads them back", "[analysis][hdf5]") {
+  test::TemporaryDirectory dir;
+  auto config = test::tiny_config({"output.dir=" + dir.path, "encoding.name=sinusoidal", "analysis.probe_examples=16"});
+  std::ostringstream log;
+  RunOutcome outcome = execute_run(config, log, false);
+  CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("position probes at length 6"));
+  RunRecord record = read_run_file(outcome.run_file, false);
+  CATCH_REQUIRE(record.evaluation.size() == 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const AttentionSummary& stored = record.evaluation[i].attention;
+    CATCH_REQUIRE((stored.layers == 2 && stored.heads == 4));
+    CATCH_CHECK(stored.entropy == outcome.evaluation[i].attention.entropy);
+    CATCH_CHECK(stored.last == outcome.evaluation[i].attention.last);
+    for (double d : stored.diagonal) CATCH_CHECK((d >= 0 && d <= 1));
+  }
+  CATCH_REQUIRE(record.probes.size() == 3u);  // length 6 (the training max) x 3 representations
+  CATCH_CHECK(record.probes[2].layer == 2);
+  CATCH_CHECK(record.probes[0].length == 6);
+  CATCH_CHECK(attention_map_lengths(config, *test::default_task("reverse_string")) == std::vector<int64_t>{6, 8});
+}
