@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/encodings/registry.h"
+#include "core/model/flops.h"
 #include "core/run.h"
 #include "core/train/metrics.h"
 #include "data/task_registry.h"
@@ -61,6 +62,19 @@ double median(std::vector<double> v) {
 }
 
 }  // namespace
+
+double matmul_peak_gflops(int64_t threads, int64_t n) {
+  set_threads(threads);
+  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  double best = 1e30;
+  for (int i = 0; i < 12; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    auto c = torch::mm(a, b);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i >= 2) best = std::min(best, seconds);  // after 2 warm-up products
+  }
+  return 2.0 * n * n * n / best / 1e9;
+}
 
 BenchResult bench_one(const BenchOptions& options, const std::string& scheme, int64_t length) {
   BenchResult r;
@@ -122,6 +136,9 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
                      "d_ff {}, batch {}, {}; median of {} after {} warm-up; each in its own process\n",
                      options.d_model, options.num_layers, options.num_heads, options.d_ff, options.batch,
                      options.causal ? "causal" : "bidirectional", options.repeats, options.warmup);
+  const double peak = matmul_peak_gflops(options.threads, 1024);
+  out << fmt::format("matmul peak of this machine: {:.1f} GFLOP/s (1024 x 1024 float32 torch::mm, {} threads, best "
+                     "of 10)\n", peak, torch::get_num_threads()) << std::flush;
   std::vector<BenchResult> results;
   for (int64_t length : options.lengths) {
     for (const auto& scheme : schemes) {
@@ -161,8 +178,15 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   std::map<int64_t, BenchResult> baseline;
   for (const auto& r : results)
     if (r.scheme == "none") baseline[r.length] = r;
-  std::string table = fmt::format("\n| scheme | T | step ms | x none | peak MB | x none |\n|---|---:|---:|---:|---:|---:|\n");
-  std::string csv = "scheme,length,median_ms,min_ms,peak_mb,time_ratio,memory_ratio\n";
+  std::string table = fmt::format(
+      "\n| scheme | T | step ms | x none | peak MB | x none | tokens/s | GFLOP/s | % of matmul peak |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::string csv = "scheme,length,median_ms,min_ms,peak_mb,time_ratio,memory_ratio,tokens_per_second,gflops,"
+                    "fraction_of_peak\n";
+  ModelConfig shape;
+  shape.d_model = options.d_model;
+  shape.num_layers = options.num_layers;
+  shape.d_ff = options.d_ff;
   for (const auto& r : results) {
     if (!r.error.empty()) {
       table += fmt::format("| {} | {} | failed: {} | | | |\n", r.scheme, r.length, r.error);
@@ -171,10 +195,15 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     const auto& b = baseline[r.length];
     const double time_ratio = b.median_ms > 0 ? r.median_ms / b.median_ms : 0;
     const double memory_ratio = b.peak_mb > 0 ? r.peak_mb / b.peak_mb : 0;
-    table += fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n", r.scheme, r.length, r.median_ms,
-                         time_ratio, r.peak_mb, memory_ratio);
-    csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f}\n", r.scheme, r.length, r.median_ms, r.min_ms,
-                       r.peak_mb, time_ratio, memory_ratio);
+    const double seconds = r.median_ms / 1000.0;
+    const double tokens_per_second = options.batch * r.length / seconds;
+    const double gflops = encoder_training_flops(shape, options.batch, r.length, 2) / seconds / 1e9;
+    table += fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.0f} | {:.1f} | {:.0f}% |\n", r.scheme,
+                         r.length, r.median_ms, time_ratio, r.peak_mb, memory_ratio, tokens_per_second, gflops,
+                         100 * gflops / peak);
+    csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f},{:.1f},{:.3f},{:.4f}\n", r.scheme, r.length,
+                       r.median_ms, r.min_ms, r.peak_mb, time_ratio, memory_ratio, tokens_per_second, gflops,
+                       gflops / peak);
   }
   out << table;
   if (!options.csv.empty()) std::ofstream(options.csv) << csv;

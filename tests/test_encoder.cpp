@@ -1,6 +1,7 @@
 #define CATCH_CONFIG_PREFIX_ALL
 #include <catch2/catch.hpp>
 
+#include "core/model/flops.h"
 #include "tests/support.h"
 
 using namespace pelab;
@@ -70,4 +71,19 @@ CATCH_TEST_CASE("the encoder checks its input shapes", "[encoder]") {
   auto tokens = torch::ones({2, 4}, torch::kInt64);
   CATCH_CHECK_THROWS_WITH(model->forward(tokens, torch::zeros({2, 5}, torch::kBool), contiguous_positions(2, 4)),
                           Catch::Matchers::Contains("padding [2, 5] must match tokens [2, 4]"));
+}
+
+CATCH_TEST_CASE("FLOP count of the encoder: every matrix product of one layer, by hand", "[encoder][flops]") {
+  ModelConfig m;
+  m.d_model = 64;
+  m.num_layers = 1;
+  m.d_ff = 256;
+  // B = 2, T = 10, C = 3: qkv 2*20*64*192, out 2*20*64*64, QK^T and PV 2 * 2*2*10*10*64,
+  // feed-forward 2 * 2*20*64*256, head 2*20*64*3
+  const double expected = 2.0 * 20 * 64 * 192 + 2.0 * 20 * 64 * 64 + 2 * (2.0 * 2 * 10 * 10 * 64) +
+                          2 * (2.0 * 20 * 64 * 256) + 2.0 * 20 * 64 * 3;
+  CATCH_CHECK(encoder_forward_flops(m, 2, 10, 3) == Approx(expected));
+  CATCH_CHECK(encoder_training_flops(m, 2, 10, 3) == Approx(3 * expected));
+  m.num_layers = 5;  // layers scale the blocks, not the head
+  CATCH_CHECK(encoder_forward_flops(m, 2, 10, 3) == Approx(5 * (expected - 2.0 * 20 * 64 * 3) + 2.0 * 20 * 64 * 3));
 }
