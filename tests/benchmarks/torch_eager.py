@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""The PyTorch-eager equivalent of `pelab bench`: the same encoder (token embedding, pre-LN
+blocks with a fused qkv projection, GELU feed-forward, final LayerNorm, per-position head),
+the same batch (reverse_string in the encoder format: T/2 input symbols, T/2 placeholders,
+loss on the placeholders) and the same training step (forward, backward, Adam), written the
+way a researcher would write it in Python, with each scheme as the reference codebases do
+(HF BERT relative_key, HF T5 buckets, HF/GPT-NeoX rotate_half RoPE, x-transformers ALiBi and
+FIRE). Uses Debian's python3-torch, the same LibTorch 1.13 as pelab.
+
+  /usr/bin/python3 tests/benchmarks/torch_eager.py --schemes none,alibi --lengths 80 --d-model 64 \\
+      --layers 5 --heads 8 --d-ff 256 --batch 128 --threads 2
+
+Prints one line per scheme and length: RESULT scheme length median_ms
+"""
+import argparse
+import math
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SCHEMES = ["none", "sinusoidal", "learned", "alibi", "t5_bias", "rope", "relative_key", "kerple", "fire"]
+
+
+class Scheme(nn.Module):
+    """Hooks of one position-encoding scheme: embed (input), rotate (q, k), bias (scores)."""
+
+    def __init__(self, name, d_model, heads, max_len):
+        super().__init__()
+        self.name, self.heads, self.dh = name, heads, d_model // heads
+        if name == "learned":
+            self.table = nn.Embedding(max_len, d_model)
+        if name == "t5_bias":
+            self.buckets = nn.Embedding(32, heads)
+        if name == "relative_key":
+            self.max_len = max_len
+            self.distance = nn.Embedding(2 * max_len - 1, self.dh)
+        if name == "kerple":
+            self.r1 = nn.Parameter(torch.rand(heads) + 0.5)
+            self.r2 = nn.Parameter(torch.rand(heads) + 0.5)
+        if name == "fire":
+            self.mlp = nn.Sequential(nn.Linear(1, 32), nn.ReLU(), nn.Linear(32, heads))
+            self.c = nn.Parameter(torch.tensor(0.1))
+            self.L = nn.Parameter(torch.tensor(512.0))
+        if name == "alibi":
+            start = 2 ** (-8 / heads)
+            self.register_buffer("slopes", torch.tensor([start ** (i + 1) for i in range(heads)]))
+
+    def embed(self, x):
+        T, D = x.shape[1], x.shape[2]
+        if self.name == "sinusoidal":
+            position = torch.arange(T, dtype=torch.float32).unsqueeze(1)
+            frequency = torch.exp(torch.arange(0, D, 2, dtype=torch.float32) * (-math.log(10000.0) / D))
+            pe = torch.zeros(T, D)
+            pe[:, 0::2] = torch.sin(position * frequency)
+            pe[:, 1::2] = torch.cos(position * frequency)
+            return x + pe
+        if self.name == "learned":
+            return x + self.table(torch.arange(T))
+        return x
+
+    def rotate(self, q, k):
+        if self.name != "rope":
+            return q, k
+        T, dh = q.shape[-2], q.shape[-1]
+        inv = 1.0 / (10000 ** (torch.arange(0, dh, 2, dtype=torch.float32) / dh))
+        angles = torch.outer(torch.arange(T, dtype=torch.float32), inv)
+        emb = torch.cat([angles, angles], -1)
+        cos, sin = emb.cos(), emb.sin()
+
+        def rotate_half(x):
+            x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
+            return torch.cat([-x2, x1], -1)
+        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+    def bias(self, q, k):
+        T = q.shape[-2]
+        i = torch.arange(T)
+        relative = i.view(1, T) - i.view(T, 1)  # key - query
+        if self.name == "alibi":
+            return -self.slopes.view(-1, 1, 1) * relative.abs()
+        if self.name == "t5_bias":  # HF T5 _relative_position_bucket, bidirectional, 32 buckets, max_distance 128
+            n = 16
+            bucket = (relative > 0).long() * n
+            distance = relative.abs()
+            exact = n // 2
+            large = exact + (torch.log(distance.float() / exact + 1e-6) / math.log(128 / exact) * (n - exact)).long()
+            bucket = bucket + torch.where(distance < exact, distance, large.clamp(max=n - 1))
+            return self.buckets(bucket).permute(2, 0, 1)
+        if self.name == "relative_key":  # HF BERT: (T, T, Dh) embeddings, einsum with q
+            embeddings = self.distance(-relative + self.max_len - 1)
+            return torch.einsum("bhld,lrd->bhlr", q, embeddings) / math.sqrt(self.dh)
+        if self.name == "kerple":
+            return -self.r1.view(-1, 1, 1) * torch.log1p(self.r2.view(-1, 1, 1) * relative.abs())
+        if self.name == "fire":  # x-transformers style: the MLP on a (T, T, 1) input
+            distance = relative.abs().float()
+            normalizer = torch.maximum(i.float(), self.L.abs()).view(T, 1)
+            psi = torch.log1p(self.c.abs() * distance) / torch.log1p(self.c.abs() * normalizer)
+            return self.mlp(psi.unsqueeze(-1)).permute(2, 0, 1)
+        return None
+
+
+class Block(nn.Module):
+    def __init__(self, d_model, heads, d_ff):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.qkv, self.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+        self.ff_in, self.ff_out = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+    def forward(self, x, scheme):
+        B, T, D = x.shape
+        H = self.heads
+        q, k, v = self.qkv(self.norm1(x)).view(B, T, 3, H, D // H).permute(2, 0, 3, 1, 4)
+        q, k = scheme.rotate(q, k)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(D // H)
+        bias = scheme.bias(q, k)
+        if bias is not None:
+            scores = scores + bias
+        context = torch.softmax(scores, -1) @ v
+        x = x + self.out(context.transpose(1, 2).reshape(B, T, D))
+        return x + self.ff_out(F.gelu(self.ff_in(self.norm2(x))))
+
+
+class Encoder(nn.Module):
+    def __init__(self, scheme, vocab, classes, d_model, layers, heads, d_ff, max_len):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, d_model, padding_idx=0)
+        self.embedding_norm = nn.LayerNorm(d_model)
+        self.scheme = Scheme(scheme, d_model, heads, max_len)
+        self.blocks = nn.ModuleList(Block(d_model, heads, d_ff) for _ in range(layers))
+        self.final_norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, tokens):
+        x = self.embedding_norm(self.scheme.embed(self.embedding(tokens)))
+        for block in self.blocks:
+            x = block(x, self.scheme)
+        return self.head(self.final_norm(x))
+
+
+def bench(scheme, T, args):
+    torch.manual_seed(0)
+    model = Encoder(scheme, 4, 2, args.d_model, args.layers, args.heads, args.d_ff, max(T, 512))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    half = T // 2
+    tokens = torch.cat([torch.randint(2, 4, (args.batch, half)), torch.ones(args.batch, T - half, dtype=torch.long)], 1)
+    targets = torch.randint(0, 2, (args.batch, T - half))
+    times = []
+    for step in range(args.warmup + args.repeats):
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        logits = model(tokens)[:, half:]
+        F.cross_entropy(logits.reshape(-1, 2), targets.reshape(-1)).backward()
+        optimizer.step()
+        if step >= args.warmup:
+            times.append(1000 * (time.perf_counter() - start))
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--schemes", default=",".join(SCHEMES))
+    parser.add_argument("--lengths", default="80")
+    parser.add_argument("--d-model", type=int, default=64)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--d-ff", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)  # as pelab does
+    for scheme in args.schemes.split(","):
+        for T in (int(x) for x in args.lengths.split(",")):
+            if scheme not in SCHEMES:
+                print(f"SKIP {scheme} {T} no eager reference")
+                continue
+            print(f"RESULT {scheme} {T} {bench(scheme, T, args):.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
