@@ -5,7 +5,7 @@ Every name used here is part of the schema; core/io/schema.h is its C++ twin.
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 ROOT_ATTRS = ["schema_version", "run_name", "status"]
 ENVIRONMENT_ATTRS = ["pelab_version", "git_commit", "torch_version", "device", "threads",
@@ -53,6 +53,8 @@ def check(f):
             lengths.add(f[group][name].shape)
         if len(lengths) != 1:
             raise SchemaError(f"datasets of '{group}' differ in shape: {sorted(lengths)}")
+    if "skipped_steps" not in f["training"].attrs:
+        raise SchemaError("training attribute 'skipped_steps' is missing")
     for name in EVALUATION_ATTRS:
         if name not in f["evaluation"].attrs:
             raise SchemaError(f"evaluation attribute '{name}' is missing")

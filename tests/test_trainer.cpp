@@ -1,6 +1,7 @@
 #define CATCH_CONFIG_PREFIX_ALL
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <sstream>
 
 #include "core/run.h"
@@ -128,4 +129,30 @@ CATCH_TEST_CASE("progress prints plain lines when not on a terminal", "[trainer]
   CATCH_CHECK(std::count(text.begin(), text.end(), '\n') == 3);  // steps 1, 5, 10
   CATCH_CHECK_THAT(text, Catch::Matchers::Contains("step 10/10 | loss 0.5000 | acc  75.00%") &&
                              Catch::Matchers::Contains("1234 tok/s"));
+}
+
+CATCH_TEST_CASE("a non-finite loss stops the run, naming the step; nonfinite: skip skips and counts", "[trainer]") {
+  auto task = test::default_task("reverse_string");
+  auto poisoned = [&](const RunConfig& config) {  // a NaN in the output head: every loss is NaN
+    Encoder model = build_model(config, *task);
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters())
+      if (p.key() == "head.bias") p.value().fill_(std::numeric_limits<float>::quiet_NaN());
+    return model;
+  };
+  std::ostringstream log;
+  auto stop = test::tiny_config();
+  Trainer stopping(stop, poisoned(stop), *task, torch::kCPU);
+  CATCH_CHECK_THROWS_WITH(stopping.train(log, false),
+                          Catch::Matchers::Contains("non-finite loss at step 1") &&
+                              Catch::Matchers::Contains("loss = nan") &&
+                              Catch::Matchers::Contains("train.nonfinite: skip"));
+  auto skip = test::tiny_config({"train.nonfinite=skip"});
+  Encoder model = poisoned(skip);
+  auto before = model->named_parameters()["blocks.0.attention.qkv.weight"].clone();
+  Trainer skipping(skip, model, *task, torch::kCPU);
+  TrainingCurve curve = skipping.train(log, false);
+  CATCH_CHECK(curve.skipped_steps == skip.train.steps);
+  CATCH_CHECK(torch::equal(model->named_parameters()["blocks.0.attention.qkv.weight"], before));  // untouched
+  CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("skipped 20 of 20 steps"));
 }

@@ -79,6 +79,7 @@ TrainConfig read_train(YamlReader r) {
   t.schedule = r.get_choice("schedule", t.schedule, {"constant", "cosine"});
   t.min_learning_rate = r.get_float("min_learning_rate", t.min_learning_rate, 0.0, 100.0);
   t.grad_clip = r.get_float("grad_clip", t.grad_clip, 0.0, 1e9);
+  t.nonfinite = r.get_choice("nonfinite", t.nonfinite, {"stop", "skip"});
   t.log_every = r.get_int("log_every", t.log_every, 1, 1e12);
   if (t.min_length > t.max_length)
     r.fail_at("min_length", "min_length = " + std::to_string(t.min_length) +
@@ -252,6 +253,7 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "schedule" << YAML::Value << t.schedule
       << YAML::Key << "min_learning_rate" << YAML::Value << t.min_learning_rate
       << YAML::Key << "grad_clip" << YAML::Value << t.grad_clip
+      << YAML::Key << "nonfinite" << YAML::Value << t.nonfinite
       << YAML::Key << "log_every" << YAML::Value << t.log_every
       << YAML::EndMap;
   out << YAML::Key << "positions" << YAML::Value << YAML::BeginMap

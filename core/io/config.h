@@ -70,6 +70,8 @@ struct TrainConfig {
   std::string schedule = "constant";    // constant | cosine (decays to min_learning_rate)
   double min_learning_rate = 0.0;
   double grad_clip = 1.0;               // global gradient norm; 0 disables clipping
+  std::string nonfinite = "stop";       // a non-finite loss or gradient: stop (fail the run,
+                                        //   naming the step and values) | skip (the step, counted)
   int64_t log_every = 50;               // training-curve and progress interval (steps)
 };
 

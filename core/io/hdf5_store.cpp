@@ -236,6 +236,7 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     write_vector(training, s::kAccuracy, r.training.accuracy);
     write_vector(training, s::kLearningRate, r.training.learning_rate);
     write_vector(training, s::kTokensPerSecond, r.training.tokens_per_second);
+    write_scalar_attribute<int64_t>(training, s::kSkippedSteps, r.training.skipped_steps);
 
     H5::Group evaluation = file.createGroup(s::kEvaluation);
     std::vector<int64_t> length, sequence_length, samples;
@@ -349,6 +350,7 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
     r.training.accuracy = read_vector<double>(training, s::kAccuracy);
     r.training.learning_rate = read_vector<double>(training, s::kLearningRate);
     r.training.tokens_per_second = read_vector<double>(training, s::kTokensPerSecond);
+    r.training.skipped_steps = read_scalar_attribute<int64_t>(training, s::kSkippedSteps);
 
     H5::Group evaluation = file.openGroup(s::kEvaluation);
     auto method = read_strings(evaluation, s::kMethod);

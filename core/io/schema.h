@@ -4,8 +4,9 @@
 
 namespace pelab::schema {
 
-constexpr int kSchemaVersion = 4;  // 2: evaluation/method; 3: chance levels, task format, protocol;
-                                   // 4: attention statistics and maps, position probes
+constexpr int kSchemaVersion = 5;  // 2: evaluation/method; 3: chance levels, task format, protocol;
+                                   // 4: attention statistics and maps, position probes;
+                                   // 5: training/skipped_steps
 constexpr const char* kRunFileName = "run.h5";
 
 // root attributes
@@ -34,6 +35,7 @@ constexpr const char* kLoss = "loss";
 constexpr const char* kAccuracy = "accuracy";
 constexpr const char* kLearningRate = "learning_rate";
 constexpr const char* kTokensPerSecond = "tokens_per_second";
+constexpr const char* kSkippedSteps = "skipped_steps";  // training attribute (int64)
 
 constexpr const char* kEvaluation = "evaluation";    // group; 1-D datasets, one row per test length:
 constexpr const char* kMethod = "method";            // string: none | interpolation | ntk

@@ -1,5 +1,7 @@
 #include "core/train/trainer.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
@@ -45,6 +47,21 @@ Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch
   optimizer_ = make_optimizer(config_.train, model_->parameters());
 }
 
+double Trainer::global_gradient_norm() const {
+  double sum = 0;
+  for (const auto& p : model_->parameters())
+    if (p.grad().defined()) sum += p.grad().pow(2).sum().item<double>();
+  return std::sqrt(sum);
+}
+
+std::string Trainer::nonfinite_gradients() const {
+  std::vector<std::string> names;
+  for (const auto& p : model_->named_parameters())
+    if (p.value().grad().defined() && !torch::isfinite(p.value().grad()).all().item<bool>()) names.push_back(p.key());
+  if (names.size() > 5) names.resize(5), names.push_back("...");
+  return names.empty() ? std::string("(none)") : join(names);
+}
+
 void Trainer::check_every_parameter_has_gradient() const {
   std::vector<std::string> missing;
   for (const auto& p : model_->named_parameters())
@@ -79,13 +96,25 @@ TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
     auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments);
     BatchScore score = score_batch(output.logits, batch);
     const double loss = score.loss.item<double>();
-    if (!std::isfinite(loss))
-      throw std::runtime_error("training loss is " + std::to_string(loss) + " at step " +
-                               std::to_string(step + 1) + " (length " + std::to_string(length) +
-                               "); lower train.learning_rate or enable train.grad_clip");
-    score.loss.backward();
-    if (step == 0) check_every_parameter_has_gradient();
-    if (t.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), t.grad_clip);
+    double gradient_norm = 0;
+    if (std::isfinite(loss)) {
+      score.loss.backward();
+      if (step == 0) check_every_parameter_has_gradient();
+      gradient_norm = t.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(model_->parameters(), t.grad_clip)
+                                      : global_gradient_norm();
+    }
+    if (!std::isfinite(loss) || !std::isfinite(gradient_norm)) {
+      const std::string what = fmt::format(
+          "non-finite {} at step {} (length {}): loss = {}, gradient norm = {}{}", std::isfinite(loss) ? "gradient" : "loss",
+          step + 1, length, loss, std::isfinite(loss) ? fmt::format("{}", gradient_norm) : "not computed",
+          std::isfinite(loss) ? "; not finite in: " + nonfinite_gradients() : "");
+      if (t.nonfinite != "skip")
+        throw std::runtime_error(what + "; lower train.learning_rate, enable train.grad_clip, or set "
+                                        "train.nonfinite: skip");
+      if (curve.skipped_steps++ < 3) log << "skipped " << what << "\n";
+      optimizer_->zero_grad();
+      continue;
+    }
     optimizer_->step();
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
@@ -109,6 +138,9 @@ TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
     }
   }
   progress.finish();
+  if (curve.skipped_steps > 0)
+    log << fmt::format("skipped {} of {} steps with a non-finite loss or gradient (train.nonfinite: skip)\n",
+                       curve.skipped_steps, t.steps);
   training_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return curve;
 }

@@ -23,6 +23,7 @@ namespace pelab {
 struct TrainingCurve {  // one row every train.log_every steps, averaged over those steps
   std::vector<int64_t> step;
   std::vector<double> loss, accuracy, learning_rate, tokens_per_second;
+  int64_t skipped_steps = 0;  // steps with a non-finite loss or gradient, skipped (train.nonfinite: skip)
 };
 
 struct EvalResult {
@@ -49,8 +50,10 @@ class Trainer {
  public:
   Trainer(const RunConfig& config, Encoder model, const Task& task, torch::Device device);
 
-  // Runs train.steps optimizer steps. Throws on a NaN/inf loss, and after the first
-  // backward pass if any parameter received no gradient (naming it).
+  // Runs train.steps optimizer steps. A non-finite loss or gradient throws (naming the step,
+  // the loss, the gradient norm and the parameters whose gradients are not finite), or with
+  // train.nonfinite: skip leaves the parameters unchanged and counts the step. Throws after
+  // the first backward pass if any parameter received no gradient (naming it).
   TrainingCurve train(std::ostream& log, bool interactive);
   // Evaluates every eval.extrapolation method x eval.lengths entry on eval.samples examples
   // (fewer when the task's evaluation set is smaller: text).
@@ -68,6 +71,8 @@ class Trainer {
 
  private:
   void check_every_parameter_has_gradient() const;
+  double global_gradient_norm() const;
+  std::string nonfinite_gradients() const;  // names of parameters whose gradient is not finite
   // The first `count` examples of the evaluation set at `length` and the positions evaluation gives them.
   std::pair<Batch, Positions> evaluation_examples(int64_t length, int64_t count, uint64_t seed);
 
