@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/encodings/position_sampler.h"
@@ -78,6 +80,22 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
                                config.encoding.name + "' has none");
 }
 
+void check_output_writable(const std::string& dir) {
+  // Fail before training, not after it: a run that cannot write its file is lost work.
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw std::runtime_error("output.dir '" + dir + "' cannot be created: " + error.message());
+  const fs::path probe = fs::path(dir) / ".pelab-write-test";
+  {
+    std::ofstream out(probe);
+    out << "pelab";
+    out.flush();
+    if (!out) throw std::runtime_error("output.dir '" + dir + "' is not writable");
+  }
+  fs::remove(probe, error);
+}
+
 std::vector<int64_t> attention_map_lengths(const RunConfig& config, const Task& task) {
   if (config.analysis.attention_examples == 0) return {};
   if (!config.analysis.attention_lengths.empty()) return config.analysis.attention_lengths;
@@ -107,6 +125,7 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
                      config.model.d_model, counts.at(schema::kTotal),
                      config.model.causal ? "causal" : "bidirectional", device.str(), torch::get_num_threads());
   check_lengths_fit(config, *task, *model);
+  check_output_writable(config.output.dir);
   Trainer trainer(config, model, *task, device);
   RunOutcome outcome;
   outcome.training = trainer.train(log, interactive);

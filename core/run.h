@@ -39,6 +39,9 @@ struct RunOutcome {
 // Trains and evaluates; writes <output.dir>/run.h5. Progress goes to `log`.
 RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive);
 
+// Creates the output directory and writes a probe file there; std::runtime_error otherwise.
+void check_output_writable(const std::string& dir);
+
 // Default attention maps are stored only for sequences of at most this many tokens.
 constexpr int64_t kDefaultAttentionMapTokens = 256;
 // The lengths whose attention maps a run stores (analysis.attention_lengths, or by default
