@@ -9,7 +9,6 @@ attention_L.png) and, as FILE.csv, the attention statistics of that length per l
 (mean attended distance, entropy, share on the diagonal, first and last tokens).
 """
 import argparse
-import csv
 import os
 import sys
 
@@ -17,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from plotting import save_figure_and_csv  # noqa: E402
 from runfile import attention_maps, load  # noqa: E402
 
 
@@ -51,24 +51,15 @@ def main():
     train_max = run["train_max_length"]
     fig.suptitle(f"{run['run_name']}: length {length} ({T} tokens{', beyond training' if length > train_max else ''}),"
                  f" example {args.example}; rows: queries, columns: keys", fontsize=9)
-    fig.tight_layout()
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.run_file)), f"attention_{length}.png")
-    fig.savefig(out, dpi=110)
-    csv_path = os.path.splitext(out)[0] + ".csv"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["length", "method", "layer", "head", "mean_distance", "entropy", "diagonal", "first", "last"])
-        stats = run["attention_statistics"]
-        ev = run["evaluation"]
-        if stats is not None:
-            for row, (method, L) in enumerate(zip(ev["method"], ev["length"])):
-                if int(L) != length:
-                    continue
-                for l in range(stats["entropy"].shape[1]):
-                    for h in range(stats["entropy"].shape[2]):
-                        writer.writerow([int(L), method, l, h] + [float(stats[k][row, l, h]) for k in
-                                                                  ["mean_distance", "entropy", "diagonal", "first", "last"]])
-    print(f"wrote {out} and {csv_path}")
+    statistics = ["mean_distance", "entropy", "diagonal", "first", "last"]
+    stats, ev, rows = run["attention_statistics"], run["evaluation"], []
+    if stats is not None:
+        for row, (method, L) in enumerate(zip(ev["method"], ev["length"])):
+            if int(L) == length:
+                rows += [[int(L), method, l, h] + [float(stats[k][row, l, h]) for k in statistics]
+                         for l in range(stats["entropy"].shape[1]) for h in range(stats["entropy"].shape[2])]
+    save_figure_and_csv(fig, out, ["length", "method", "layer", "head"] + statistics, rows, dpi=110)
     return 0
 
 

@@ -9,7 +9,6 @@ Writes FILE.png (default: SWEEP_DIR/lengths.png) and the plotted numbers as FILE
 Reads only the documented schema: sweep.h5 and the run files it indexes.
 """
 import argparse
-import csv
 import os
 import sys
 
@@ -18,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from plotting import plot_mean_and_spread, save_figure_and_csv  # noqa: E402
 from runfile import group_label, sweep_runs  # noqa: E402
 
 
@@ -51,9 +51,7 @@ def main():
     for name, per_length in groups.items():
         lengths = sorted(per_length)
         values = [per_length[L] for L in lengths]
-        mean = np.array([np.mean(v) for v in values])
-        ax.plot(lengths, mean, marker="o", label=f"{name} (n={len(values[0])})")
-        ax.fill_between(lengths, [min(v) for v in values], [max(v) for v in values], alpha=0.2)
+        plot_mean_and_spread(ax, lengths, values, f"{name} (n={len(values[0])})")
         rows += [[name, L, np.mean(v), np.std(v), min(v), max(v), len(v)] for L, v in zip(lengths, values)]
     lengths = sorted(chance)
     ax.plot(lengths, [np.mean(chance[L]) for L in lengths], "k--", label="chance")
@@ -62,16 +60,9 @@ def main():
     ax.set_ylim(0, 100)
     ax.set_title(f"length generalization: {os.path.basename(os.path.normpath(args.sweep_dir))}")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    csv_path = os.path.splitext(out)[0] + ".csv"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["group", "length", "mean", "std", "min", "max", "seeds"])
-        writer.writerows(rows)
-        writer.writerows([["chance", L, np.mean(chance[L]), np.std(chance[L]), min(chance[L]), max(chance[L]),
-                           len(chance[L])] for L in lengths])
-    print(f"wrote {out} and {csv_path}")
+    rows += [["chance", L, np.mean(chance[L]), np.std(chance[L]), min(chance[L]), max(chance[L]), len(chance[L])]
+             for L in lengths]
+    save_figure_and_csv(fig, out, ["group", "length", "mean", "std", "min", "max", "seeds"], rows)
     return 0
 
 

@@ -9,7 +9,6 @@ Probes: position_accuracy, position_r2, order_accuracy, distance_r2. Writes FILE
 SWEEP_DIR/probes.png) and the plotted numbers as FILE.csv.
 """
 import argparse
-import csv
 import os
 import sys
 
@@ -18,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from plotting import plot_mean_and_spread, save_figure_and_csv  # noqa: E402
 from runfile import group_label, sweep_runs  # noqa: E402
 
 
@@ -48,8 +48,7 @@ def main():
     for name, by_layer in groups.items():
         layers = sorted(by_layer)
         values = [by_layer[l] for l in layers]
-        ax.plot(layers, [np.mean(v) for v in values], marker="o", label=name)
-        ax.fill_between(layers, [min(v) for v in values], [max(v) for v in values], alpha=0.2)
+        plot_mean_and_spread(ax, layers, values, name)
         rows += [[name, l, np.mean(v), min(v), max(v), len(v)] for l, v in zip(layers, values)]
     if args.probe == "position_accuracy":
         ax.axhline(np.mean(chance), color="k", linestyle="--", label="chance (tokens alone)")
@@ -58,14 +57,7 @@ def main():
     ax.set_title(f"position probes at length {length}: {os.path.basename(os.path.normpath(args.sweep_dir))}")
     ax.set_xticks(sorted({l for g in groups.values() for l in g}))
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    csv_path = os.path.splitext(out)[0] + ".csv"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["group", "layer", args.probe, "min", "max", "seeds"])
-        writer.writerows(rows)
-    print(f"wrote {out} and {csv_path}")
+    save_figure_and_csv(fig, out, ["group", "layer", args.probe, "min", "max", "seeds"], rows)
     return 0
 
 

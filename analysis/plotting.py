@@ -1,0 +1,24 @@
+"""Shared by the plot scripts: a mean line with its min-max band over seeds, and saving a
+figure together with the plotted numbers as CSV beside it."""
+import csv
+import os
+
+import numpy as np
+
+
+def plot_mean_and_spread(ax, xs, values, label):
+    """values[i]: the seeds' values at xs[i]; a line through their means, a band from min to max."""
+    ax.plot(xs, [np.mean(v) for v in values], marker="o", label=label)
+    ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values], alpha=0.2)
+
+
+def save_figure_and_csv(fig, png_path, header, rows, dpi=120):
+    """Writes png_path and its numbers as the same name with .csv; prints both paths."""
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=dpi)
+    csv_path = os.path.splitext(png_path)[0] + ".csv"
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+    print(f"wrote {png_path} and {csv_path}")
