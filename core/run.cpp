@@ -108,13 +108,21 @@ std::vector<int64_t> attention_map_lengths(const RunConfig& config, const Task& 
   return lengths;
 }
 
-RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive) {
+PreparedRun prepare_run(const RunConfig& config) {
   set_threads(config.threads);
   configure_cpu_math();
-  const torch::Device device = resolve_device(config.device);
-  auto task = make_task(config.task.name, config.task.options, config.task.format);
-  Encoder model = build_model(config, *task);
-  model->to(device);
+  PreparedRun run{resolve_device(config.device), make_task(config.task.name, config.task.options, config.task.format),
+                  nullptr};
+  run.model = build_model(config, *run.task);
+  run.model->to(run.device);
+  return run;
+}
+
+RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive) {
+  PreparedRun prepared = prepare_run(config);
+  const torch::Device device = prepared.device;
+  auto& task = prepared.task;
+  Encoder model = prepared.model;
   const auto counts = count_parameters(*model);
 
   log << fmt::format("pelab run '{}': task {} ({} format), encoding {}, {} positions, {} layers x d_model {} ({} parameters), "

@@ -39,6 +39,15 @@ struct RunOutcome {
 // Trains and evaluates; writes <output.dir>/run.h5. Progress goes to `log`.
 RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive);
 
+// What a run needs before training: threads and CPU math set, the device resolved, the
+// task made and the model built on the device (initialized from config.seed).
+struct PreparedRun {
+  torch::Device device;
+  std::unique_ptr<Task> task;
+  Encoder model;
+};
+PreparedRun prepare_run(const RunConfig& config);
+
 // Creates the output directory and writes a probe file there; std::runtime_error otherwise.
 void check_output_writable(const std::string& dir);
 

@@ -86,7 +86,7 @@ void TextTask::check_length(int64_t length, bool training) const {
     const int64_t scored = evaluation_scored_positions(length);
     if (scored > held_out)
       problem = fmt::format("evaluation windows of {} bytes do not fit the held-out split ({} bytes)", length, held_out);
-    else if (length + 1 - scored > split_)
+    else if (evaluation_window_start(length, 0) < 0)  // the first window's context starts before the file
       problem = fmt::format("evaluation windows of {} bytes need {} bytes of context before the held-out split, "
                             "which has {}", length, length + 1 - scored, split_);
   }

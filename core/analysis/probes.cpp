@@ -62,25 +62,31 @@ std::vector<ProbeResult> position_probes(const std::vector<torch::Tensor>& hidde
   auto order = torch::where(i < j, torch::ones({N, T}, torch::kFloat64), -torch::ones({N, T}, torch::kFloat64));
   auto distance = (i - j).abs().to(torch::kFloat64);
 
+  // targets, the same for every layer
+  auto scaled = (positions.to(torch::kFloat64) / std::max<int64_t>(1, T - 1)).unsqueeze(-1);
+  auto scaled_fit = fit_rows(scaled), scaled_test = test_rows(scaled);
+  auto order_fit = fit_rows(order.unsqueeze(-1)), order_test = test_rows(order.unsqueeze(-1));
+  auto distance_fit = fit_rows(distance.unsqueeze(-1)), distance_test = test_rows(distance.unsqueeze(-1));
+
   std::vector<ProbeResult> results;
   for (size_t layer = 0; layer < hidden.size(); ++layer) {
     auto h = hidden[layer].detach().cpu().to(torch::kFloat64);  // (N, T, D)
     const int64_t D = h.size(2);
+    auto h_fit = fit_rows(h), h_test = test_rows(h);
     ProbeResult r;
     r.length = length;
     r.layer = static_cast<int64_t>(layer);
     r.position_chance = chance;
-    r.position_accuracy = argmax_accuracy(ridge_predict(fit_rows(h), one_hot_fit, test_rows(h), ridge), position_test);
-    auto scaled = positions.to(torch::kFloat64) / std::max<int64_t>(1, T - 1);
-    r.position_r2 = r_squared(ridge_predict(fit_rows(h), fit_rows(scaled.unsqueeze(-1)), test_rows(h), ridge),
-                              test_rows(scaled.unsqueeze(-1)));
+    // one solve per feature set: ridge regression is separable across target columns
+    auto position_predicted = ridge_predict(h_fit, torch::cat({one_hot_fit, scaled_fit}, 1), h_test, ridge);
+    r.position_accuracy = argmax_accuracy(position_predicted.narrow(1, 0, T), position_test);
+    r.position_r2 = r_squared(position_predicted.narrow(1, T, 1), scaled_test);
     auto hi = h.gather(1, i.unsqueeze(-1).expand({N, T, D})), hj = h.gather(1, j.unsqueeze(-1).expand({N, T, D}));
     auto pair = torch::cat({hi, hj}, -1);  // (N, T, 2D)
-    auto order_predicted = ridge_predict(fit_rows(pair), fit_rows(order.unsqueeze(-1)), test_rows(pair), ridge);
-    r.order_accuracy =
-        (order_predicted.sign() == test_rows(order.unsqueeze(-1))).to(torch::kFloat64).mean().item<double>();
-    r.distance_r2 = r_squared(ridge_predict(fit_rows(pair), fit_rows(distance.unsqueeze(-1)), test_rows(pair), ridge),
-                              test_rows(distance.unsqueeze(-1)));
+    auto pair_fit = fit_rows(pair), pair_test = test_rows(pair);
+    auto pair_predicted = ridge_predict(pair_fit, torch::cat({order_fit, distance_fit}, 1), pair_test, ridge);
+    r.order_accuracy = (pair_predicted.narrow(1, 0, 1).sign() == order_test).to(torch::kFloat64).mean().item<double>();
+    r.distance_r2 = r_squared(pair_predicted.narrow(1, 1, 1), distance_test);
     results.push_back(r);
   }
   return results;

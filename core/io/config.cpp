@@ -5,9 +5,7 @@
 #include <algorithm>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "core/io/yaml_reader.h"
 
@@ -136,13 +134,7 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
                            const Catalog& tasks) {
   auto source = std::make_shared<YamlSource>();
   source->file = source_name;
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(source_name + ":" + std::to_string(e.mark.line + 1) + ":" +
-                      std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
-  }
+  YAML::Node root = parse_yaml(yaml_text, source_name);
   for (const auto& assignment : overrides) apply_override(root, assignment, *source);
 
   YamlReader r(root, source, "");
@@ -179,11 +171,7 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
                           const Catalog& schemes, const Catalog& tasks) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open config file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_run_config(text.str(), path, overrides, schemes, tasks);
+  return parse_run_config(read_config_file(path, "config file"), path, overrides, schemes, tasks);
 }
 
 namespace {

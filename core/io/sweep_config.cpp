@@ -2,12 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <filesystem>
-#include <fstream>
-#include <memory>
 #include <cctype>
+#include <filesystem>
+#include <memory>
 #include <set>
-#include <sstream>
 
 #include "core/io/yaml_reader.h"
 
@@ -74,19 +72,9 @@ std::string run_id(const std::vector<std::pair<std::string, std::string>>& axis_
 }
 
 SweepConfig load_sweep_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open sweep file");
-  std::stringstream text;
-  text << in.rdbuf();
+  const YAML::Node root = parse_yaml(read_config_file(path, "sweep file"), path);
   auto source = std::make_shared<YamlSource>();
   source->file = path;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text.str());
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                      ": invalid YAML: " + e.msg);
-  }
   YamlReader r(root, source, "");
   SweepConfig s;
   s.file = path;

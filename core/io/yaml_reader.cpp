@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 namespace pelab {
@@ -225,6 +226,23 @@ void YamlReader::finish(const std::string& what) {
     std::vector<std::string> allowed(read_.begin(), read_.end());
     fail_at_key(key, "unknown key '" + key_path(key) + "' in " + what +
                          "; allowed keys: " + (allowed.empty() ? std::string("none") : join(allowed)));
+  }
+}
+
+std::string read_config_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open " + what);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& source_name) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source_name + ":" + std::to_string(e.mark.line + 1) + ":" +
+                      std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
   }
 }
 

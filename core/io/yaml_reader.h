@@ -85,4 +85,9 @@ class YamlReader {
 // Applies `key.path=value` (value parsed as YAML) to `root`, recording it in `source`.
 void apply_override(YAML::Node& root, const std::string& assignment, YamlSource& source);
 
+// The text of a config file; ConfigError `path: cannot open <what>` otherwise.
+std::string read_config_file(const std::string& path, const std::string& what);
+// Parses YAML text; a syntax error is a ConfigError `source_name:line:col: invalid YAML: ...`.
+YAML::Node parse_yaml(const std::string& text, const std::string& source_name);
+
 }  // namespace pelab

@@ -150,7 +150,6 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   model_->eval();
   Rng rng(evaluation_data_seed(config_.seed, length));
   Rng position_rng(position_stream_seed(evaluation_data_seed(config_.seed, length)));
-  const bool sampled = config_.positions.evaluate_with == "sampler";
   // stretch rotary schemes by test length / training length (in tokens)
   const double factor = double(task_.sequence_length(length)) / double(task_.sequence_length(config_.train.max_length));
   model_->encoding().set_extrapolation(method, factor);
@@ -169,7 +168,7 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
     const int64_t n = std::min(config_.eval.batch_size, examples - done);
     Batch batch = task_.evaluation_batch(length, done, n, rng).to(device_);
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
-    auto positions = sampled ? sampler_.sample(B, T, position_rng, device_) : contiguous_positions(B, T, device_);
+    auto positions = evaluation_positions(B, T, position_rng);
     auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
     attention.add(output.attentions, batch.padding);
     BatchScore s = score_batch(output.logits, batch);
@@ -194,14 +193,17 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   return r;
 }
 
+Positions Trainer::evaluation_positions(int64_t batch, int64_t tokens, Rng& position_rng) {
+  if (config_.positions.evaluate_with == "sampler") return sampler_.sample(batch, tokens, position_rng, device_);
+  return contiguous_positions(batch, tokens, device_);
+}
+
 std::pair<Batch, Positions> Trainer::evaluation_examples(int64_t length, int64_t count, uint64_t seed) {
   Rng rng(seed), position_rng(position_stream_seed(seed));
   count = std::max<int64_t>(1, task_.evaluation_size(length, count));
   Batch batch = task_.evaluation_batch(length, 0, count, rng).to(device_);
   const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
-  const bool sampled = config_.positions.evaluate_with == "sampler";
-  auto positions = sampled ? sampler_.sample(B, T, position_rng, device_) : contiguous_positions(B, T, device_);
-  return {batch, positions};
+  return {batch, evaluation_positions(B, T, position_rng)};
 }
 
 AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples) {

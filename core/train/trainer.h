@@ -75,6 +75,8 @@ class Trainer {
   std::string nonfinite_gradients() const;  // names of parameters whose gradient is not finite
   // The first `count` examples of the evaluation set at `length` and the positions evaluation gives them.
   std::pair<Batch, Positions> evaluation_examples(int64_t length, int64_t count, uint64_t seed);
+  // Positions at evaluation (positions.evaluate_with): the sampler's, or contiguous.
+  Positions evaluation_positions(int64_t batch, int64_t tokens, Rng& position_rng);
 
   RunConfig config_;
   PositionSampler sampler_;
