@@ -11,6 +11,8 @@
 #include "core/encodings/position_sampler.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
+#include "core/train/checkpoint.h"
+#include "core/train/stop_signal.h"
 #include "data/task_registry.h"
 
 namespace pelab {
@@ -118,7 +120,33 @@ PreparedRun prepare_run(const RunConfig& config) {
   return run;
 }
 
-RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive) {
+namespace {
+
+void check_same_config(const std::string& file, const std::string& stored_yaml, const RunConfig& config) {
+  const auto differences = config_differences(stored_yaml, to_yaml(config));
+  if (!differences.empty())
+    throw std::runtime_error(file + " was written by a different config (" + join(differences, "; ") +
+                             "); resume with the same config, or remove it to start over");
+}
+
+// Stops between the phases after training (evaluation, maps, probes): the checkpoint
+// written when training ended lets --resume redo them.
+void stop_if_requested(const Trainer& trainer, const std::string& checkpoint) {
+  if (stop_signal() != 0) throw RunInterrupted(stop_signal(), trainer.progress().step, checkpoint);
+}
+
+}  // namespace
+
+RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive, bool resume) {
+  namespace fs = std::filesystem;
+  const std::string run_file = config.output.dir + "/" + schema::kRunFileName;
+  const std::string checkpoint_file = config.output.dir + "/" + kCheckpointFileName;
+  if (resume && is_complete_run_file(run_file)) {
+    RunRecord done = read_run_file(run_file, /*with_checkpoint=*/false);
+    check_same_config(run_file, done.config_yaml, config);
+    log << "run '" << config.name << "' is already complete: " << run_file << "\n";
+    return RunOutcome{run_file, done.training, done.evaluation, 0};
+  }
   PreparedRun prepared = prepare_run(config);
   const torch::Device device = prepared.device;
   auto& task = prepared.task;
@@ -135,6 +163,22 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   check_lengths_fit(config, *task, *model);
   check_output_writable(config.output.dir);
   Trainer trainer(config, model, *task, device);
+  trainer.enable_checkpoints(checkpoint_file, config.train.checkpoint_every);
+  if (fs::exists(checkpoint_file) && resume) {
+    const TrainingCheckpoint checkpoint = read_training_checkpoint(checkpoint_file);
+    check_same_config(checkpoint_file, checkpoint.config_yaml, config);
+    trainer.restore(checkpoint);
+    log << fmt::format("resuming from step {} of {} ({})\n", checkpoint.progress.step, config.train.steps,
+                       checkpoint_file);
+    if (checkpoint.threads != torch::get_num_threads())
+      log << fmt::format("warning: the checkpoint was written with {} threads, this run has {}: the results "
+                         "may differ from an uninterrupted run in the last bits\n",
+                         checkpoint.threads, torch::get_num_threads());
+  } else if (fs::exists(checkpoint_file)) {
+    log << "note: starting over; " << checkpoint_file << " is replaced (pass --resume to continue from it)\n";
+  } else if (resume) {
+    log << "no checkpoint in " << config.output.dir << ": starting at step 0\n";
+  }
   RunOutcome outcome;
   outcome.training = trainer.train(log, interactive);
   outcome.tokens_per_second = trainer.tokens_per_second();
@@ -144,7 +188,9 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
                      config.eval.extrapolation.size() > 1
                          ? fmt::format(" under {} extrapolation methods", config.eval.extrapolation.size())
                          : std::string());
+  stop_if_requested(trainer, checkpoint_file);
   outcome.evaluation = trainer.evaluate();
+  stop_if_requested(trainer, checkpoint_file);
 
   RunRecord record;
   record.run_name = config.name;
@@ -173,8 +219,10 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
       record.probes.insert(record.probes.end(), results.begin(), results.end());
     }
   }
-  outcome.run_file = config.output.dir + "/" + schema::kRunFileName;
+  stop_if_requested(trainer, checkpoint_file);
+  outcome.run_file = run_file;
   write_run_file(outcome.run_file, record);
+  fs::remove(checkpoint_file);  // run.h5 holds the final parameters
   log << "evaluation: " << task->evaluation_protocol() << "; chance = the best input-independent prediction\n";
   log << format_evaluation_table(outcome.evaluation, config.train.max_length, task->models_text());
   log << "run file: " << outcome.run_file << "\n";

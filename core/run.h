@@ -36,8 +36,13 @@ struct RunOutcome {
   double tokens_per_second = 0;  // over the whole training
 };
 
-// Trains and evaluates; writes <output.dir>/run.h5. Progress goes to `log`.
-RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive);
+// Trains and evaluates; writes <output.dir>/run.h5. Progress goes to `log`. Training
+// checkpoints go to <output.dir>/checkpoint.h5 (train.checkpoint_every, a stop signal, the
+// end of training) and are removed once run.h5 is complete. With `resume`, a checkpoint
+// there is continued (its config must match, up to name, threads, device and output.dir),
+// and a complete run.h5 of the same config is left as it is. A stop signal throws
+// RunInterrupted (stop_signal.h) after writing the checkpoint.
+RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive, bool resume = false);
 
 // What a run needs before training: threads and CPU math set, the device resolved, the
 // task made and the model built on the device (initialized from config.seed).

@@ -9,6 +9,7 @@
 #include "core/io/yaml_reader.h"
 #include "core/run.h"
 #include "core/train/progress.h"
+#include "core/train/stop_signal.h"
 #include "data/task_registry.h"
 
 namespace pelab {
@@ -23,8 +24,17 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
     err << "error: " << e.what() << "\n";
     return 2;
   }
+  install_stop_handlers();
   try {
-    execute_run(config, out, ProgressReporter::stdout_is_terminal());
+    execute_run(config, out, ProgressReporter::stdout_is_terminal(), arguments.resume);
+  } catch (const RunInterrupted& e) {
+    out.flush();
+    err << "interrupted: run '" << config.name << "' " << e.what() << "\n";
+    if (!e.checkpoint.empty())
+      err << "resume with: pelab train " << arguments.config_path << " --resume"
+          << (arguments.out_dir.empty() ? std::string() : " --out " + arguments.out_dir)
+          << (arguments.overrides.empty() ? std::string() : " (and the same --set options)") << "\n";
+    return kExitInterrupted;
   } catch (const c10::Error& e) {  // LibTorch's what() carries a C++ backtrace: leave it out
     err << "error: run '" << config.name << "' failed: " << e.what_without_backtrace() << "\n";
     return 1;

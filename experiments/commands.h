@@ -14,9 +14,11 @@ struct TrainArguments {
   std::string config_path;
   std::vector<std::string> overrides;  // key.path=value
   std::string out_dir;                 // empty: output.dir of the config
+  bool resume = false;                 // continue from <output.dir>/checkpoint.h5 when there is one
 };
 
-// Exit codes: 0 success, 2 invalid config or arguments, 1 a failure while running.
+// Exit codes: 0 success, 2 invalid config or arguments, 1 a failure while running,
+// 75 (kExitInterrupted) stopped by SIGINT/SIGTERM after writing a checkpoint.
 int command_train(const TrainArguments& arguments, std::ostream& out, std::ostream& err);
 void command_list(std::ostream& out);
 

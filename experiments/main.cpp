@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--set", train.overrides, "override a config value: key.path=value (repeatable)")
       ->type_name("KEY=VALUE")->allow_extra_args(false);
   train_cmd->add_option("--out", train.out_dir, "output directory (overrides output.dir)");
+  train_cmd->add_flag("--resume", train.resume,
+                      "continue from <output.dir>/checkpoint.h5 if there is one (same config); a complete run "
+                      "is left as it is");
 
   CLI::App* list_cmd = app.add_subcommand("list", "list position encodings and tasks with their options");
 

@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
 
 #include "core/io/yaml_reader.h"
 
@@ -79,6 +81,7 @@ TrainConfig read_train(YamlReader r) {
   t.grad_clip = r.get_float("grad_clip", t.grad_clip, 0.0, 1e9);
   t.nonfinite = r.get_choice("nonfinite", t.nonfinite, {"stop", "skip"});
   t.log_every = r.get_int("log_every", t.log_every, 1, 1e12);
+  t.checkpoint_every = r.get_int("checkpoint_every", t.checkpoint_every, 0, 1e12);
   if (t.min_length > t.max_length)
     r.fail_at("min_length", "min_length = " + std::to_string(t.min_length) +
                                 " is larger than max_length = " + std::to_string(t.max_length));
@@ -243,6 +246,7 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "grad_clip" << YAML::Value << t.grad_clip
       << YAML::Key << "nonfinite" << YAML::Value << t.nonfinite
       << YAML::Key << "log_every" << YAML::Value << t.log_every
+      << YAML::Key << "checkpoint_every" << YAML::Value << t.checkpoint_every
       << YAML::EndMap;
   out << YAML::Key << "positions" << YAML::Value << YAML::BeginMap
       << YAML::Key << "sampler" << YAML::Value << c.positions.sampler
@@ -269,6 +273,39 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "dir" << YAML::Value << c.output.dir << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+namespace {
+
+// Every scalar and sequence of a YAML tree, by dotted key path, as flow-style text.
+void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& item : node) flatten(item.second, prefix + (prefix.empty() ? "" : ".") + item.first.as<std::string>(), out);
+    return;
+  }
+  YAML::Emitter text;
+  text << YAML::Flow << node;
+  out[prefix] = text.c_str();
+}
+
+}  // namespace
+
+std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml) {
+  std::map<std::string, std::string> before, after;
+  flatten(YAML::Load(before_yaml), "", before);
+  flatten(YAML::Load(after_yaml), "", after);
+  const std::set<std::string> ignored = {"name", "threads", "device", "output.dir"};
+  std::set<std::string> keys;
+  for (const auto& [key, value] : before) keys.insert(key);
+  for (const auto& [key, value] : after) keys.insert(key);
+  std::vector<std::string> differences;
+  for (const auto& key : keys) {
+    if (ignored.count(key)) continue;
+    const auto a = before.find(key), b = after.find(key);
+    const std::string va = a == before.end() ? "(absent)" : a->second, vb = b == after.end() ? "(absent)" : b->second;
+    if (va != vb) differences.push_back(key + ": " + va + " -> " + vb);
+  }
+  return differences;
 }
 
 }  // namespace pelab

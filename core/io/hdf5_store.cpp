@@ -6,6 +6,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/io/atomic_file.h"
+#include "core/io/hdf5_util.h"
 #include "core/io/schema.h"
 
 namespace pelab {
@@ -13,158 +15,9 @@ namespace pelab {
 namespace fs = std::filesystem;
 namespace s = schema;
 
+using namespace hdf5;
+
 namespace {
-
-const H5::StrType& string_type() {
-  static const H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
-  return type;
-}
-
-template <typename T>
-const H5::PredType& native_type();
-template <>
-const H5::PredType& native_type<double>() { return H5::PredType::NATIVE_DOUBLE; }
-template <>
-const H5::PredType& native_type<int64_t>() { return H5::PredType::NATIVE_INT64; }
-
-void write_string_attribute(H5::H5Object& object, const std::string& name, const std::string& value) {
-  object.createAttribute(name, string_type(), H5::DataSpace(H5S_SCALAR)).write(string_type(), value);
-}
-
-template <typename T>
-void write_scalar_attribute(H5::H5Object& object, const std::string& name, T value) {
-  object.createAttribute(name, native_type<T>(), H5::DataSpace(H5S_SCALAR)).write(native_type<T>(), &value);
-}
-
-template <typename T>
-void write_vector(H5::Group& group, const std::string& name, const std::vector<T>& values) {
-  hsize_t dims[1] = {values.size()};
-  H5::DataSpace space(1, dims);
-  auto dataset = group.createDataSet(name, native_type<T>(), space);
-  if (!values.empty()) dataset.write(values.data(), native_type<T>());
-}
-
-void write_strings(H5::Group& group, const std::string& name, const std::vector<std::string>& values) {
-  std::vector<const char*> pointers;
-  for (const auto& v : values) pointers.push_back(v.c_str());
-  hsize_t dims[1] = {values.size()};
-  auto dataset = group.createDataSet(name, string_type(), H5::DataSpace(1, dims));
-  if (!values.empty()) dataset.write(pointers.data(), string_type());
-}
-
-std::vector<std::string> read_strings(const H5::Group& group, const std::string& name) {
-  H5::DataSet dataset = group.openDataSet(name);
-  H5::DataSpace space = dataset.getSpace();
-  hsize_t dims[1] = {0};
-  space.getSimpleExtentDims(dims);
-  std::vector<char*> pointers(dims[0], nullptr);
-  if (pointers.empty()) return {};
-  dataset.read(pointers.data(), string_type());
-  std::vector<std::string> values(pointers.begin(), pointers.end());
-  H5::DataSet::vlenReclaim(pointers.data(), string_type(), space);
-  return values;
-}
-
-std::string read_string_attribute(const H5::H5Object& object, const std::string& name) {
-  std::string value;
-  H5::Attribute attribute = object.openAttribute(name);
-  attribute.read(attribute.getStrType(), value);
-  return value;
-}
-
-template <typename T>
-T read_scalar_attribute(const H5::H5Object& object, const std::string& name) {
-  T value{};
-  object.openAttribute(name).read(native_type<T>(), &value);
-  return value;
-}
-
-template <typename T>
-std::vector<T> read_vector(const H5::Group& group, const std::string& name) {
-  H5::DataSet dataset = group.openDataSet(name);
-  hsize_t dims[1] = {0};
-  dataset.getSpace().getSimpleExtentDims(dims);
-  std::vector<T> values(dims[0]);
-  if (!values.empty()) dataset.read(values.data(), native_type<T>());
-  return values;
-}
-
-void write_tensor(H5::Group& group, const std::string& name, const torch::Tensor& tensor) {
-  auto t = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
-  H5::DataSpace space = dims.empty() ? H5::DataSpace(H5S_SCALAR) : H5::DataSpace(dims.size(), dims.data());
-  H5::DSetCreatPropList properties;
-  if (t.numel() >= 4096) {  // compress large tensors; tiny ones are cheaper raw
-    properties.setChunk(dims.size(), dims.data());
-    properties.setDeflate(4);
-  }
-  group.createDataSet(name, H5::PredType::NATIVE_FLOAT, space, properties)
-      .write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
-}
-
-torch::Tensor read_tensor(const H5::Group& group, const std::string& name) {
-  H5::DataSet dataset = group.openDataSet(name);
-  H5::DataSpace space = dataset.getSpace();
-  std::vector<hsize_t> dims(space.getSimpleExtentNdims());
-  if (!dims.empty()) space.getSimpleExtentDims(dims.data());
-  std::vector<int64_t> shape(dims.begin(), dims.end());
-  auto t = torch::empty(shape, torch::kFloat32);
-  dataset.read(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
-  return t;
-}
-
-// IEEE half precision (h5py reads it as numpy float16); HDF5 converts float32 on write.
-H5::FloatType half_type() {
-  H5::FloatType type(H5::PredType::IEEE_F32LE);
-  type.setFields(15, 10, 5, 0, 10);
-  type.setOffset(0);
-  type.setPrecision(16);
-  type.setSize(2);
-  type.setEbias(15);
-  return type;
-}
-
-// A float32 tensor stored chunked (one chunk per trailing (T, T) map) and compressed.
-void write_maps(H5::Group& group, const std::string& name, const torch::Tensor& tensor, bool float16) {
-  auto t = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end()), chunk(dims.size(), 1);
-  for (size_t k = dims.size() >= 2 ? dims.size() - 2 : 0; k < dims.size(); ++k) chunk[k] = dims[k];
-  H5::DataSpace space(dims.size(), dims.data());
-  H5::DSetCreatPropList properties;
-  properties.setChunk(chunk.size(), chunk.data());
-  properties.setShuffle();
-  properties.setDeflate(4);
-  if (float16) {
-    group.createDataSet(name, half_type(), space, properties).write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
-  } else {
-    group.createDataSet(name, H5::PredType::NATIVE_FLOAT, space, properties)
-        .write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
-  }
-}
-
-void write_int_tensor(H5::Group& group, const std::string& name, const torch::Tensor& tensor) {
-  auto t = tensor.to(torch::kCPU, torch::kInt64).contiguous();
-  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
-  H5::DataSpace space(dims.size(), dims.data());
-  group.createDataSet(name, H5::PredType::NATIVE_INT64, space).write(t.data_ptr<int64_t>(), H5::PredType::NATIVE_INT64);
-}
-
-std::vector<std::string> member_names(const H5::Group& group) {
-  std::vector<std::string> names;
-  for (hsize_t i = 0; i < group.getNumObjs(); ++i) names.push_back(group.getObjnameByIdx(i));
-  return names;
-}
-
-// Runs `body`, turning HDF5's exceptions into std::runtime_error naming the file.
-template <typename F>
-auto with_hdf5_errors(const std::string& what, const std::string& path, F&& body) {
-  H5::Exception::dontPrint();
-  try {
-    return body();
-  } catch (const H5::Exception& e) {
-    throw std::runtime_error("cannot " + what + " HDF5 run file " + path + ": " + e.getDetailMsg());
-  }
-}
 
 void write_attention_maps(H5::H5File& file, const std::vector<AttentionMaps>& maps, bool float16) {
   if (maps.empty()) return;
@@ -209,8 +62,9 @@ std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(torch::nn::Modu
 void write_run_file(const std::string& path, const RunRecord& r) {
   const fs::path final_path(path);
   if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path());
-  const std::string temporary = path + ".tmp";
-  with_hdf5_errors("write", temporary, [&] {
+  const std::string temporary = temporary_name(path);
+  TemporaryFileGuard guard(temporary);
+  with_hdf5_errors("write HDF5 run file", path, [&] {
     H5::H5File file(temporary, H5F_ACC_TRUNC);
     write_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr, s::kSchemaVersion);
     write_string_attribute(file, s::kRunNameAttr, r.run_name);
@@ -313,12 +167,13 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     file.close();
     return 0;
   });
-  fs::rename(temporary, final_path);
+  commit_file(temporary, path);
+  guard.release();
 }
 
 RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
   if (!fs::exists(path)) throw std::runtime_error("run file " + path + " does not exist");
-  return with_hdf5_errors("read", path, [&] {
+  return with_hdf5_errors("read HDF5 run file", path, [&] {
     H5::H5File file(path, H5F_ACC_RDONLY);
     const auto version = read_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr);
     if (version != s::kSchemaVersion)
@@ -415,15 +270,17 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
 
 void add_attention_maps(const std::string& path, const std::vector<AttentionMaps>& maps, bool float16) {
   if (!is_complete_run_file(path)) throw std::runtime_error(path + " is not a complete run file");
-  const std::string temporary = path + ".tmp";
+  const std::string temporary = temporary_name(path);
+  TemporaryFileGuard guard(temporary);
   fs::copy_file(path, temporary, fs::copy_options::overwrite_existing);
-  with_hdf5_errors("update", temporary, [&] {
+  with_hdf5_errors("update HDF5 run file", path, [&] {
     H5::H5File file(temporary, H5F_ACC_RDWR);
     write_attention_maps(file, maps, float16);
     file.close();
     return 0;
   });
-  fs::rename(temporary, path);
+  commit_file(temporary, path);
+  guard.release();
 }
 
 bool is_complete_run_file(const std::string& path) {
@@ -440,8 +297,9 @@ bool is_complete_run_file(const std::string& path) {
 
 void write_sweep_index(const std::string& path, const std::string& sweep_name,
                        const std::vector<SweepIndexEntry>& entries) {
-  const std::string temporary = path + ".tmp";
-  with_hdf5_errors("write", temporary, [&] {
+  const std::string temporary = temporary_name(path);
+  TemporaryFileGuard guard(temporary);
+  with_hdf5_errors("write HDF5 sweep index", path, [&] {
     H5::H5File file(temporary, H5F_ACC_TRUNC);
     write_string_attribute(file, s::kSweepNameAttr, sweep_name);
     write_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr, s::kSchemaVersion);
@@ -463,7 +321,8 @@ void write_sweep_index(const std::string& path, const std::string& sweep_name,
     file.close();
     return 0;
   });
-  fs::rename(temporary, path);
+  commit_file(temporary, path);
+  guard.release();
 }
 
 void load_checkpoint(const std::string& path, torch::nn::Module& model) {

@@ -2,13 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <sstream>
 #include <stdexcept>
 
+#include "core/train/checkpoint.h"
 #include "core/train/metrics.h"
 #include "core/train/progress.h"
 #include "core/train/schedule.h"
+#include "core/train/stop_signal.h"
 
 namespace pelab {
 
@@ -43,7 +50,13 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
 }  // namespace
 
 Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch::Device device)
-    : config_(config), sampler_(config.positions), model_(std::move(model)), task_(task), device_(device) {
+    : config_(config),
+      sampler_(config.positions),
+      model_(std::move(model)),
+      task_(task),
+      device_(device),
+      data_rng_(training_data_seed(config.seed)),
+      position_rng_(position_stream_seed(training_data_seed(config.seed))) {
   optimizer_ = make_optimizer(config_.train, model_->parameters());
 }
 
@@ -73,26 +86,32 @@ void Trainer::check_every_parameter_has_gradient() const {
 }
 
 TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
+  return train_until(config_.train.steps, log, interactive);
+}
+
+TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool interactive) {
   const TrainConfig& t = config_.train;
-  Rng rng(training_data_seed(config_.seed));
-  Rng position_rng(position_stream_seed(training_data_seed(config_.seed)));
+  until = std::min(until, t.steps);
   model_->train();
-
-  TrainingCurve curve;
+  TrainerProgress& p = progress_;
+  TrainingCurve& curve = p.curve;
   ProgressReporter progress(log, t.steps, t.log_every, interactive);
-  double window_loss = 0, window_accuracy = 0, window_tokens = 0, window_seconds = 0;
-  int64_t window_steps = 0;
   const auto start = std::chrono::steady_clock::now();
+  const double seconds_before = p.training_seconds;
+  auto update_seconds = [&] {
+    p.training_seconds = seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
 
-  for (int64_t step = 0; step < t.steps; ++step) {
+  while (p.step < until) {
+    const int64_t step = p.step;
     const auto step_start = std::chrono::steady_clock::now();
-    const int64_t length = curriculum_length(t, step, rng);
-    Batch batch = task_.sample(t.batch_size, length, rng).to(device_);
+    const int64_t length = curriculum_length(t, step, data_rng_);
+    Batch batch = task_.sample(t.batch_size, length, data_rng_).to(device_);
     const double lr = learning_rate_at(t, step);
     set_learning_rate(*optimizer_, lr);
 
     optimizer_->zero_grad();
-    auto positions = sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng, device_);
+    auto positions = sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng_, device_);
     auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments);
     BatchScore score = score_batch(output.logits, batch);
     const double loss = score.loss.item<double>();
@@ -113,37 +132,114 @@ TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
                                         "train.nonfinite: skip");
       if (curve.skipped_steps++ < 3) log << "skipped " << what << "\n";
       optimizer_->zero_grad();
-      continue;
+    } else {
+      optimizer_->step();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+      p.window_loss += loss;
+      p.window_accuracy += static_cast<double>(score.correct_tokens) / std::max<int64_t>(1, score.scored_tokens);
+      p.window_tokens += static_cast<double>(batch.tokens.numel());
+      p.total_tokens += static_cast<double>(batch.tokens.numel());
+      p.window_seconds += seconds;
+      ++p.window_steps;
     }
-    optimizer_->step();
-
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-    window_loss += loss;
-    window_accuracy += static_cast<double>(score.correct_tokens) / std::max<int64_t>(1, score.scored_tokens);
-    window_tokens += static_cast<double>(batch.tokens.numel());
-    total_tokens_ += static_cast<double>(batch.tokens.numel());
-    window_seconds += seconds;
-    ++window_steps;
-    ProgressStats stats{step + 1, window_loss / window_steps, window_accuracy / window_steps,
-                        window_tokens / std::max(1e-9, window_seconds), lr};
-    progress.update(stats);
-    if ((step + 1) % t.log_every == 0 || step + 1 == t.steps) {
+    ++p.step;
+    const int64_t n = std::max<int64_t>(1, p.window_steps);
+    ProgressStats stats{p.step, p.window_loss / n, p.window_accuracy / n,
+                        p.window_tokens / std::max(1e-9, p.window_seconds), lr};
+    if (p.window_steps > 0) progress.update(stats);
+    if ((p.step % t.log_every == 0 || p.step == t.steps) && p.window_steps > 0) {
       curve.step.push_back(stats.step);
       curve.loss.push_back(stats.loss);
       curve.accuracy.push_back(stats.accuracy);
       curve.learning_rate.push_back(lr);
       curve.tokens_per_second.push_back(stats.tokens_per_second);
-      window_loss = window_accuracy = window_tokens = window_seconds = 0;
-      window_steps = 0;
+      p.window_loss = p.window_accuracy = p.window_tokens = p.window_seconds = 0;
+      p.window_steps = 0;
+    }
+    const bool stopping = stop_signal() != 0;
+    if (!checkpoint_path_.empty() &&
+        (stopping || p.step == t.steps || (checkpoint_every_ > 0 && p.step % checkpoint_every_ == 0))) {
+      update_seconds();
+      write_checkpoint();
+    }
+    if (stopping) {
+      progress.finish();
+      throw RunInterrupted(stop_signal(), p.step, checkpoint_path_);
     }
   }
   progress.finish();
-  if (curve.skipped_steps > 0)
+  update_seconds();
+  if (p.step == t.steps && curve.skipped_steps > 0)
     log << fmt::format("skipped {} of {} steps with a non-finite loss or gradient (train.nonfinite: skip)\n",
                        curve.skipped_steps, t.steps);
-  training_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return curve;
 }
+
+void Trainer::enable_checkpoints(std::string path, int64_t every) {
+  checkpoint_path_ = std::move(path);
+  checkpoint_every_ = every;
+}
+
+TrainingCheckpoint Trainer::checkpoint() const {
+  TrainingCheckpoint c;
+  c.config_yaml = to_yaml(config_);
+  c.threads = torch::get_num_threads();
+  c.progress = progress_;
+  std::ostringstream data, positions;
+  data << data_rng_;
+  positions << position_rng_;
+  c.data_rng = data.str();
+  c.position_rng = positions.str();
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    c.torch_rng = generator.get_state();
+  }
+  for (const auto& p : model_->named_parameters()) c.model.emplace_back(p.key(), p.value().detach().cpu());
+  for (const auto& b : model_->named_buffers()) c.model.emplace_back(b.key(), b.value().detach().cpu());
+  torch::serialize::OutputArchive archive;
+  optimizer_->save(archive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  c.optimizer = bytes.str();
+  return c;
+}
+
+void Trainer::restore(const TrainingCheckpoint& c) {
+  std::map<std::string, torch::Tensor> stored(c.model.begin(), c.model.end());
+  {
+    torch::NoGradGuard no_grad;
+    size_t used = 0;
+    auto copy_into = [&](const std::string& name, torch::Tensor& target) {
+      auto it = stored.find(name);
+      if (it == stored.end()) throw std::runtime_error("the checkpoint has no tensor '" + name + "'");
+      if (it->second.sizes() != target.sizes())
+        throw std::runtime_error("checkpoint tensor '" + name + "' has shape " + c10::str(it->second.sizes()) +
+                                 ", the model expects " + c10::str(target.sizes()));
+      target.copy_(it->second);
+      ++used;
+    };
+    for (auto& p : model_->named_parameters()) copy_into(p.key(), p.value());
+    for (auto& b : model_->named_buffers()) copy_into(b.key(), b.value());
+    if (used != stored.size()) throw std::runtime_error("the checkpoint holds tensors the model does not have");
+  }
+  torch::serialize::InputArchive archive;
+  std::istringstream bytes(c.optimizer);
+  archive.load_from(bytes, device_);
+  optimizer_->load(archive);
+  std::istringstream data(c.data_rng), positions(c.position_rng);
+  data >> data_rng_;
+  positions >> position_rng_;
+  if (!data || !positions) throw std::runtime_error("the checkpoint's RNG states cannot be read");
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(c.torch_rng);
+  }
+  progress_ = c.progress;
+}
+
+void Trainer::write_checkpoint() const { write_training_checkpoint(checkpoint_path_, checkpoint()); }
 
 EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::string& method) {
   torch::NoGradGuard no_grad;
@@ -238,7 +334,10 @@ std::vector<ProbeResult> Trainer::probes(int64_t length) {
 std::vector<EvalResult> Trainer::evaluate() {
   std::vector<EvalResult> results;
   for (const auto& method : config_.eval.extrapolation)
-    for (int64_t length : config_.eval.lengths) results.push_back(evaluate_length(length, config_.eval.samples, method));
+    for (int64_t length : config_.eval.lengths) {
+      if (stop_signal() != 0) throw RunInterrupted(stop_signal(), progress_.step, checkpoint_path_);
+      results.push_back(evaluate_length(length, config_.eval.samples, method));
+    }
   return results;
 }
 

@@ -41,6 +41,19 @@ struct EvalResult {
   AttentionSummary attention;  // per layer and head, when analysis.attention_statistics
 };
 
+// Where training stands: the step, the curve so far, the log_every window in progress and
+// the counters. With the model, the optimizer and the RNG streams it is what a checkpoint
+// stores (checkpoint.h).
+struct TrainerProgress {
+  int64_t step = 0;  // optimizer steps done (skipped ones included)
+  TrainingCurve curve;
+  double window_loss = 0, window_accuracy = 0, window_tokens = 0, window_seconds = 0;  // sums over
+  int64_t window_steps = 0;                                                           //   the window
+  double training_seconds = 0, total_tokens = 0;
+};
+
+struct TrainingCheckpoint;
+
 // Seeds of the data streams: training batches, and one evaluation set per test length
 // (the same for every scheme and run with the same seed).
 uint64_t training_data_seed(int64_t run_seed);
@@ -50,11 +63,23 @@ class Trainer {
  public:
   Trainer(const RunConfig& config, Encoder model, const Task& task, torch::Device device);
 
-  // Runs train.steps optimizer steps. A non-finite loss or gradient throws (naming the step,
-  // the loss, the gradient norm and the parameters whose gradients are not finite), or with
+  // Runs the optimizer steps left up to train.steps (all of them, unless restored from a
+  // checkpoint). A non-finite loss or gradient throws (naming the step, the loss, the
+  // gradient norm and the parameters whose gradients are not finite), or with
   // train.nonfinite: skip leaves the parameters unchanged and counts the step. Throws after
-  // the first backward pass if any parameter received no gradient (naming it).
+  // the first backward pass if any parameter received no gradient (naming it). A stop signal
+  // (stop_signal.h) ends it after the current step: checkpoint, then RunInterrupted.
   TrainingCurve train(std::ostream& log, bool interactive);
+  // Same, up to step `until` (< train.steps: the run is not finished).
+  TrainingCurve train_until(int64_t until, std::ostream& log, bool interactive);
+
+  // Checkpoints to `path` every `every` steps (0: only at a stop signal) and when training ends.
+  void enable_checkpoints(std::string path, int64_t every);
+  // The whole training state now, and a trainer made from the same config taking it over.
+  TrainingCheckpoint checkpoint() const;
+  void restore(const TrainingCheckpoint& checkpoint);
+  void write_checkpoint() const;  // to the enable_checkpoints path
+  const TrainerProgress& progress() const { return progress_; }
   // Evaluates every eval.extrapolation method x eval.lengths entry on eval.samples examples
   // (fewer when the task's evaluation set is smaller: text).
   std::vector<EvalResult> evaluate();
@@ -65,9 +90,9 @@ class Trainer {
   // Position probes of every layer on analysis.probe_examples sequences at `length`.
   std::vector<ProbeResult> probes(int64_t length);
 
-  double training_seconds() const { return training_seconds_; }
+  double training_seconds() const { return progress_.training_seconds; }
   // Tokens (input + placeholders) per second over the whole training.
-  double tokens_per_second() const { return total_tokens_ / std::max(1e-9, training_seconds_); }
+  double tokens_per_second() const { return progress_.total_tokens / std::max(1e-9, progress_.training_seconds); }
 
  private:
   void check_every_parameter_has_gradient() const;
@@ -84,7 +109,10 @@ class Trainer {
   const Task& task_;
   torch::Device device_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  double training_seconds_ = 0, total_tokens_ = 0;
+  Rng data_rng_, position_rng_;  // the training batches' streams
+  TrainerProgress progress_;
+  std::string checkpoint_path_;
+  int64_t checkpoint_every_ = 0;
 };
 
 }  // namespace pelab

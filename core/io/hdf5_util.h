@@ -1,0 +1,181 @@
+// HDF5 helpers shared by the run file, the sweep index and the training checkpoint:
+// typed attributes and 1-D datasets, tensors, and HDF5 errors turned into one line.
+#pragma once
+
+#include <H5Cpp.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace pelab::hdf5 {
+
+inline const H5::StrType& string_type() {
+  static const H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+  return type;
+}
+
+template <typename T>
+const H5::PredType& native_type();
+template <>
+inline const H5::PredType& native_type<double>() { return H5::PredType::NATIVE_DOUBLE; }
+template <>
+inline const H5::PredType& native_type<int64_t>() { return H5::PredType::NATIVE_INT64; }
+
+inline void write_string_attribute(H5::H5Object& object, const std::string& name, const std::string& value) {
+  object.createAttribute(name, string_type(), H5::DataSpace(H5S_SCALAR)).write(string_type(), value);
+}
+
+template <typename T>
+void write_scalar_attribute(H5::H5Object& object, const std::string& name, T value) {
+  object.createAttribute(name, native_type<T>(), H5::DataSpace(H5S_SCALAR)).write(native_type<T>(), &value);
+}
+
+template <typename T>
+void write_vector(H5::Group& group, const std::string& name, const std::vector<T>& values) {
+  hsize_t dims[1] = {values.size()};
+  H5::DataSpace space(1, dims);
+  auto dataset = group.createDataSet(name, native_type<T>(), space);
+  if (!values.empty()) dataset.write(values.data(), native_type<T>());
+}
+
+inline void write_strings(H5::Group& group, const std::string& name, const std::vector<std::string>& values) {
+  std::vector<const char*> pointers;
+  for (const auto& v : values) pointers.push_back(v.c_str());
+  hsize_t dims[1] = {values.size()};
+  auto dataset = group.createDataSet(name, string_type(), H5::DataSpace(1, dims));
+  if (!values.empty()) dataset.write(pointers.data(), string_type());
+}
+
+inline std::vector<std::string> read_strings(const H5::Group& group, const std::string& name) {
+  H5::DataSet dataset = group.openDataSet(name);
+  H5::DataSpace space = dataset.getSpace();
+  hsize_t dims[1] = {0};
+  space.getSimpleExtentDims(dims);
+  std::vector<char*> pointers(dims[0], nullptr);
+  if (pointers.empty()) return {};
+  dataset.read(pointers.data(), string_type());
+  std::vector<std::string> values(pointers.begin(), pointers.end());
+  H5::DataSet::vlenReclaim(pointers.data(), string_type(), space);
+  return values;
+}
+
+inline std::string read_string_attribute(const H5::H5Object& object, const std::string& name) {
+  std::string value;
+  H5::Attribute attribute = object.openAttribute(name);
+  attribute.read(attribute.getStrType(), value);
+  return value;
+}
+
+template <typename T>
+T read_scalar_attribute(const H5::H5Object& object, const std::string& name) {
+  T value{};
+  object.openAttribute(name).read(native_type<T>(), &value);
+  return value;
+}
+
+template <typename T>
+std::vector<T> read_vector(const H5::Group& group, const std::string& name) {
+  H5::DataSet dataset = group.openDataSet(name);
+  hsize_t dims[1] = {0};
+  dataset.getSpace().getSimpleExtentDims(dims);
+  std::vector<T> values(dims[0]);
+  if (!values.empty()) dataset.read(values.data(), native_type<T>());
+  return values;
+}
+
+inline void write_tensor(H5::Group& group, const std::string& name, const torch::Tensor& tensor) {
+  auto t = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
+  H5::DataSpace space = dims.empty() ? H5::DataSpace(H5S_SCALAR) : H5::DataSpace(dims.size(), dims.data());
+  H5::DSetCreatPropList properties;
+  if (t.numel() >= 4096) {  // compress large tensors; tiny ones are cheaper raw
+    properties.setChunk(dims.size(), dims.data());
+    properties.setDeflate(4);
+  }
+  group.createDataSet(name, H5::PredType::NATIVE_FLOAT, space, properties)
+      .write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+}
+
+inline torch::Tensor read_tensor(const H5::Group& group, const std::string& name) {
+  H5::DataSet dataset = group.openDataSet(name);
+  H5::DataSpace space = dataset.getSpace();
+  std::vector<hsize_t> dims(space.getSimpleExtentNdims());
+  if (!dims.empty()) space.getSimpleExtentDims(dims.data());
+  std::vector<int64_t> shape(dims.begin(), dims.end());
+  auto t = torch::empty(shape, torch::kFloat32);
+  dataset.read(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+  return t;
+}
+
+// IEEE half precision (h5py reads it as numpy float16); HDF5 converts float32 on write.
+inline H5::FloatType half_type() {
+  H5::FloatType type(H5::PredType::IEEE_F32LE);
+  type.setFields(15, 10, 5, 0, 10);
+  type.setOffset(0);
+  type.setPrecision(16);
+  type.setSize(2);
+  type.setEbias(15);
+  return type;
+}
+
+// A float32 tensor stored chunked (one chunk per trailing (T, T) map) and compressed.
+inline void write_maps(H5::Group& group, const std::string& name, const torch::Tensor& tensor, bool float16) {
+  auto t = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end()), chunk(dims.size(), 1);
+  for (size_t k = dims.size() >= 2 ? dims.size() - 2 : 0; k < dims.size(); ++k) chunk[k] = dims[k];
+  H5::DataSpace space(dims.size(), dims.data());
+  H5::DSetCreatPropList properties;
+  properties.setChunk(chunk.size(), chunk.data());
+  properties.setShuffle();
+  properties.setDeflate(4);
+  if (float16) {
+    group.createDataSet(name, half_type(), space, properties).write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+  } else {
+    group.createDataSet(name, H5::PredType::NATIVE_FLOAT, space, properties)
+        .write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+  }
+}
+
+inline void write_int_tensor(H5::Group& group, const std::string& name, const torch::Tensor& tensor) {
+  auto t = tensor.to(torch::kCPU, torch::kInt64).contiguous();
+  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
+  H5::DataSpace space(dims.size(), dims.data());
+  group.createDataSet(name, H5::PredType::NATIVE_INT64, space).write(t.data_ptr<int64_t>(), H5::PredType::NATIVE_INT64);
+}
+
+inline std::vector<std::string> member_names(const H5::Group& group) {
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < group.getNumObjs(); ++i) names.push_back(group.getObjnameByIdx(i));
+  return names;
+}
+
+// The innermost message of HDF5's current error stack: where a failure started, e.g. the
+// operating system's "No space left on device" under a generic "H5Dwrite failed".
+inline std::string innermost_hdf5_error() {
+  std::string message;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD,
+           [](unsigned n, const H5E_error2_t* error, void* data) -> herr_t {
+             if (n == 0 && error->desc) *static_cast<std::string*>(data) = error->desc;
+             return 0;
+           },
+           &message);
+  return message;
+}
+
+// Runs `body`, turning HDF5's exceptions into one std::runtime_error line:
+// "cannot <what> <path>: <HDF5's message> (<where it started>)".
+template <typename F>
+auto with_hdf5_errors(const std::string& what, const std::string& path, F&& body) {
+  H5::Exception::dontPrint();
+  try {
+    return body();
+  } catch (const H5::Exception& e) {
+    std::string cause = innermost_hdf5_error();
+    std::string detail = e.getDetailMsg();
+    if (!cause.empty() && detail.find(cause) == std::string::npos) detail += " (" + cause + ")";
+    throw std::runtime_error("cannot " + what + " " + path + ": " + detail);
+  }
+}
+
+}  // namespace pelab::hdf5

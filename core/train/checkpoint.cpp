@@ -1,0 +1,140 @@
+#include "core/train/checkpoint.h"
+
+#include <filesystem>
+
+#include "core/io/atomic_file.h"
+#include "core/io/hdf5_util.h"
+
+namespace pelab {
+
+using namespace hdf5;
+
+namespace {
+
+// dataset and attribute names of checkpoint.h5
+constexpr const char* kVersionAttr = "checkpoint_version";
+constexpr const char* kConfig = "config";
+constexpr const char* kStepAttr = "step";
+constexpr const char* kThreadsAttr = "threads";
+constexpr const char* kCurve = "curve";      // group: the training curve rows so far
+constexpr const char* kWindow = "window";    // attributes: the log_every window in progress
+constexpr const char* kRng = "rng";          // group: data, positions (text), torch (uint8)
+constexpr const char* kModel = "model";      // group: one float32 dataset per parameter / buffer
+constexpr const char* kOptimizer = "optimizer";  // uint8: LibTorch archive of the optimizer state
+
+void write_bytes(H5::Group& group, const std::string& name, const void* data, size_t size) {
+  hsize_t dims[1] = {size};
+  auto dataset = group.createDataSet(name, H5::PredType::NATIVE_UINT8, H5::DataSpace(1, dims));
+  if (size) dataset.write(data, H5::PredType::NATIVE_UINT8);
+}
+
+std::vector<uint8_t> read_bytes(const H5::Group& group, const std::string& name) {
+  H5::DataSet dataset = group.openDataSet(name);
+  hsize_t dims[1] = {0};
+  dataset.getSpace().getSimpleExtentDims(dims);
+  std::vector<uint8_t> bytes(dims[0]);
+  if (!bytes.empty()) dataset.read(bytes.data(), H5::PredType::NATIVE_UINT8);
+  return bytes;
+}
+
+void write_string(H5::Group& group, const std::string& name, const std::string& value) {
+  group.createDataSet(name, string_type(), H5::DataSpace(H5S_SCALAR)).write(value, string_type());
+}
+
+std::string read_string(const H5::Group& group, const std::string& name) {
+  std::string value;
+  group.openDataSet(name).read(value, string_type());
+  return value;
+}
+
+}  // namespace
+
+void write_training_checkpoint(const std::string& path, const TrainingCheckpoint& c) {
+  const std::string temporary = temporary_name(path);
+  TemporaryFileGuard guard(temporary);
+  with_hdf5_errors("write checkpoint", path, [&] {
+    H5::H5File file(temporary, H5F_ACC_TRUNC);
+    H5::Group root = file.openGroup("/");
+    write_scalar_attribute<int64_t>(file, kVersionAttr, kCheckpointVersion);
+    write_scalar_attribute<int64_t>(file, kStepAttr, c.progress.step);
+    write_scalar_attribute<int64_t>(file, kThreadsAttr, c.threads);
+    write_string(root, kConfig, c.config_yaml);
+
+    const TrainerProgress& p = c.progress;
+    H5::Group curve = file.createGroup(kCurve);
+    write_vector(curve, "step", p.curve.step);
+    write_vector(curve, "loss", p.curve.loss);
+    write_vector(curve, "accuracy", p.curve.accuracy);
+    write_vector(curve, "learning_rate", p.curve.learning_rate);
+    write_vector(curve, "tokens_per_second", p.curve.tokens_per_second);
+    write_scalar_attribute<int64_t>(curve, "skipped_steps", p.curve.skipped_steps);
+    H5::Group window = file.createGroup(kWindow);
+    write_scalar_attribute<double>(window, "loss", p.window_loss);
+    write_scalar_attribute<double>(window, "accuracy", p.window_accuracy);
+    write_scalar_attribute<double>(window, "tokens", p.window_tokens);
+    write_scalar_attribute<double>(window, "seconds", p.window_seconds);
+    write_scalar_attribute<int64_t>(window, "steps", p.window_steps);
+    write_scalar_attribute<double>(window, "training_seconds", p.training_seconds);
+    write_scalar_attribute<double>(window, "total_tokens", p.total_tokens);
+
+    H5::Group rng = file.createGroup(kRng);
+    write_string(rng, "data", c.data_rng);
+    write_string(rng, "positions", c.position_rng);
+    const auto torch_rng = c.torch_rng.contiguous();
+    write_bytes(rng, "torch", torch_rng.data_ptr<uint8_t>(), torch_rng.numel());
+
+    H5::Group model = file.createGroup(kModel);
+    for (const auto& [name, tensor] : c.model) write_tensor(model, name, tensor);
+    write_bytes(root, kOptimizer, c.optimizer.data(), c.optimizer.size());
+    file.close();
+    return 0;
+  });
+  commit_file(temporary, path);
+  guard.release();
+}
+
+TrainingCheckpoint read_training_checkpoint(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw std::runtime_error("checkpoint " + path + " does not exist");
+  return with_hdf5_errors("read checkpoint", path, [&] {
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    H5::Group root = file.openGroup("/");
+    const auto version = read_scalar_attribute<int64_t>(file, kVersionAttr);
+    if (version != kCheckpointVersion)
+      throw std::runtime_error("checkpoint " + path + " has version " + std::to_string(version) +
+                               "; this pelab reads version " + std::to_string(kCheckpointVersion));
+    TrainingCheckpoint c;
+    c.config_yaml = read_string(root, kConfig);
+    c.threads = read_scalar_attribute<int64_t>(file, kThreadsAttr);
+    TrainerProgress& p = c.progress;
+    p.step = read_scalar_attribute<int64_t>(file, kStepAttr);
+    H5::Group curve = file.openGroup(kCurve);
+    p.curve.step = read_vector<int64_t>(curve, "step");
+    p.curve.loss = read_vector<double>(curve, "loss");
+    p.curve.accuracy = read_vector<double>(curve, "accuracy");
+    p.curve.learning_rate = read_vector<double>(curve, "learning_rate");
+    p.curve.tokens_per_second = read_vector<double>(curve, "tokens_per_second");
+    p.curve.skipped_steps = read_scalar_attribute<int64_t>(curve, "skipped_steps");
+    H5::Group window = file.openGroup(kWindow);
+    p.window_loss = read_scalar_attribute<double>(window, "loss");
+    p.window_accuracy = read_scalar_attribute<double>(window, "accuracy");
+    p.window_tokens = read_scalar_attribute<double>(window, "tokens");
+    p.window_seconds = read_scalar_attribute<double>(window, "seconds");
+    p.window_steps = read_scalar_attribute<int64_t>(window, "steps");
+    p.training_seconds = read_scalar_attribute<double>(window, "training_seconds");
+    p.total_tokens = read_scalar_attribute<double>(window, "total_tokens");
+
+    H5::Group rng = file.openGroup(kRng);
+    c.data_rng = read_string(rng, "data");
+    c.position_rng = read_string(rng, "positions");
+    const auto torch_rng = read_bytes(rng, "torch");
+    c.torch_rng = torch::from_blob(const_cast<uint8_t*>(torch_rng.data()), {static_cast<int64_t>(torch_rng.size())},
+                                   torch::kUInt8).clone();
+    H5::Group model = file.openGroup(kModel);
+    for (const auto& name : member_names(model)) c.model.emplace_back(name, read_tensor(model, name));
+    const auto optimizer = read_bytes(root, kOptimizer);
+    c.optimizer.assign(optimizer.begin(), optimizer.end());
+    return c;
+  });
+}
+
+}  // namespace pelab

@@ -1,0 +1,37 @@
+// The training checkpoint, <output.dir>/checkpoint.h5: everything Trainer needs to go on
+// from a step as if it had never stopped (on the CPU, bit for bit): parameters, optimizer
+// state, the data and position RNG streams, LibTorch's generator (dropout), and the
+// training curve with its window in progress. Written atomically (atomic_file.h); removed
+// once the run file is complete. Layout: README.md, "Checkpoints and --resume".
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/train/trainer.h"
+
+namespace pelab {
+
+constexpr const char* kCheckpointFileName = "checkpoint.h5";
+constexpr int kCheckpointVersion = 1;
+
+struct TrainingCheckpoint {
+  std::string config_yaml;          // the resolved config of the run that wrote it
+  int64_t threads = 0;              // intra-op threads it trained with
+  TrainerProgress progress;         // step, curve, window in progress, counters
+  std::string data_rng, position_rng;  // std::mt19937_64 states, as text
+  torch::Tensor torch_rng;          // LibTorch's default CPU generator state (uint8)
+  std::vector<std::pair<std::string, torch::Tensor>> model;  // parameters and buffers (CPU)
+  std::string optimizer;            // the optimizer's state, a LibTorch archive
+};
+
+// Writes `path` atomically; throws std::runtime_error naming the file and the cause.
+void write_training_checkpoint(const std::string& path, const TrainingCheckpoint& checkpoint);
+// Throws std::runtime_error naming the file when it is missing, truncated or of another version.
+TrainingCheckpoint read_training_checkpoint(const std::string& path);
+
+}  // namespace pelab
