@@ -1,12 +1,14 @@
 #include "experiments/sweep.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +23,8 @@
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/io/yaml_reader.h"
+#include "core/train/checkpoint.h"
+#include "core/train/stop_signal.h"
 #include "data/task_registry.h"
 
 extern char** environ;
@@ -83,12 +87,23 @@ std::vector<ManifestRow> read_manifest(const std::string& sweep_dir) {
   return rows;
 }
 
-enum class RunState { Complete, Failed, Pending };
+// Pending runs with a checkpoint.h5 are Resumable: the next sweep continues them.
+enum class RunState { Complete, Failed, Pending, Resumable };
 
 RunState state_of(const std::string& run_dir) {
   if (is_complete_run_file(run_dir + "/" + schema::kRunFileName)) return RunState::Complete;
   if (fs::exists(run_dir + "/" + kFailedFile)) return RunState::Failed;
+  if (fs::exists(run_dir + "/" + kCheckpointFileName)) return RunState::Resumable;
   return RunState::Pending;
+}
+
+const char* state_name(RunState state) {
+  switch (state) {
+    case RunState::Complete: return "complete";
+    case RunState::Failed: return "failed";
+    case RunState::Resumable: return "resumable";
+    default: return "pending";
+  }
 }
 
 void write_index(const std::string& sweep_dir, const std::string& name, const std::vector<ManifestRow>& rows) {
@@ -99,7 +114,7 @@ void write_index(const std::string& sweep_dir, const std::string& name, const st
     SweepIndexEntry e;
     e.id = row.id;
     e.overrides = row.overrides;
-    e.status = state == RunState::Complete ? "complete" : state == RunState::Failed ? "failed" : "pending";
+    e.status = state == RunState::Resumable ? "pending" : state_name(state);
     if (state == RunState::Failed) {
       e.error = read_text(dir + "/" + kFailedFile);
       while (!e.error.empty() && e.error.back() == '\n') e.error.pop_back();
@@ -114,7 +129,7 @@ void write_index(const std::string& sweep_dir, const std::string& name, const st
 pid_t start_run(const std::string& pelab, const SweepConfig& sweep, const SweepRun& run, int64_t threads) {
   fs::create_directories(run.dir);
   fs::remove(run.dir + "/" + kFailedFile);
-  std::vector<std::string> args = {pelab, "train", sweep.base};
+  std::vector<std::string> args = {pelab, "train", sweep.base, "--resume"};
   for (const auto& o : run.all_overrides) args.insert(args.end(), {"--set", o});
   args.insert(args.end(), {"--set", "name=" + run.id, "--set", "threads=" + std::to_string(threads), "--out", run.dir});
   std::vector<char*> argv;
@@ -123,7 +138,8 @@ pid_t start_run(const std::string& pelab, const SweepConfig& sweep, const SweepR
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   const std::string log = run.dir + "/" + kLogFile;
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // appended: a resumed run's log keeps the earlier attempts
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, pelab.c_str(), &actions, nullptr, argv.data(), environ);
@@ -132,12 +148,16 @@ pid_t start_run(const std::string& pelab, const SweepConfig& sweep, const SweepR
   return pid;
 }
 
-// Records a finished run; returns true when it completed.
-bool finish_run(const SweepRun& run, int status, std::string& error) {
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && is_complete_run_file(run_file_of(run))) return true;
+enum class RunEnd { Complete, Interrupted, Failed };
+
+// Records a finished run process: complete, interrupted (it checkpointed and exited with
+// kExitInterrupted: the next sweep resumes it), or failed (failed.txt holds the error).
+RunEnd finish_run(const SweepRun& run, int status, std::string& error) {
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && is_complete_run_file(run_file_of(run))) return RunEnd::Complete;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kExitInterrupted) return RunEnd::Interrupted;
   error = error_line(run.dir + "/" + kLogFile, status);
   std::ofstream(run.dir + "/" + kFailedFile) << error << "\n";
-  return false;
+  return RunEnd::Failed;
 }
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
@@ -167,9 +187,23 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
     if (!s.partition.empty()) script << "#SBATCH --partition=" << s.partition << "\n";
     if (!s.mem.empty()) script << "#SBATCH --mem=" << s.mem << "\n";
     if (s.gpus > 0) script << "#SBATCH --gres=gpu:" << s.gpus << "\n";
-    script << "cd " << quoted(fs::current_path().string()) << "\n"
-           << "exec " << quoted(pelab) << " sweep " << quoted(fs::absolute(sweep.file).string())
-           << " --run-index \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-1}\"\n";
+    // Slurm's preemption and the warning 120 s before the time limit (--signal) reach the
+    // batch shell, which passes them to pelab: the run checkpoints and exits with 75, and the
+    // task requeues itself; the next attempt resumes from the checkpoint.
+    script << "#SBATCH --requeue\n"
+           << "#SBATCH --signal=B:TERM@120\n"
+           << "cd " << quoted(fs::current_path().string()) << "\n"
+           << quoted(pelab) << " sweep " << quoted(fs::absolute(sweep.file).string())
+           << " --run-index \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-1}\" &\n"
+           << "pelab_pid=$!\n"
+           << "trap 'kill -TERM \"$pelab_pid\" 2>/dev/null' TERM INT\n"
+           << "wait \"$pelab_pid\"; status=$?\n"
+           << "while kill -0 \"$pelab_pid\" 2>/dev/null; do wait \"$pelab_pid\"; status=$?; done\n"
+           << "if [ \"$status\" -eq " << kExitInterrupted << " ]; then\n"
+           << "  echo \"pelab: stopped by a signal after a checkpoint; requeueing ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n"
+           << "  scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n"
+           << "fi\n"
+           << "exit \"$status\"\n";
   }
   out << fmt::format("wrote {} ({} array tasks: {} runs not complete of {})\n", script_path, todo.size(), todo.size(),
                      runs.size());
@@ -216,21 +250,21 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   }
   write_manifest(sweep.output, runs);
   std::vector<int64_t> todo;
-  int64_t complete = 0, failed_before = 0;
+  int64_t complete = 0, failed_before = 0, resumable = 0;
   for (const auto& run : runs) {
     const RunState state = state_of(run.dir);
     if (state == RunState::Complete) ++complete;
     else todo.push_back(run.index);
     if (state == RunState::Failed) ++failed_before;
+    if (state == RunState::Resumable) ++resumable;
   }
   if (a.dry_run) {
     out << fmt::format("sweep '{}': {} runs ({} complete), base {}, in {}\n", sweep.name, runs.size(), complete,
                        sweep.base, sweep.output);
     for (const auto& run : runs) {
       const RunState state = state_of(run.dir);
-      out << fmt::format("  {:>4}  {:<9} {}  [{}]\n", run.index,
-                         state == RunState::Complete ? "complete" : state == RunState::Failed ? "failed" : "pending",
-                         run.id, join(run.overrides, " "));
+      out << fmt::format("  {:>4}  {:<9} {}  [{}]\n", run.index, state_name(state), run.id,
+                         join(run.overrides, " "));
     }
     return 0;
   }
@@ -247,21 +281,34 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   const int64_t jobs = std::max<int64_t>(1, std::min<int64_t>(a.jobs, std::max<size_t>(1, todo.size())));
   const int64_t threads = a.threads > 0 ? a.threads : std::max<int64_t>(1, cores / jobs);
-  out << fmt::format("sweep '{}': {} runs, {} complete, {} to run{}; {} at a time x {} threads; in {}\n", sweep.name,
+  out << fmt::format("sweep '{}': {} runs, {} complete, {} to run{}{}; {} at a time x {} threads; in {}\n", sweep.name,
                      runs.size(), complete, todo.size(),
+                     resumable ? fmt::format(" ({} resumed from checkpoints)", resumable) : std::string(),
                      failed_before ? fmt::format(" ({} failed before: retried)", failed_before) : std::string(), jobs,
                      threads, sweep.output);
   out.flush();
+  // SIGINT/SIGTERM: start nothing more, pass the signal on to the runs (they checkpoint and
+  // exit with kExitInterrupted), wait for them, and exit with kExitInterrupted too.
+  install_stop_handlers();
   std::map<pid_t, std::pair<int64_t, std::chrono::steady_clock::time_point>> running;
   size_t next = 0;
-  int64_t done = 0, failed = 0;
-  while (next < todo.size() || !running.empty()) {
-    while (next < todo.size() && static_cast<int64_t>(running.size()) < jobs) {
+  int64_t done = 0, failed = 0, interrupted = 0;
+  bool forwarded = false;
+  while ((next < todo.size() && stop_signal() == 0) || !running.empty()) {
+    while (next < todo.size() && stop_signal() == 0 && static_cast<int64_t>(running.size()) < jobs) {
       const SweepRun& run = runs[todo[next++]];
       running[start_run(pelab, sweep, run, threads)] = {run.index, std::chrono::steady_clock::now()};
     }
+    if (stop_signal() != 0 && !forwarded) {
+      for (const auto& [child, entry] : running) kill(child, stop_signal());
+      forwarded = true;
+      out << fmt::format("{}: stopping {} run(s) at their next step (they write checkpoints)\n",
+                         signal_name(stop_signal()), running.size());
+      out.flush();
+    }
     int status = 0;
     const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR) continue;  // a stop signal: forward it above
     if (pid < 0) break;
     auto it = running.find(pid);
     if (it == running.end()) continue;
@@ -269,13 +316,21 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second).count();
     running.erase(it);
-    ++done;
     std::string error;
-    if (finish_run(run, status, error)) {
-      out << fmt::format("[{}/{}] complete  {} ({:.0f}s)\n", done, todo.size(), run.id, seconds);
-    } else {
-      ++failed;
-      out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s): {}\n", done, todo.size(), run.id, seconds, error);
+    switch (finish_run(run, status, error)) {
+      case RunEnd::Complete:
+        ++done;
+        out << fmt::format("[{}/{}] complete  {} ({:.0f}s)\n", done + failed, todo.size(), run.id, seconds);
+        break;
+      case RunEnd::Interrupted:
+        ++interrupted;
+        out << fmt::format("[-/{}] stopped   {} ({:.0f}s): checkpointed, resumed by the next sweep\n", todo.size(),
+                           run.id, seconds);
+        break;
+      case RunEnd::Failed:
+        ++failed;
+        out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s): {}\n", done + failed, todo.size(), run.id, seconds, error);
+        break;
     }
     out.flush();
   }
@@ -283,11 +338,16 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   for (const auto& r : runs) rows.push_back({r.index, r.id, join(r.overrides, " ")});
   if (a.run_index < 0) {
     write_index(sweep.output, sweep.name, rows);
-    out << fmt::format("{} of {} runs complete{}; index {}/{}; table: pelab report {}\n", runs.size() - failed -
-                           (static_cast<int64_t>(todo.size()) - done), runs.size(),
+    out << fmt::format("{} of {} runs complete{}; index {}/{}; table: pelab report {}\n", complete + done, runs.size(),
                        failed ? fmt::format(", {} failed (runs/<id>/failed.txt, log.txt)", failed) : std::string(),
                        sweep.output, schema::kSweepIndexFileName, sweep.output);
   }
+  if (stop_signal() != 0) {
+    out << fmt::format("stopped by {}: {} run(s) checkpointed, {} not started; the same command resumes the sweep\n",
+                       signal_name(stop_signal()), interrupted, todo.size() - next);
+    return kExitInterrupted;
+  }
+  if (interrupted > 0) return kExitInterrupted;  // runs stopped by signals sent to them alone
   return failed ? 1 : 0;
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # pelab sweep and pelab report, end to end: a grid with zipped axes, the report's numbers
-# against the runs' own, a failing run that does not stop the sweep, and a sweep killed
-# with kill -9 and restarted: the killed run is redone, the finished ones are not.
+# against the runs' own, a failing run that does not stop the sweep, a sweep stopped with
+# SIGTERM (exit 75, runs checkpointed) and killed with kill -9 at random moments, then
+# restarted: the finished runs are kept, the others resumed, and the results equal an
+# uninterrupted sweep's bit for bit.
 set -euo pipefail
 source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
@@ -73,7 +75,12 @@ with h5py.File('failing-out/sweep.h5') as f:
     assert 'encoding-learned' not in f['runs'] and 'encoding-none' in f['runs']
 "
 
-echo "== kill -9 midway, then resume"
+echo "== the slow sweep uninterrupted (the reference)"
+mkdir -p reference
+(cd reference && "$PELAB" sweep "$fixtures/slow.yaml" --jobs 2 > sweep.txt)
+grep -q "4 of 4 runs complete" reference/sweep.txt
+
+echo "== kill -9 midway: the finished run is kept, the killed one is not finished"
 setsid "$PELAB" sweep "$fixtures/slow.yaml" --jobs 1 --threads 1 > slow1.txt 2>&1 &
 leader=$!
 for _ in $(seq 1 600); do
@@ -85,11 +92,50 @@ kill -9 -- -"$leader"  # the sweep and the run it was running
 wait "$leader" || true
 test ! -e slow-out/runs/seed-1/run.h5        # the killed run left nothing that looks finished
 before=$(stat -c %Y.%s slow-out/runs/seed-0/run.h5; md5sum < slow-out/runs/seed-0/run.h5)
+
+echo "== SIGTERM to the sweep: its runs checkpoint, it exits 75"
+"$PELAB" sweep "$fixtures/slow.yaml" --jobs 2 > term.txt 2>&1 &
+sweep_pid=$!
+for _ in $(seq 1 600); do
+  if ls slow-out/runs/seed-[123]/checkpoint.h5 > /dev/null 2>&1; then break; fi
+  sleep 0.1
+done
+kill -TERM "$sweep_pid"
+status=0; wait "$sweep_pid" || status=$?
+cat term.txt
+test "$status" = 75
+grep -q "SIGTERM: stopping 2 run(s)" term.txt
+grep -q "stopped   seed-" term.txt
+grep -q "the same command resumes the sweep" term.txt
+"$PELAB" sweep "$fixtures/slow.yaml" --dry-run | grep -q "resumable"
+
+echo "== kill -9 of the whole sweep at random moments, three times"
+for attempt in 1 2 3; do
+  setsid "$PELAB" sweep "$fixtures/slow.yaml" --jobs 2 >> slow-killed.txt 2>&1 &
+  leader=$!
+  sleep "$((RANDOM % 3)).$((RANDOM % 10))"
+  kill -9 -- -"$leader" 2>/dev/null || true
+  wait "$leader" || true
+done
 "$PELAB" sweep "$fixtures/slow.yaml" --jobs 2 | tee slow2.txt
-grep -q "4 runs, 1 complete, 3 to run" slow2.txt
 grep -q "4 of 4 runs complete" slow2.txt
+grep -q "resuming from step" slow-out/runs/seed-*/log.txt
 after=$(stat -c %Y.%s slow-out/runs/seed-0/run.h5; md5sum < slow-out/runs/seed-0/run.h5)
 test "$before" = "$after"                    # the finished run was not redone
+test -z "$(ls slow-out/runs/*/checkpoint.h5 slow-out/runs/*/*.tmp 2>/dev/null)"
+
+echo "== the interrupted sweep's results equal the uninterrupted one's, bit for bit"
+$py - <<'PY'
+import h5py, numpy as np
+for seed in range(4):
+    a = h5py.File(f"reference/slow-out/runs/seed-{seed}/run.h5", "r")
+    b = h5py.File(f"slow-out/runs/seed-{seed}/run.h5", "r")
+    keys = ["training/loss", "training/accuracy", "evaluation/loss", "evaluation/per_token_accuracy"]
+    keys += ["checkpoint/" + name for name in a["checkpoint"]]
+    for key in keys:
+        assert np.array_equal(a[key][()], b[key][()]), (seed, key)
+print("4 runs equal to the uninterrupted sweep")
+PY
 "$PELAB" report slow-out > slow-report.txt
 grep -q "(base)" slow-report.txt
 echo "cli_sweep: ok"

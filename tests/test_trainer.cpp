@@ -4,7 +4,12 @@
 #include <limits>
 #include <sstream>
 
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <filesystem>
+
 #include "core/run.h"
+#include "core/train/checkpoint.h"
 #include "core/train/progress.h"
 #include "core/train/schedule.h"
 #include "core/train/trainer.h"
@@ -155,4 +160,126 @@ CATCH_TEST_CASE("a non-finite loss stops the run, naming the step; nonfinite: sk
   CATCH_CHECK(curve.skipped_steps == skip.train.steps);
   CATCH_CHECK(torch::equal(model->named_parameters()["blocks.0.attention.qkv.weight"], before));  // untouched
   CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("skipped 20 of 20 steps"));
+}
+
+namespace {
+
+// A run that draws from every stream a checkpoint must restore: dropout (LibTorch's
+// generator), randomized positions (the position stream), a uniform curriculum (the data
+// stream), AdamW with warm-up and a cosine schedule, and a log window cut by the stop.
+RunConfig resumable_config() {
+  return test::tiny_config({"model.dropout=0.1", "model.attention_dropout=0.1", "positions.sampler=randomized",
+                            "positions.max_length=32", "train.optimizer=adamw", "train.weight_decay=0.01",
+                            "train.warmup_steps=4", "train.schedule=cosine", "train.log_every=3",
+                            "train.steps=20"});
+}
+
+struct FinishedTraining {
+  TrainingCurve curve;
+  std::vector<std::pair<std::string, torch::Tensor>> parameters;
+};
+
+FinishedTraining parameters_after(Encoder& model, TrainingCurve curve) {
+  FinishedTraining out{std::move(curve), {}};
+  for (const auto& p : model->named_parameters()) out.parameters.emplace_back(p.key(), p.value().detach().clone());
+  return out;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("a run stopped at any step and resumed from its checkpoint file equals one that never stopped",
+                "[trainer][resume]") {
+  const RunConfig config = resumable_config();
+  auto task = test::default_task("reverse_string");
+  std::ostringstream log;
+  Encoder straight_model = build_model(config, *task);
+  Trainer straight(config, straight_model, *task, torch::kCPU);
+  const FinishedTraining expected = parameters_after(straight_model, straight.train(log, false));
+  CATCH_REQUIRE(expected.curve.loss.size() == 7);  // rows at 3, 6, ..., 18 and 20
+
+  test::TemporaryDirectory dir;
+  const std::string file = dir.path + "/checkpoint.h5";
+  for (int64_t stop_at : {1, 7, 13, 19, 20}) {
+    CATCH_CAPTURE(stop_at);
+    {
+      Encoder model = build_model(config, *task);
+      Trainer first(config, model, *task, torch::kCPU);
+      first.enable_checkpoints(file, 0);
+      first.train_until(stop_at, log, false);
+      first.write_checkpoint();
+    }
+    torch::manual_seed(12345);  // the resumed trainer must not depend on the generator it finds
+    Encoder model = build_model(config, *task);
+    Trainer resumed(config, model, *task, torch::kCPU);
+    resumed.restore(read_training_checkpoint(file));
+    CATCH_CHECK(resumed.progress().step == stop_at);
+    const FinishedTraining got = parameters_after(model, resumed.train(log, false));
+    CATCH_CHECK(got.curve.step == expected.curve.step);
+    CATCH_CHECK(got.curve.loss == expected.curve.loss);  // bit for bit
+    CATCH_CHECK(got.curve.accuracy == expected.curve.accuracy);
+    CATCH_CHECK(got.curve.learning_rate == expected.curve.learning_rate);
+    for (size_t i = 0; i < expected.parameters.size(); ++i) {
+      CATCH_CAPTURE(expected.parameters[i].first);
+      CATCH_CHECK(torch::equal(got.parameters[i].second, expected.parameters[i].second));
+    }
+  }
+}
+
+CATCH_TEST_CASE("without the optimizer state or the RNG streams a resumed run differs (the test above can fail)",
+                "[trainer][resume]") {
+  const RunConfig config = resumable_config();
+  auto task = test::default_task("reverse_string");
+  std::ostringstream log;
+  Encoder straight_model = build_model(config, *task);
+  Trainer straight(config, straight_model, *task, torch::kCPU);
+  const TrainingCurve expected = straight.train(log, false);
+
+  Encoder model = build_model(config, *task);
+  Trainer first(config, model, *task, torch::kCPU);
+  first.train_until(10, log, false);
+  const TrainingCheckpoint whole = first.checkpoint();
+  auto resumed_loss = [&](TrainingCheckpoint checkpoint) {
+    Encoder fresh = build_model(config, *task);
+    Trainer resumed(config, fresh, *task, torch::kCPU);
+    resumed.restore(checkpoint);
+    return resumed.train(log, false).loss;
+  };
+  CATCH_CHECK(resumed_loss(whole) == expected.loss);
+  TrainingCheckpoint fresh_optimizer = whole;  // Adam's moments from a new optimizer
+  {
+    Encoder fresh = build_model(config, *task);
+    fresh_optimizer.optimizer = Trainer(config, fresh, *task, torch::kCPU).checkpoint().optimizer;
+  }
+  CATCH_CHECK(resumed_loss(fresh_optimizer) != expected.loss);
+  TrainingCheckpoint fresh_data = whole;  // the data stream from its seed again
+  fresh_data.data_rng = Trainer(config, build_model(config, *task), *task, torch::kCPU).checkpoint().data_rng;
+  CATCH_CHECK(resumed_loss(fresh_data) != expected.loss);
+  TrainingCheckpoint other_dropout = whole;  // LibTorch's generator elsewhere
+  torch::manual_seed(99);
+  other_dropout.torch_rng = at::detail::getDefaultCPUGenerator().get_state();
+  CATCH_CHECK(resumed_loss(other_dropout) != expected.loss);
+}
+
+CATCH_TEST_CASE("checkpoint files: a truncated one is refused naming the file; the config is compared key by key",
+                "[trainer][resume]") {
+  const RunConfig config = resumable_config();
+  auto task = test::default_task("reverse_string");
+  Encoder model = build_model(config, *task);
+  Trainer trainer(config, model, *task, torch::kCPU);
+  test::TemporaryDirectory dir;
+  const std::string file = dir.path + "/checkpoint.h5";
+  trainer.enable_checkpoints(file, 0);
+  trainer.write_checkpoint();
+  CATCH_CHECK_FALSE(std::filesystem::exists(file + ".tmp"));
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
+  CATCH_CHECK_THROWS_WITH(read_training_checkpoint(file), Catch::Matchers::StartsWith("cannot read checkpoint " + file));
+  CATCH_CHECK_THROWS_WITH(read_training_checkpoint(file + ".absent"), Catch::Matchers::Contains("does not exist"));
+
+  RunConfig other = config;
+  other.train.learning_rate = 0.002;
+  other.threads = 7;         // ignored: not part of the results' definition
+  other.name = "renamed";
+  const auto differences = config_differences(to_yaml(config), to_yaml(other));
+  CATCH_REQUIRE(differences.size() == 1);
+  CATCH_CHECK(differences[0] == "train.learning_rate: 0.001 -> 0.002");
 }

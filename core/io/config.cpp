@@ -1,5 +1,6 @@
 #include "core/io/config.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -281,6 +282,11 @@ namespace {
 void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out) {
   if (node.IsMap()) {
     for (const auto& item : node) flatten(item.second, prefix + (prefix.empty() ? "" : ".") + item.first.as<std::string>(), out);
+    return;
+  }
+  double number = 0;
+  if (node.IsScalar() && YAML::convert<double>::decode(node, number)) {  // 0.0030000000000000001 -> 0.003
+    out[prefix] = fmt::format("{}", number);
     return;
   }
   YAML::Emitter text;
