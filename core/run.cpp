@@ -1,11 +1,14 @@
 #include "core/run.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include "core/encodings/position_sampler.h"
@@ -88,14 +91,14 @@ void check_output_writable(const std::string& dir) {
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) throw std::runtime_error("output.dir '" + dir + "' cannot be created: " + error.message());
-  const fs::path probe = fs::path(dir) / ".pelab-write-test";
-  {
-    std::ofstream out(probe);
-    out << "pelab";
-    out.flush();
-    if (!out) throw std::runtime_error("output.dir '" + dir + "' is not writable");
-  }
-  fs::remove(probe, error);
+  const std::string probe = (fs::path(dir) / ".pelab-write-test").string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const char text[] = "pelab";
+  const bool written = fd >= 0 && ::write(fd, text, sizeof text) == static_cast<ssize_t>(sizeof text);
+  const int cause = errno;
+  if (fd >= 0) ::close(fd);
+  ::unlink(probe.c_str());
+  if (!written) throw std::runtime_error("output.dir '" + dir + "' is not writable: " + std::strerror(cause));
 }
 
 std::vector<int64_t> attention_map_lengths(const RunConfig& config, const Task& task) {

@@ -62,10 +62,7 @@ std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(torch::nn::Modu
 void write_run_file(const std::string& path, const RunRecord& r) {
   const fs::path final_path(path);
   if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path());
-  const std::string temporary = temporary_name(path);
-  TemporaryFileGuard guard(temporary);
-  with_hdf5_errors("write HDF5 run file", path, [&] {
-    H5::H5File file(temporary, H5F_ACC_TRUNC);
+  write_hdf5_file(path, "HDF5 run file", [&](H5::H5File& file) {
     write_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr, s::kSchemaVersion);
     write_string_attribute(file, s::kRunNameAttr, r.run_name);
     write_string_attribute(file, s::kStatusAttr, "complete");
@@ -164,11 +161,7 @@ void write_run_file(const std::string& path, const RunRecord& r) {
 
     H5::Group checkpoint = file.createGroup(s::kCheckpoint);
     for (const auto& [name, tensor] : r.checkpoint) write_tensor(checkpoint, name, tensor);
-    file.close();
-    return 0;
   });
-  commit_file(temporary, path);
-  guard.release();
 }
 
 RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
@@ -270,17 +263,8 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
 
 void add_attention_maps(const std::string& path, const std::vector<AttentionMaps>& maps, bool float16) {
   if (!is_complete_run_file(path)) throw std::runtime_error(path + " is not a complete run file");
-  const std::string temporary = temporary_name(path);
-  TemporaryFileGuard guard(temporary);
-  fs::copy_file(path, temporary, fs::copy_options::overwrite_existing);
-  with_hdf5_errors("update HDF5 run file", path, [&] {
-    H5::H5File file(temporary, H5F_ACC_RDWR);
-    write_attention_maps(file, maps, float16);
-    file.close();
-    return 0;
-  });
-  commit_file(temporary, path);
-  guard.release();
+  write_hdf5_file(
+      path, "HDF5 run file", [&](H5::H5File& file) { write_attention_maps(file, maps, float16); }, /*existing=*/path);
 }
 
 bool is_complete_run_file(const std::string& path) {
@@ -297,10 +281,7 @@ bool is_complete_run_file(const std::string& path) {
 
 void write_sweep_index(const std::string& path, const std::string& sweep_name,
                        const std::vector<SweepIndexEntry>& entries) {
-  const std::string temporary = temporary_name(path);
-  TemporaryFileGuard guard(temporary);
-  with_hdf5_errors("write HDF5 sweep index", path, [&] {
-    H5::H5File file(temporary, H5F_ACC_TRUNC);
+  write_hdf5_file(path, "HDF5 sweep index", [&](H5::H5File& file) {
     write_string_attribute(file, s::kSweepNameAttr, sweep_name);
     write_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr, s::kSchemaVersion);
     H5::Group runs = file.createGroup(s::kSweepRuns);
@@ -318,11 +299,7 @@ void write_sweep_index(const std::string& path, const std::string& sweep_name,
     write_strings(table, s::kSweepStatus, status);
     write_strings(table, s::kSweepError, error);
     write_strings(table, s::kSweepOverrides, overrides);
-    file.close();
-    return 0;
   });
-  commit_file(temporary, path);
-  guard.release();
 }
 
 void load_checkpoint(const std::string& path, torch::nn::Module& model) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/io/atomic_file.h"
+
 namespace pelab::hdf5 {
 
 inline const H5::StrType& string_type() {
@@ -160,6 +162,12 @@ inline std::string innermost_hdf5_error() {
              return 0;
            },
            &message);
+  // the sec2 driver's "file write failed: time = ..., errno = 28, error message = '...', ..."
+  const std::string marker = "error message = '";
+  const auto at = message.find(marker);
+  if (at != std::string::npos) message = message.substr(at + marker.size(), message.find('\'', at + marker.size()) - at - marker.size());
+  for (char& c : message)
+    if (c == '\n') c = ' ';
   return message;
 }
 
@@ -176,6 +184,32 @@ auto with_hdf5_errors(const std::string& what, const std::string& path, F&& body
     if (!cause.empty() && detail.find(cause) == std::string::npos) detail += " (" + cause + ")";
     throw std::runtime_error("cannot " + what + " " + path + ": " + detail);
   }
+}
+
+// Builds an HDF5 file in memory (the core driver, no backing store) with `fill(file)`, then
+// writes its image with write_file_atomically: the only disk I/O is one checked write, so a
+// full disk is one clean error and never a half-closed HDF5 file. With `existing`, that file
+// is read into memory first and `fill` changes it.
+template <typename F>
+void write_hdf5_file(const std::string& path, const std::string& what, F&& fill, const std::string& existing = "") {
+  std::vector<char> image;
+  with_hdf5_errors("write " + what, path, [&] {
+    H5::FileAccPropList access;
+    if (H5Pset_fapl_core(access.getId(), 1 << 20, /*backing_store=*/false) < 0)
+      throw H5::FileIException("H5Pset_fapl_core", "cannot use the core driver");
+    H5::H5File file = existing.empty()
+                          ? H5::H5File(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access)
+                          : H5::H5File(existing, H5F_ACC_RDWR, H5::FileCreatPropList::DEFAULT, access);
+    fill(file);
+    file.flush(H5F_SCOPE_GLOBAL);
+    const ssize_t size = H5Fget_file_image(file.getId(), nullptr, 0);
+    if (size < 0) throw H5::FileIException("H5Fget_file_image", "cannot take the file image");
+    image.resize(static_cast<size_t>(size));
+    H5Fget_file_image(file.getId(), image.data(), image.size());
+    file.close();
+    return 0;
+  });
+  write_file_atomically(path, image.data(), image.size(), what);
 }
 
 }  // namespace pelab::hdf5

@@ -2,7 +2,6 @@
 
 #include <filesystem>
 
-#include "core/io/atomic_file.h"
 #include "core/io/hdf5_util.h"
 
 namespace pelab {
@@ -50,10 +49,7 @@ std::string read_string(const H5::Group& group, const std::string& name) {
 }  // namespace
 
 void write_training_checkpoint(const std::string& path, const TrainingCheckpoint& c) {
-  const std::string temporary = temporary_name(path);
-  TemporaryFileGuard guard(temporary);
-  with_hdf5_errors("write checkpoint", path, [&] {
-    H5::H5File file(temporary, H5F_ACC_TRUNC);
+  write_hdf5_file(path, "checkpoint", [&](H5::H5File& file) {
     H5::Group root = file.openGroup("/");
     write_scalar_attribute<int64_t>(file, kVersionAttr, kCheckpointVersion);
     write_scalar_attribute<int64_t>(file, kStepAttr, c.progress.step);
@@ -86,11 +82,7 @@ void write_training_checkpoint(const std::string& path, const TrainingCheckpoint
     H5::Group model = file.createGroup(kModel);
     for (const auto& [name, tensor] : c.model) write_tensor(model, name, tensor);
     write_bytes(root, kOptimizer, c.optimizer.data(), c.optimizer.size());
-    file.close();
-    return 0;
   });
-  commit_file(temporary, path);
-  guard.release();
 }
 
 TrainingCheckpoint read_training_checkpoint(const std::string& path) {
