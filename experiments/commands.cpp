@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/encodings/registry.h"
+#include "core/io/catalog_yaml.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/yaml_reader.h"
 #include "core/run.h"
@@ -93,7 +94,11 @@ std::string format_catalog(const std::string& title, const Catalog& catalog) {
   return text;
 }
 
-void command_list(std::ostream& out) {
+void command_list(std::ostream& out, bool yaml) {
+  if (yaml) {
+    out << catalogs_to_yaml({scheme_catalog(), task_catalog()});
+    return;
+  }
   out << format_catalog("position encodings (encoding.name, options beside it)", scheme_catalog()) << "\n"
       << format_catalog("tasks (task.name, task.format and options beside it)", task_catalog()) << "\n"
       << "task formats (task.format):\n"

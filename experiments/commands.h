@@ -20,7 +20,8 @@ struct TrainArguments {
 // Exit codes: 0 success, 2 invalid config or arguments, 1 a failure while running,
 // 75 (kExitInterrupted) stopped by SIGINT/SIGTERM after writing a checkpoint.
 int command_train(const TrainArguments& arguments, std::ostream& out, std::ostream& err);
-void command_list(std::ostream& out);
+// The catalogs as text, or with `yaml` as YAML (core/io/catalog_yaml.h).
+void command_list(std::ostream& out, bool yaml = false);
 
 struct ExportAttentionArguments {
   std::string run_file;

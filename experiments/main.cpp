@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
                       "is left as it is");
 
   CLI::App* list_cmd = app.add_subcommand("list", "list position encodings and tasks with their options");
+  bool list_yaml = false;
+  list_cmd->add_flag("--yaml", list_yaml, "the same catalogs as YAML, for tools");
 
   pelab::BenchOptions bench;
   bool bench_worker = false;
@@ -88,7 +90,7 @@ int main(int argc, char** argv) {
   if (report_cmd->parsed()) return pelab::command_report(report, std::cout, std::cerr);
   if (export_cmd->parsed()) return pelab::command_export_attention(export_attention, std::cout, std::cerr);
   if (train_cmd->parsed()) return pelab::command_train(train, std::cout, std::cerr);
-  if (list_cmd->parsed()) pelab::command_list(std::cout);
+  if (list_cmd->parsed()) pelab::command_list(std::cout, list_yaml);
   if (bench_cmd->parsed()) {
     if (bench_worker) return pelab::command_bench_worker(bench, bench_scheme, bench.lengths.at(0), std::cout);
     // the children are this same binary (resolved now: in the shell, /proc/self is the shell)

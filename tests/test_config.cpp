@@ -2,6 +2,7 @@
 #define CATCH_CONFIG_PREFIX_ALL
 #include <catch2/catch.hpp>
 
+#include "core/io/catalog_yaml.h"
 #include "core/io/yaml_reader.h"
 #include "tests/support.h"
 
@@ -150,4 +151,24 @@ CATCH_TEST_CASE("the resolved config round-trips through YAML", "[config]") {
   CATCH_CHECK(again.train.learning_rate == c.train.learning_rate);
   CATCH_CHECK(again.model.causal);
   CATCH_CHECK(again.encoding.options.get_float("init_std") == c.encoding.options.get_float("init_std"));
+}
+
+CATCH_TEST_CASE("the catalogs round-trip through YAML (pelab list --yaml, the config fuzzer's input)", "[config]") {
+  const Catalogs catalogs{scheme_catalog(), task_catalog()};
+  const std::string yaml = catalogs_to_yaml(catalogs);
+  const Catalogs again = catalogs_from_yaml(yaml);
+  CATCH_CHECK(catalogs_to_yaml(again) == yaml);
+  CATCH_REQUIRE(again.schemes.size() == catalogs.schemes.size());
+  CATCH_REQUIRE(again.tasks.size() == catalogs.tasks.size());
+  for (size_t i = 0; i < catalogs.schemes.size(); ++i) {
+    CATCH_CHECK(again.schemes[i].options.size() == catalogs.schemes[i].options.size());
+    CATCH_CHECK(again.schemes[i].causal_only == catalogs.schemes[i].causal_only);
+  }
+  // the same configs are valid, with the same resolved values, and the same ones refused
+  const std::string text = "task: {name: addition, base: 7}\nencoding: {name: fire, mlp_width: 16}\n";
+  CATCH_CHECK(to_yaml(parse_run_config(text, "a.yaml", {}, again.schemes, again.tasks)) ==
+              to_yaml(parse_run_config(text, "a.yaml", {}, catalogs.schemes, catalogs.tasks)));
+  CATCH_CHECK_THROWS_WITH(parse_run_config("encoding: {name: rope, base: -3}", "b.yaml", {}, again.schemes, again.tasks),
+                          Catch::Matchers::StartsWith("b.yaml:1:"));
+  CATCH_CHECK_THROWS_WITH(catalogs_from_yaml("schemes: 3"), Catch::Matchers::StartsWith("not a pelab catalog"));
 }
