@@ -95,4 +95,36 @@ test "$(ls sweep-out/slurm/"${job}"_*.log | wc -l)" = 8
 # a second submission has nothing to do
 "$PELAB" sweep "$source_dir/tests/fixtures/sweeps/tiny.yaml" --slurm > again.txt
 grep -q "every run is complete" again.txt
+
+echo "== preemption: SIGTERM to the batch shells; the runs checkpoint, the tasks requeue and resume"
+"$PELAB" sweep "$source_dir/tests/fixtures/sweeps/slow.yaml" --slurm --partition debug --time 00:05:00 --cpus 1 \
+  | tee slow-submit.txt
+job=$(sed -n 's/^submitted Slurm job \([0-9]*\).*/\1/p' slow-submit.txt)
+grep -q -- "--requeue" slow-out/slurm/sweep.sbatch
+for _ in $(seq 1 600); do
+  ls slow-out/runs/*/checkpoint.h5 > /dev/null 2>&1 && break
+  sleep 0.1
+done
+ls slow-out/runs/*/checkpoint.h5
+# SIGTERM to the batch shells of the tasks running now, as slurmd does for --signal=B:TERM@120
+# (scancel --batch --signal=TERM does the same, but retries for a minute on array tasks)
+shells=$(pgrep -f "$work/spool/job[0-9]*/slurm_script")
+echo "signalling batch shells: $shells"
+test -n "$shells"
+kill -TERM $shells
+# Slurm makes a requeued job wait ~2 minutes before it may start again: release them now
+for _ in $(seq 1 100); do
+  grep -q "requeueing" slow-out/slurm/*.log 2> /dev/null && break
+  sleep 0.1
+done
+sleep 1
+scontrol update JobId="$job" StartTime=now 2> /dev/null || true
+for _ in $(seq 1 1200); do
+  [[ -z "$(squeue -h -j "$job" 2> /dev/null)" ]] && break
+  sleep 0.5
+done
+[[ -z "$(squeue -h -j "$job" 2> /dev/null)" ]] || { squeue; tail -20 slurmctld.log; exit 1; }
+grep -h "resuming from step" slow-out/runs/*/log.txt
+"$PELAB" report slow-out | tee slow-report.txt
+grep -q "4 of 4 runs complete" slow-report.txt
 echo "slurm_sweep: ok"

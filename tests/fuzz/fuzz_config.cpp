@@ -13,6 +13,7 @@
 
 #include "core/io/catalog_yaml.h"
 #include "core/io/config.h"
+#include "core/io/yaml_reader.h"
 
 namespace {
 
