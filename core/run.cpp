@@ -147,6 +147,8 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   if (resume && is_complete_run_file(run_file)) {
     RunRecord done = read_run_file(run_file, /*with_checkpoint=*/false);
     check_same_config(run_file, done.config_yaml, config);
+    std::error_code ignored;  // a kill between the run file's rename and the checkpoint's removal
+    fs::remove(checkpoint_file, ignored);
     log << "run '" << config.name << "' is already complete: " << run_file << "\n";
     return RunOutcome{run_file, done.training, done.evaluation, 0};
   }

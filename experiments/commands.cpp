@@ -25,7 +25,6 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
     err << "error: " << e.what() << "\n";
     return 2;
   }
-  install_stop_handlers();
   try {
     execute_run(config, out, ProgressReporter::stdout_is_terminal(), arguments.resume);
   } catch (const RunInterrupted& e) {

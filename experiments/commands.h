@@ -18,7 +18,8 @@ struct TrainArguments {
 };
 
 // Exit codes: 0 success, 2 invalid config or arguments, 1 a failure while running,
-// 75 (kExitInterrupted) stopped by SIGINT/SIGTERM after writing a checkpoint.
+// 75 (kExitInterrupted) stopped by SIGINT/SIGTERM after writing a checkpoint (main installs
+// the handlers: install_stop_handlers).
 int command_train(const TrainArguments& arguments, std::ostream& out, std::ostream& err);
 // The catalogs as text, or with `yaml` as YAML (core/io/catalog_yaml.h).
 void command_list(std::ostream& out, bool yaml = false);

@@ -6,6 +6,7 @@
 
 #include "experiments/bench.h"
 #include "experiments/commands.h"
+#include "core/train/stop_signal.h"
 #include "experiments/sweep.h"
 #include "pelab_version.h"
 
@@ -85,6 +86,9 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
+  // train and sweep stop gracefully on SIGINT/SIGTERM (checkpoint, exit 75): from here on,
+  // before the config is read, so that an early signal is not lost
+  if (train_cmd->parsed() || sweep_cmd->parsed()) pelab::install_stop_handlers();
   if (sweep_cmd->parsed())
     return pelab::command_sweep(sweep, std::filesystem::read_symlink("/proc/self/exe").string(), std::cout, std::cerr);
   if (report_cmd->parsed()) return pelab::command_report(report, std::cout, std::cerr);

@@ -48,9 +48,11 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-// The last line of a failed run's log that says what went wrong.
-std::string error_line(const std::string& log_path, int status) {
-  std::istringstream log(read_text(log_path));
+// The last line of a failed run's log that says what went wrong, looking only at what the
+// last attempt wrote (from byte `from`: the log is appended across attempts).
+std::string error_line(const std::string& log_path, int status, std::uintmax_t from) {
+  const std::string text = read_text(log_path);
+  std::istringstream log(from < text.size() ? text.substr(from) : std::string());
   std::string line, error;
   while (std::getline(log, line))
     if (line.rfind("error:", 0) == 0) error = line;
@@ -125,10 +127,27 @@ void write_index(const std::string& sweep_dir, const std::string& name, const st
   write_sweep_index(sweep_dir + "/" + schema::kSweepIndexFileName, name, entries);
 }
 
-// Starts `pelab train` for one run with its output in run.dir/log.txt; returns the pid.
+// What a kill -9 can leave in a run directory besides a whole run.h5 or checkpoint.h5: a
+// temporary file of a write it interrupted, and (killed between the two) the checkpoint of
+// a run whose run.h5 is complete.
+void remove_leftovers(const std::string& run_dir) {
+  std::error_code error;
+  for (const char* name : {schema::kRunFileName, kCheckpointFileName})
+    fs::remove(run_dir + "/" + name + ".tmp", error);
+  if (is_complete_run_file(run_dir + "/" + schema::kRunFileName)) fs::remove(run_dir + "/" + kCheckpointFileName, error);
+}
+
+struct RunningRun {
+  int64_t index;
+  std::chrono::steady_clock::time_point start;
+  std::uintmax_t log_offset;  // where this attempt's output starts in log.txt
+};
+
+// Starts `pelab train --resume` for one run with its output appended to run.dir/log.txt.
 pid_t start_run(const std::string& pelab, const SweepConfig& sweep, const SweepRun& run, int64_t threads) {
   fs::create_directories(run.dir);
   fs::remove(run.dir + "/" + kFailedFile);
+  remove_leftovers(run.dir);
   std::vector<std::string> args = {pelab, "train", sweep.base, "--resume"};
   for (const auto& o : run.all_overrides) args.insert(args.end(), {"--set", o});
   args.insert(args.end(), {"--set", "name=" + run.id, "--set", "threads=" + std::to_string(threads), "--out", run.dir});
@@ -152,10 +171,13 @@ enum class RunEnd { Complete, Interrupted, Failed };
 
 // Records a finished run process: complete, interrupted (it checkpointed and exited with
 // kExitInterrupted: the next sweep resumes it), or failed (failed.txt holds the error).
-RunEnd finish_run(const SweepRun& run, int status, std::string& error) {
+// A run killed by the signal the sweep forwarded (before it could install its handlers) is
+// interrupted too.
+RunEnd finish_run(const SweepRun& run, int status, std::uintmax_t log_offset, std::string& error) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && is_complete_run_file(run_file_of(run))) return RunEnd::Complete;
   if (WIFEXITED(status) && WEXITSTATUS(status) == kExitInterrupted) return RunEnd::Interrupted;
-  error = error_line(run.dir + "/" + kLogFile, status);
+  if (WIFSIGNALED(status) && stop_signal() != 0 && WTERMSIG(status) == stop_signal()) return RunEnd::Interrupted;
+  error = error_line(run.dir + "/" + kLogFile, status, log_offset);
   std::ofstream(run.dir + "/" + kFailedFile) << error << "\n";
   return RunEnd::Failed;
 }
@@ -191,14 +213,16 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
     // batch shell, which passes them to pelab: the run checkpoints and exits with 75, and the
     // task requeues itself; the next attempt resumes from the checkpoint.
     script << "#SBATCH --requeue\n"
+           << "#SBATCH --open-mode=append\n"
            << "#SBATCH --signal=B:TERM@120\n"
            << "cd " << quoted(fs::current_path().string()) << "\n"
+           << "stopping=\n"
+           << "trap 'stopping=1; kill -TERM \"$pelab_pid\" 2>/dev/null' TERM INT\n"
            << quoted(pelab) << " sweep " << quoted(fs::absolute(sweep.file).string())
            << " --run-index \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-1}\" &\n"
            << "pelab_pid=$!\n"
-           << "trap 'kill -TERM \"$pelab_pid\" 2>/dev/null' TERM INT\n"
            << "wait \"$pelab_pid\"; status=$?\n"
-           << "while kill -0 \"$pelab_pid\" 2>/dev/null; do wait \"$pelab_pid\"; status=$?; done\n"
+           << "while [ -n \"$stopping\" ]; do stopping=; wait \"$pelab_pid\"; status=$?; done\n"
            << "if [ \"$status\" -eq " << kExitInterrupted << " ]; then\n"
            << "  echo \"pelab: stopped by a signal after a checkpoint; requeueing ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n"
            << "  scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n"
@@ -255,6 +279,7 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     const RunState state = state_of(run.dir);
     if (state == RunState::Complete) ++complete;
     else todo.push_back(run.index);
+    if (state == RunState::Complete && !a.dry_run) remove_leftovers(run.dir);
     if (state == RunState::Failed) ++failed_before;
     if (state == RunState::Resumable) ++resumable;
   }
@@ -287,17 +312,20 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
                      failed_before ? fmt::format(" ({} failed before: retried)", failed_before) : std::string(), jobs,
                      threads, sweep.output);
   out.flush();
-  // SIGINT/SIGTERM: start nothing more, pass the signal on to the runs (they checkpoint and
-  // exit with kExitInterrupted), wait for them, and exit with kExitInterrupted too.
-  install_stop_handlers();
-  std::map<pid_t, std::pair<int64_t, std::chrono::steady_clock::time_point>> running;
+  // SIGINT/SIGTERM (handlers installed by main): start nothing more, pass the signal on to the runs (they checkpoint and
+  // exit with kExitInterrupted), wait for them, and exit with kExitInterrupted too. The loop
+  // polls (waitpid WNOHANG, 50 ms naps) so that a signal is seen within 50 ms whenever it lands.
+  std::map<pid_t, RunningRun> running;
   size_t next = 0;
   int64_t done = 0, failed = 0, interrupted = 0;
   bool forwarded = false;
   while ((next < todo.size() && stop_signal() == 0) || !running.empty()) {
     while (next < todo.size() && stop_signal() == 0 && static_cast<int64_t>(running.size()) < jobs) {
       const SweepRun& run = runs[todo[next++]];
-      running[start_run(pelab, sweep, run, threads)] = {run.index, std::chrono::steady_clock::now()};
+      std::error_code no_log;
+      const auto log_offset = fs::file_size(run.dir + "/" + kLogFile, no_log);
+      running[start_run(pelab, sweep, run, threads)] = {run.index, std::chrono::steady_clock::now(),
+                                                         no_log ? 0 : log_offset};
     }
     if (stop_signal() != 0 && !forwarded) {
       for (const auto& [child, entry] : running) kill(child, stop_signal());
@@ -307,17 +335,20 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
       out.flush();
     }
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0 && errno == EINTR) continue;  // a stop signal: forward it above
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
     if (pid < 0) break;
     auto it = running.find(pid);
     if (it == running.end()) continue;
-    const SweepRun& run = runs[it->second.first];
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second).count();
+    const SweepRun& run = runs[it->second.index];
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.start).count();
+    const std::uintmax_t log_offset = it->second.log_offset;
     running.erase(it);
     std::string error;
-    switch (finish_run(run, status, error)) {
+    switch (finish_run(run, status, log_offset, error)) {
       case RunEnd::Complete:
         ++done;
         out << fmt::format("[{}/{}] complete  {} ({:.0f}s)\n", done + failed, todo.size(), run.id, seconds);

@@ -61,6 +61,7 @@ if [[ ! -e stopped/run.h5 ]]; then
   test "$status" = 75 -o "$status" = 0
 fi
 "${train[@]}" --out stopped --resume > last.log
+cat int.log 2> /dev/null >> resumed.log || true
 grep -q "resuming from step" last.log resumed.log
 test -f stopped/run.h5 && test ! -e stopped/checkpoint.h5
 

@@ -1,6 +1,8 @@
 // Files that are either whole or absent: written under a temporary name, flushed to the
 // disk, then renamed into place. A crash, a kill -9 or a full disk leaves the previous
-// version (or nothing), never a partial file under the final name, and no temporary file.
+// version (or nothing), never a partial file under the final name. A failed write removes
+// its temporary file; a kill -9 during one can leave `<name>.tmp`, which the next write
+// replaces (and a sweep removes).
 #pragma once
 
 #include <cstddef>

@@ -284,7 +284,12 @@ void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::st
     for (const auto& item : node) flatten(item.second, prefix + (prefix.empty() ? "" : ".") + item.first.as<std::string>(), out);
     return;
   }
+  int64_t integer = 0;
   double number = 0;
+  if (node.IsScalar() && YAML::convert<int64_t>::decode(node, integer)) {
+    out[prefix] = std::to_string(integer);
+    return;
+  }
   if (node.IsScalar() && YAML::convert<double>::decode(node, number)) {  // 0.0030000000000000001 -> 0.003
     out[prefix] = fmt::format("{}", number);
     return;
@@ -300,7 +305,7 @@ std::vector<std::string> config_differences(const std::string& before_yaml, cons
   std::map<std::string, std::string> before, after;
   flatten(YAML::Load(before_yaml), "", before);
   flatten(YAML::Load(after_yaml), "", after);
-  const std::set<std::string> ignored = {"name", "threads", "device", "output.dir"};
+  const std::set<std::string> ignored = {"name", "threads", "device", "output.dir", "train.checkpoint_every"};
   std::set<std::string> keys;
   for (const auto& [key, value] : before) keys.insert(key);
   for (const auto& [key, value] : after) keys.insert(key);

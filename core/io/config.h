@@ -125,7 +125,8 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
 // The fully resolved config (every default filled in) as YAML; parses back to the same config.
 std::string to_yaml(const RunConfig& config);
 // What differs between two resolved configs (to_yaml) that would change a run's results, as
-// "key.path: A -> B" lines; name, threads, device and output.dir are left out.
+// "key.path: A -> B" lines; name, threads, device, output.dir and train.checkpoint_every
+// are left out.
 std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml);
 
 }  // namespace pelab

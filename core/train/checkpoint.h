@@ -2,7 +2,7 @@
 // from a step as if it had never stopped (on the CPU, bit for bit): parameters, optimizer
 // state, the data and position RNG streams, LibTorch's generator (dropout), and the
 // training curve with its window in progress. Written atomically (atomic_file.h); removed
-// once the run file is complete. Layout: README.md, "Checkpoints and --resume".
+// once the run file is complete. Layout: README.md, "Checkpoint file".
 #pragma once
 
 #include <torch/torch.h>

@@ -195,8 +195,9 @@ TrainingCheckpoint Trainer::checkpoint() const {
     std::lock_guard<std::mutex> lock(generator.mutex());
     c.torch_rng = generator.get_state();
   }
-  for (const auto& p : model_->named_parameters()) c.model.emplace_back(p.key(), p.value().detach().cpu());
-  for (const auto& b : model_->named_buffers()) c.model.emplace_back(b.key(), b.value().detach().cpu());
+  // copies: on the CPU, .cpu() would share memory with parameters that training goes on changing
+  for (const auto& p : model_->named_parameters()) c.model.emplace_back(p.key(), p.value().detach().to(torch::kCPU, false, true));
+  for (const auto& b : model_->named_buffers()) c.model.emplace_back(b.key(), b.value().detach().to(torch::kCPU, false, true));
   torch::serialize::OutputArchive archive;
   optimizer_->save(archive);
   std::ostringstream bytes;
