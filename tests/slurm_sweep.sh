@@ -124,6 +124,7 @@ for _ in $(seq 1 1200); do
   sleep 0.5
 done
 [[ -z "$(squeue -h -j "$job" 2> /dev/null)" ]] || { squeue; tail -20 slurmctld.log; exit 1; }
+grep -h "requeueing" slow-out/slurm/"${job}"_*.log
 grep -h "resuming from step" slow-out/runs/*/log.txt
 "$PELAB" report slow-out | tee slow-report.txt
 grep -q "4 of 4 runs complete" slow-report.txt

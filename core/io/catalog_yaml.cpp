@@ -95,6 +95,8 @@ std::string catalogs_to_yaml(const Catalogs& catalogs) {
 Catalogs catalogs_from_yaml(const std::string& text) {
   try {
     const YAML::Node root = YAML::Load(text);
+    if (!root.IsMap() || !root["schemes"].IsSequence() || !root["tasks"].IsSequence())
+      throw std::runtime_error("not a pelab catalog (pelab list --yaml): expected the sequences schemes and tasks");
     return {read_catalog(root["schemes"]), read_catalog(root["tasks"])};
   } catch (const YAML::Exception& e) {
     throw std::runtime_error(std::string("not a pelab catalog (pelab list --yaml): ") + e.what());
