@@ -209,7 +209,8 @@ void write_hdf5_file(const std::string& path, const std::string& what, F&& fill,
       throw H5::FileIException("H5Pset_file_image", "cannot open the file's image");
     H5::H5File file = existing.empty()
                           ? H5::H5File(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access)
-                          : H5::H5File(path, H5F_ACC_RDWR, H5::FileCreatPropList::DEFAULT, access);
+                          // the core driver refuses an image under the name of a file on disk
+                          : H5::H5File(path + ".in-memory", H5F_ACC_RDWR, H5::FileCreatPropList::DEFAULT, access);
     fill(file);
     file.flush(H5F_SCOPE_GLOBAL);
     const ssize_t size = H5Fget_file_image(file.getId(), nullptr, 0);
