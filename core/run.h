@@ -19,7 +19,8 @@ namespace pelab {
 torch::Device resolve_device(const std::string& name);
 // Intra-op threads: `requested`, or every core when 0.
 void set_threads(int64_t requested);
-// Process-wide CPU math settings of every run and benchmark (denormals flushed to zero).
+// Process-wide CPU math and memory settings of every run and benchmark: denormals flushed
+// to zero; glibc keeps large freed blocks for reuse (no mmap/munmap per step).
 void configure_cpu_math();
 // The encoder for a config and task, seeded from config.seed.
 Encoder build_model(const RunConfig& config, const Task& task);

@@ -1,6 +1,7 @@
 #define CATCH_CONFIG_PREFIX_ALL
 #include <catch2/catch.hpp>
 
+#include "core/model/batched_matmul.h"
 #include "core/model/flops.h"
 #include "tests/support.h"
 
@@ -86,4 +87,23 @@ CATCH_TEST_CASE("FLOP count of the encoder: every matrix product of one layer, b
   CATCH_CHECK(encoder_training_flops(m, 2, 10, 3) == Approx(3 * expected));
   m.num_layers = 5;  // layers scale the blocks, not the head
   CATCH_CHECK(encoder_forward_flops(m, 2, 10, 3) == Approx(5 * (expected - 2.0 * 20 * 64 * 3) + 2.0 * 20 * 64 * 3));
+}
+
+CATCH_TEST_CASE("batch_parallel_matmul equals torch::matmul, values and gradients, on strided inputs", "[encoder]") {
+  torch::manual_seed(3);
+  auto qkv = torch::randn({3, 2, 7, 3, 5}).permute({2, 0, 3, 1, 4});  // (3, B, H, T, Dh) views as attention has
+  auto q = qkv[0].detach().requires_grad_(), k = qkv[1].detach().requires_grad_();
+  auto q_ref = q.detach().clone().requires_grad_(), k_ref = k.detach().clone().requires_grad_();
+  auto scores = batch_parallel_matmul(q, k.transpose(-2, -1));  // (B, H, T, T)
+  auto expected = torch::matmul(q_ref, k_ref.transpose(-2, -1));
+  CATCH_REQUIRE(scores.sizes() == expected.sizes());
+  CATCH_CHECK(torch::allclose(scores, expected, 1e-5, 1e-6));
+  scores.add_(1.0);  // callers add biases in place: the result is not a view
+  auto weights = torch::randn_like(expected);
+  (scores * weights).sum().backward();
+  (expected * weights).sum().backward();
+  CATCH_CHECK(torch::allclose(q.grad(), q_ref.grad(), 1e-5, 1e-6));
+  CATCH_CHECK(torch::allclose(k.grad(), k_ref.grad(), 1e-5, 1e-6));
+  CATCH_CHECK_THROWS_WITH(batch_parallel_matmul(torch::randn({2, 3, 4}), torch::randn({2, 5, 4})),
+                          Catch::Matchers::Contains("inner dimensions differ"));
 }

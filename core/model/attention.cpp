@@ -1,5 +1,7 @@
 #include "core/model/attention.h"
 
+#include "core/model/batched_matmul.h"
+
 namespace pelab {
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads,
@@ -22,7 +24,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   std::tie(q, k) = encoding.rotate(q, k, hooks);
 
   // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
-  auto scores = torch::matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)
+  auto scores = batch_parallel_matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)
   auto bias = encoding.score_bias(q, k, hooks);
   if (bias.defined()) scores.add_(bias);  // in place: no backward needs the raw scores
   scores.add_(mask);
@@ -30,7 +32,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   if (probs_out) *probs_out = probs;
 
   auto attended = dropout_->forward(probs);
-  auto context = torch::matmul(attended, v);  // (B, H, T, Dh)
+  auto context = batch_parallel_matmul(attended, v);  // (B, H, T, Dh)
   auto value_term = encoding.value_term(attended, hooks);
   if (value_term.defined()) context = context + value_term;
   return out_->forward(context.transpose(1, 2).reshape({B, T, D}));
