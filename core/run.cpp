@@ -19,7 +19,6 @@
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/train/checkpoint.h"
-#include "core/train/stop_signal.h"
 #include "data/task_registry.h"
 
 namespace pelab {
@@ -145,12 +144,6 @@ void check_same_config(const std::string& file, const std::string& stored_yaml, 
                              "); resume with the same config, or remove it to start over");
 }
 
-// Stops between the phases after training (evaluation, maps, probes): the checkpoint
-// written when training ended lets --resume redo them.
-void stop_if_requested(const Trainer& trainer, const std::string& checkpoint) {
-  if (stop_signal() != 0) throw RunInterrupted(stop_signal(), trainer.progress().step, checkpoint);
-}
-
 }  // namespace
 
 RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interactive, bool resume) {
@@ -206,9 +199,8 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
                      config.eval.extrapolation.size() > 1
                          ? fmt::format(" under {} extrapolation methods", config.eval.extrapolation.size())
                          : std::string());
-  stop_if_requested(trainer, checkpoint_file);
-  outcome.evaluation = trainer.evaluate();
-  stop_if_requested(trainer, checkpoint_file);
+  outcome.evaluation = trainer.evaluate();  // checks for a stop signal before each length
+  trainer.stop_if_requested();
 
   RunRecord record;
   record.run_name = config.name;
@@ -237,7 +229,7 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
       record.probes.insert(record.probes.end(), results.begin(), results.end());
     }
   }
-  stop_if_requested(trainer, checkpoint_file);
+  trainer.stop_if_requested();
   outcome.run_file = run_file;
   write_run_file(outcome.run_file, record);
   fs::remove(checkpoint_file);  // run.h5 holds the final parameters

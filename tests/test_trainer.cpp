@@ -185,6 +185,14 @@ FinishedTraining parameters_after(Encoder& model, TrainingCurve curve) {
   return out;
 }
 
+// The run that never stops: its curve and final parameters.
+FinishedTraining uninterrupted(const RunConfig& config, const Task& task) {
+  std::ostringstream log;
+  Encoder model = build_model(config, task);
+  Trainer trainer(config, model, task, torch::kCPU);
+  return parameters_after(model, trainer.train(log, false));
+}
+
 }  // namespace
 
 CATCH_TEST_CASE("a run stopped at any step and resumed from its checkpoint file equals one that never stopped",
@@ -192,9 +200,7 @@ CATCH_TEST_CASE("a run stopped at any step and resumed from its checkpoint file 
   const RunConfig config = resumable_config();
   auto task = test::default_task("reverse_string");
   std::ostringstream log;
-  Encoder straight_model = build_model(config, *task);
-  Trainer straight(config, straight_model, *task, torch::kCPU);
-  const FinishedTraining expected = parameters_after(straight_model, straight.train(log, false));
+  const FinishedTraining expected = uninterrupted(config, *task);
   CATCH_REQUIRE(expected.curve.loss.size() == 7);  // rows at 3, 6, ..., 18 and 20
 
   test::TemporaryDirectory dir;
@@ -230,9 +236,7 @@ CATCH_TEST_CASE("without the optimizer state or the RNG streams a resumed run di
   const RunConfig config = resumable_config();
   auto task = test::default_task("reverse_string");
   std::ostringstream log;
-  Encoder straight_model = build_model(config, *task);
-  Trainer straight(config, straight_model, *task, torch::kCPU);
-  const TrainingCurve expected = straight.train(log, false);
+  const TrainingCurve expected = uninterrupted(config, *task).curve;
 
   Encoder model = build_model(config, *task);
   Trainer first(config, model, *task, torch::kCPU);

@@ -19,6 +19,35 @@ using namespace hdf5;
 
 namespace {
 
+// IEEE half precision (h5py reads it as numpy float16); HDF5 converts float32 on write.
+H5::FloatType half_type() {
+  H5::FloatType type(H5::PredType::IEEE_F32LE);
+  type.setFields(15, 10, 5, 0, 10);
+  type.setOffset(0);
+  type.setPrecision(16);
+  type.setSize(2);
+  type.setEbias(15);
+  return type;
+}
+
+// A float32 tensor stored chunked (one chunk per trailing (T, T) map) and compressed.
+void write_maps(H5::Group& group, const std::string& name, const torch::Tensor& tensor, bool float16) {
+  auto t = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous();
+  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end()), chunk(dims.size(), 1);
+  for (size_t k = dims.size() >= 2 ? dims.size() - 2 : 0; k < dims.size(); ++k) chunk[k] = dims[k];
+  H5::DataSpace space(dims.size(), dims.data());
+  H5::DSetCreatPropList properties;
+  properties.setChunk(chunk.size(), chunk.data());
+  properties.setShuffle();
+  properties.setDeflate(4);
+  if (float16) {
+    group.createDataSet(name, half_type(), space, properties).write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+  } else {
+    group.createDataSet(name, H5::PredType::NATIVE_FLOAT, space, properties)
+        .write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
+  }
+}
+
 void write_attention_maps(H5::H5File& file, const std::vector<AttentionMaps>& maps, bool float16) {
   if (maps.empty()) return;
   H5::Group attention = file.exists(s::kAttention) ? file.openGroup(s::kAttention) : file.createGroup(s::kAttention);
@@ -52,11 +81,33 @@ std::map<std::string, int64_t> count_parameters(torch::nn::Module& model) {
   return counts;
 }
 
-std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(torch::nn::Module& model) {
+std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(const torch::nn::Module& model) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& p : model.named_parameters()) out.emplace_back(p.key(), p.value().detach().cpu());
-  for (const auto& b : model.named_buffers()) out.emplace_back(b.key(), b.value().detach().cpu());
+  // copies: on the CPU, .cpu() would share memory with parameters that training goes on changing
+  for (const auto& p : model.named_parameters()) out.emplace_back(p.key(), p.value().detach().to(torch::kCPU, false, true));
+  for (const auto& b : model.named_buffers()) out.emplace_back(b.key(), b.value().detach().to(torch::kCPU, false, true));
   return out;
+}
+
+void load_named_tensors(torch::nn::Module& model, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                        const std::string& source) {
+  std::map<std::string, torch::Tensor> stored(tensors.begin(), tensors.end());
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  auto copy_into = [&](const std::string& name, torch::Tensor& target) {
+    auto it = stored.find(name);
+    if (it == stored.end())
+      throw std::runtime_error(source + ": checkpoint has no tensor '" + name + "' (was it made with another config?)");
+    if (it->second.sizes() != target.sizes())
+      throw std::runtime_error(source + ": checkpoint tensor '" + name + "' has shape " +
+                               c10::str(it->second.sizes()) + ", the model expects " + c10::str(target.sizes()));
+    target.copy_(it->second.to(target.dtype()));
+    used.insert(name);
+  };
+  for (auto& p : model.named_parameters()) copy_into(p.key(), p.value());
+  for (auto& b : model.named_buffers()) copy_into(b.key(), b.value());
+  for (const auto& [name, tensor] : stored)
+    if (!used.count(name)) throw std::runtime_error(source + ": checkpoint tensor '" + name + "' is not in the model");
 }
 
 void write_run_file(const std::string& path, const RunRecord& r) {
@@ -66,7 +117,8 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     write_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr, s::kSchemaVersion);
     write_string_attribute(file, s::kRunNameAttr, r.run_name);
     write_string_attribute(file, s::kStatusAttr, "complete");
-    file.createDataSet(s::kConfig, string_type(), H5::DataSpace(H5S_SCALAR)).write(r.config_yaml, string_type());
+    H5::Group root = file.openGroup("/");
+    write_string_dataset(root, s::kConfig, r.config_yaml);
 
     H5::Group env = file.createGroup(s::kEnvironment);
     write_string_attribute(env, s::kPelabVersion, r.environment.pelab_version);
@@ -82,39 +134,20 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     for (const auto& [module, count] : r.parameter_counts) write_scalar_attribute<int64_t>(counts, module, count);
 
     H5::Group training = file.createGroup(s::kTraining);
-    write_vector(training, s::kStep, r.training.step);
-    write_vector(training, s::kLoss, r.training.loss);
-    write_vector(training, s::kAccuracy, r.training.accuracy);
-    write_vector(training, s::kLearningRate, r.training.learning_rate);
-    write_vector(training, s::kTokensPerSecond, r.training.tokens_per_second);
-    write_scalar_attribute<int64_t>(training, s::kSkippedSteps, r.training.skipped_steps);
+    write_training_curve(training, r.training);
 
     H5::Group evaluation = file.createGroup(s::kEvaluation);
-    std::vector<int64_t> length, sequence_length, samples;
-    std::vector<double> loss, per_token, per_sequence, chance_token, chance_sequence, chance_loss;
-    std::vector<std::string> method;
-    for (const auto& e : r.evaluation) {
-      method.push_back(e.method);
-      length.push_back(e.length);
-      sequence_length.push_back(e.sequence_length);
-      samples.push_back(e.samples);
-      loss.push_back(e.loss);
-      per_token.push_back(e.per_token_accuracy);
-      per_sequence.push_back(e.per_sequence_accuracy);
-      chance_token.push_back(e.chance_token_accuracy);
-      chance_sequence.push_back(e.chance_sequence_accuracy);
-      chance_loss.push_back(e.chance_loss);
-    }
-    write_strings(evaluation, s::kMethod, method);
-    write_vector(evaluation, s::kLength, length);
-    write_vector(evaluation, s::kSequenceLength, sequence_length);
-    write_vector(evaluation, s::kSamples, samples);
-    write_vector(evaluation, s::kLoss, loss);
-    write_vector(evaluation, s::kPerTokenAccuracy, per_token);
-    write_vector(evaluation, s::kPerSequenceAccuracy, per_sequence);
-    write_vector(evaluation, s::kChanceTokenAccuracy, chance_token);
-    write_vector(evaluation, s::kChanceSequenceAccuracy, chance_sequence);
-    write_vector(evaluation, s::kChanceLoss, chance_loss);
+    const auto& rows = r.evaluation;
+    write_column(evaluation, s::kMethod, rows, &EvalResult::method);
+    write_column(evaluation, s::kLength, rows, &EvalResult::length);
+    write_column(evaluation, s::kSequenceLength, rows, &EvalResult::sequence_length);
+    write_column(evaluation, s::kSamples, rows, &EvalResult::samples);
+    write_column(evaluation, s::kLoss, rows, &EvalResult::loss);
+    write_column(evaluation, s::kPerTokenAccuracy, rows, &EvalResult::per_token_accuracy);
+    write_column(evaluation, s::kPerSequenceAccuracy, rows, &EvalResult::per_sequence_accuracy);
+    write_column(evaluation, s::kChanceTokenAccuracy, rows, &EvalResult::chance_token_accuracy);
+    write_column(evaluation, s::kChanceSequenceAccuracy, rows, &EvalResult::chance_sequence_accuracy);
+    write_column(evaluation, s::kChanceLoss, rows, &EvalResult::chance_loss);
     write_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength, r.train_min_length);
     write_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength, r.train_max_length);
     write_string_attribute(evaluation, s::kTaskFormat, r.task_format);
@@ -139,24 +172,13 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     write_attention_maps(file, r.attention_maps, r.attention_float16);
     if (!r.probes.empty()) {
       H5::Group probes = file.createGroup(s::kProbes);
-      std::vector<int64_t> length, layer;
-      std::vector<double> accuracy, chance, r2, order, distance;
-      for (const auto& p : r.probes) {
-        length.push_back(p.length);
-        layer.push_back(p.layer);
-        accuracy.push_back(p.position_accuracy);
-        chance.push_back(p.position_chance);
-        r2.push_back(p.position_r2);
-        order.push_back(p.order_accuracy);
-        distance.push_back(p.distance_r2);
-      }
-      write_vector(probes, s::kLength, length);
-      write_vector(probes, s::kProbeLayer, layer);
-      write_vector(probes, s::kPositionAccuracy, accuracy);
-      write_vector(probes, s::kPositionChance, chance);
-      write_vector(probes, s::kPositionR2, r2);
-      write_vector(probes, s::kOrderAccuracy, order);
-      write_vector(probes, s::kDistanceR2, distance);
+      write_column(probes, s::kLength, r.probes, &ProbeResult::length);
+      write_column(probes, s::kProbeLayer, r.probes, &ProbeResult::layer);
+      write_column(probes, s::kPositionAccuracy, r.probes, &ProbeResult::position_accuracy);
+      write_column(probes, s::kPositionChance, r.probes, &ProbeResult::position_chance);
+      write_column(probes, s::kPositionR2, r.probes, &ProbeResult::position_r2);
+      write_column(probes, s::kOrderAccuracy, r.probes, &ProbeResult::order_accuracy);
+      write_column(probes, s::kDistanceR2, r.probes, &ProbeResult::distance_r2);
     }
 
     H5::Group checkpoint = file.createGroup(s::kCheckpoint);
@@ -174,7 +196,7 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
                                std::to_string(s::kSchemaVersion));
     RunRecord r;
     r.run_name = read_string_attribute(file, s::kRunNameAttr);
-    file.openDataSet(s::kConfig).read(r.config_yaml, string_type());
+    r.config_yaml = read_string_dataset(file.openGroup("/"), s::kConfig);
 
     H5::Group env = file.openGroup(s::kEnvironment);
     r.environment.pelab_version = read_string_attribute(env, s::kPelabVersion);
@@ -192,13 +214,7 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
       r.parameter_counts[name] = read_scalar_attribute<int64_t>(counts, name);
     }
 
-    H5::Group training = file.openGroup(s::kTraining);
-    r.training.step = read_vector<int64_t>(training, s::kStep);
-    r.training.loss = read_vector<double>(training, s::kLoss);
-    r.training.accuracy = read_vector<double>(training, s::kAccuracy);
-    r.training.learning_rate = read_vector<double>(training, s::kLearningRate);
-    r.training.tokens_per_second = read_vector<double>(training, s::kTokensPerSecond);
-    r.training.skipped_steps = read_scalar_attribute<int64_t>(training, s::kSkippedSteps);
+    r.training = read_training_curve(file.openGroup(s::kTraining));
 
     H5::Group evaluation = file.openGroup(s::kEvaluation);
     auto method = read_strings(evaluation, s::kMethod);
@@ -303,24 +319,7 @@ void write_sweep_index(const std::string& path, const std::string& sweep_name,
 }
 
 void load_checkpoint(const std::string& path, torch::nn::Module& model) {
-  const RunRecord record = read_run_file(path);
-  std::map<std::string, torch::Tensor> stored(record.checkpoint.begin(), record.checkpoint.end());
-  torch::NoGradGuard no_grad;
-  std::set<std::string> used;
-  auto copy_into = [&](const std::string& name, torch::Tensor& target) {
-    auto it = stored.find(name);
-    if (it == stored.end())
-      throw std::runtime_error(path + ": checkpoint has no tensor '" + name + "' (was it made with another config?)");
-    if (it->second.sizes() != target.sizes())
-      throw std::runtime_error(path + ": checkpoint tensor '" + name + "' has shape " +
-                               c10::str(it->second.sizes()) + ", the model expects " + c10::str(target.sizes()));
-    target.copy_(it->second.to(target.dtype()));
-    used.insert(name);
-  };
-  for (auto& p : model.named_parameters()) copy_into(p.key(), p.value());
-  for (auto& b : model.named_buffers()) copy_into(b.key(), b.value());
-  for (const auto& [name, tensor] : stored)
-    if (!used.count(name)) throw std::runtime_error(path + ": checkpoint tensor '" + name + "' is not in the model");
+  load_named_tensors(model, read_run_file(path).checkpoint, path);
 }
 
 }  // namespace pelab

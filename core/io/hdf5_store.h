@@ -33,8 +33,12 @@ struct RunRecord {
 
 // Parameters per module: embeddings, position_encoding, blocks.N, head, ... and "total".
 std::map<std::string, int64_t> count_parameters(torch::nn::Module& model);
-// Named parameters (and buffers) of `model`, detached, on the CPU, float32.
-std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(torch::nn::Module& model);
+// Named parameters (and buffers) of `model`: detached copies on the CPU.
+std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(const torch::nn::Module& model);
+// Copies `stored` (checkpoint_of's form) into `model`: every parameter and buffer must be
+// there with its shape, and nothing else; errors start with `source` (a file name).
+void load_named_tensors(torch::nn::Module& model, const std::vector<std::pair<std::string, torch::Tensor>>& stored,
+                        const std::string& source);
 
 // Writes `path` (via `path + ".tmp"` and a rename); throws std::runtime_error on failure.
 void write_run_file(const std::string& path, const RunRecord& record);

@@ -8,9 +8,12 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/io/atomic_file.h"
+#include "core/io/schema.h"
+#include "core/train/trainer.h"
 
 namespace pelab::hdf5 {
 
@@ -112,40 +115,53 @@ inline torch::Tensor read_tensor(const H5::Group& group, const std::string& name
   return t;
 }
 
-// IEEE half precision (h5py reads it as numpy float16); HDF5 converts float32 on write.
-inline H5::FloatType half_type() {
-  H5::FloatType type(H5::PredType::IEEE_F32LE);
-  type.setFields(15, 10, 5, 0, 10);
-  type.setOffset(0);
-  type.setPrecision(16);
-  type.setSize(2);
-  type.setEbias(15);
-  return type;
-}
-
-// A float32 tensor stored chunked (one chunk per trailing (T, T) map) and compressed.
-inline void write_maps(H5::Group& group, const std::string& name, const torch::Tensor& tensor, bool float16) {
-  auto t = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous();
-  std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end()), chunk(dims.size(), 1);
-  for (size_t k = dims.size() >= 2 ? dims.size() - 2 : 0; k < dims.size(); ++k) chunk[k] = dims[k];
-  H5::DataSpace space(dims.size(), dims.data());
-  H5::DSetCreatPropList properties;
-  properties.setChunk(chunk.size(), chunk.data());
-  properties.setShuffle();
-  properties.setDeflate(4);
-  if (float16) {
-    group.createDataSet(name, half_type(), space, properties).write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
-  } else {
-    group.createDataSet(name, H5::PredType::NATIVE_FLOAT, space, properties)
-        .write(t.data_ptr<float>(), H5::PredType::NATIVE_FLOAT);
-  }
-}
-
 inline void write_int_tensor(H5::Group& group, const std::string& name, const torch::Tensor& tensor) {
   auto t = tensor.to(torch::kCPU, torch::kInt64).contiguous();
   std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
   H5::DataSpace space(dims.size(), dims.data());
   group.createDataSet(name, H5::PredType::NATIVE_INT64, space).write(t.data_ptr<int64_t>(), H5::PredType::NATIVE_INT64);
+}
+
+// A scalar string dataset (the run file's and the checkpoint's config, RNG states).
+inline void write_string_dataset(H5::Group& group, const std::string& name, const std::string& value) {
+  group.createDataSet(name, string_type(), H5::DataSpace(H5S_SCALAR)).write(value, string_type());
+}
+
+inline std::string read_string_dataset(const H5::Group& group, const std::string& name) {
+  std::string value;
+  group.openDataSet(name).read(value, string_type());
+  return value;
+}
+
+// One 1-D dataset from one field of every row (a table stored column by column).
+template <typename Row, typename T>
+void write_column(H5::Group& group, const std::string& name, const std::vector<Row>& rows, T Row::*field) {
+  std::vector<T> column;
+  for (const auto& row : rows) column.push_back(row.*field);
+  if constexpr (std::is_same_v<T, std::string>) write_strings(group, name, column);
+  else write_vector(group, name, column);
+}
+
+// The training curve's 1-D datasets and its skipped_steps attribute (the run file's
+// /training and the checkpoint's /curve).
+inline void write_training_curve(H5::Group& group, const TrainingCurve& curve) {
+  write_vector(group, schema::kStep, curve.step);
+  write_vector(group, schema::kLoss, curve.loss);
+  write_vector(group, schema::kAccuracy, curve.accuracy);
+  write_vector(group, schema::kLearningRate, curve.learning_rate);
+  write_vector(group, schema::kTokensPerSecond, curve.tokens_per_second);
+  write_scalar_attribute<int64_t>(group, schema::kSkippedSteps, curve.skipped_steps);
+}
+
+inline TrainingCurve read_training_curve(const H5::Group& group) {
+  TrainingCurve curve;
+  curve.step = read_vector<int64_t>(group, schema::kStep);
+  curve.loss = read_vector<double>(group, schema::kLoss);
+  curve.accuracy = read_vector<double>(group, schema::kAccuracy);
+  curve.learning_rate = read_vector<double>(group, schema::kLearningRate);
+  curve.tokens_per_second = read_vector<double>(group, schema::kTokensPerSecond);
+  curve.skipped_steps = read_scalar_attribute<int64_t>(group, schema::kSkippedSteps);
+  return curve;
 }
 
 inline std::vector<std::string> member_names(const H5::Group& group) {

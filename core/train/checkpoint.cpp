@@ -36,16 +36,6 @@ std::vector<uint8_t> read_bytes(const H5::Group& group, const std::string& name)
   return bytes;
 }
 
-void write_string(H5::Group& group, const std::string& name, const std::string& value) {
-  group.createDataSet(name, string_type(), H5::DataSpace(H5S_SCALAR)).write(value, string_type());
-}
-
-std::string read_string(const H5::Group& group, const std::string& name) {
-  std::string value;
-  group.openDataSet(name).read(value, string_type());
-  return value;
-}
-
 }  // namespace
 
 void write_training_checkpoint(const std::string& path, const TrainingCheckpoint& c) {
@@ -54,16 +44,11 @@ void write_training_checkpoint(const std::string& path, const TrainingCheckpoint
     write_scalar_attribute<int64_t>(file, kVersionAttr, kCheckpointVersion);
     write_scalar_attribute<int64_t>(file, kStepAttr, c.progress.step);
     write_scalar_attribute<int64_t>(file, kThreadsAttr, c.threads);
-    write_string(root, kConfig, c.config_yaml);
+    write_string_dataset(root, kConfig, c.config_yaml);
 
     const TrainerProgress& p = c.progress;
     H5::Group curve = file.createGroup(kCurve);
-    write_vector(curve, "step", p.curve.step);
-    write_vector(curve, "loss", p.curve.loss);
-    write_vector(curve, "accuracy", p.curve.accuracy);
-    write_vector(curve, "learning_rate", p.curve.learning_rate);
-    write_vector(curve, "tokens_per_second", p.curve.tokens_per_second);
-    write_scalar_attribute<int64_t>(curve, "skipped_steps", p.curve.skipped_steps);
+    write_training_curve(curve, p.curve);
     H5::Group window = file.createGroup(kWindow);
     write_scalar_attribute<double>(window, "loss", p.window_loss);
     write_scalar_attribute<double>(window, "accuracy", p.window_accuracy);
@@ -74,8 +59,8 @@ void write_training_checkpoint(const std::string& path, const TrainingCheckpoint
     write_scalar_attribute<double>(window, "total_tokens", p.total_tokens);
 
     H5::Group rng = file.createGroup(kRng);
-    write_string(rng, "data", c.data_rng);
-    write_string(rng, "positions", c.position_rng);
+    write_string_dataset(rng, "data", c.data_rng);
+    write_string_dataset(rng, "positions", c.position_rng);
     const auto torch_rng = c.torch_rng.contiguous();
     write_bytes(rng, "torch", torch_rng.data_ptr<uint8_t>(), torch_rng.numel());
 
@@ -95,17 +80,11 @@ TrainingCheckpoint read_training_checkpoint(const std::string& path) {
       throw std::runtime_error("checkpoint " + path + " has version " + std::to_string(version) +
                                "; this pelab reads version " + std::to_string(kCheckpointVersion));
     TrainingCheckpoint c;
-    c.config_yaml = read_string(root, kConfig);
+    c.config_yaml = read_string_dataset(root, kConfig);
     c.threads = read_scalar_attribute<int64_t>(file, kThreadsAttr);
     TrainerProgress& p = c.progress;
     p.step = read_scalar_attribute<int64_t>(file, kStepAttr);
-    H5::Group curve = file.openGroup(kCurve);
-    p.curve.step = read_vector<int64_t>(curve, "step");
-    p.curve.loss = read_vector<double>(curve, "loss");
-    p.curve.accuracy = read_vector<double>(curve, "accuracy");
-    p.curve.learning_rate = read_vector<double>(curve, "learning_rate");
-    p.curve.tokens_per_second = read_vector<double>(curve, "tokens_per_second");
-    p.curve.skipped_steps = read_scalar_attribute<int64_t>(curve, "skipped_steps");
+    p.curve = read_training_curve(file.openGroup(kCurve));
     H5::Group window = file.openGroup(kWindow);
     p.window_loss = read_scalar_attribute<double>(window, "loss");
     p.window_accuracy = read_scalar_attribute<double>(window, "accuracy");
@@ -116,8 +95,8 @@ TrainingCheckpoint read_training_checkpoint(const std::string& path) {
     p.total_tokens = read_scalar_attribute<double>(window, "total_tokens");
 
     H5::Group rng = file.openGroup(kRng);
-    c.data_rng = read_string(rng, "data");
-    c.position_rng = read_string(rng, "positions");
+    c.data_rng = read_string_dataset(rng, "data");
+    c.position_rng = read_string_dataset(rng, "positions");
     const auto torch_rng = read_bytes(rng, "torch");
     c.torch_rng = torch::from_blob(const_cast<uint8_t*>(torch_rng.data()), {static_cast<int64_t>(torch_rng.size())},
                                    torch::kUInt8).clone();

@@ -6,11 +6,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
 
+#include "core/io/hdf5_store.h"
 #include "core/train/checkpoint.h"
 #include "core/train/metrics.h"
 #include "core/train/progress.h"
@@ -164,7 +164,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
     }
     if (stopping) {
       progress.finish();
-      throw RunInterrupted(stop_signal(), p.step, checkpoint_path_);
+      stop_if_requested();
     }
   }
   progress.finish();
@@ -195,9 +195,7 @@ TrainingCheckpoint Trainer::checkpoint() const {
     std::lock_guard<std::mutex> lock(generator.mutex());
     c.torch_rng = generator.get_state();
   }
-  // copies: on the CPU, .cpu() would share memory with parameters that training goes on changing
-  for (const auto& p : model_->named_parameters()) c.model.emplace_back(p.key(), p.value().detach().to(torch::kCPU, false, true));
-  for (const auto& b : model_->named_buffers()) c.model.emplace_back(b.key(), b.value().detach().to(torch::kCPU, false, true));
+  c.model = checkpoint_of(*model_);
   torch::serialize::OutputArchive archive;
   optimizer_->save(archive);
   std::ostringstream bytes;
@@ -207,23 +205,7 @@ TrainingCheckpoint Trainer::checkpoint() const {
 }
 
 void Trainer::restore(const TrainingCheckpoint& c) {
-  std::map<std::string, torch::Tensor> stored(c.model.begin(), c.model.end());
-  {
-    torch::NoGradGuard no_grad;
-    size_t used = 0;
-    auto copy_into = [&](const std::string& name, torch::Tensor& target) {
-      auto it = stored.find(name);
-      if (it == stored.end()) throw std::runtime_error("the checkpoint has no tensor '" + name + "'");
-      if (it->second.sizes() != target.sizes())
-        throw std::runtime_error("checkpoint tensor '" + name + "' has shape " + c10::str(it->second.sizes()) +
-                                 ", the model expects " + c10::str(target.sizes()));
-      target.copy_(it->second);
-      ++used;
-    };
-    for (auto& p : model_->named_parameters()) copy_into(p.key(), p.value());
-    for (auto& b : model_->named_buffers()) copy_into(b.key(), b.value());
-    if (used != stored.size()) throw std::runtime_error("the checkpoint holds tensors the model does not have");
-  }
+  load_named_tensors(*model_, c.model, "training checkpoint");
   torch::serialize::InputArchive archive;
   std::istringstream bytes(c.optimizer);
   archive.load_from(bytes, device_);
@@ -241,6 +223,10 @@ void Trainer::restore(const TrainingCheckpoint& c) {
 }
 
 void Trainer::write_checkpoint() const { write_training_checkpoint(checkpoint_path_, checkpoint()); }
+
+void Trainer::stop_if_requested() const {
+  if (stop_signal() != 0) throw RunInterrupted(stop_signal(), progress_.step, checkpoint_path_);
+}
 
 EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::string& method) {
   torch::NoGradGuard no_grad;
@@ -336,7 +322,7 @@ std::vector<EvalResult> Trainer::evaluate() {
   std::vector<EvalResult> results;
   for (const auto& method : config_.eval.extrapolation)
     for (int64_t length : config_.eval.lengths) {
-      if (stop_signal() != 0) throw RunInterrupted(stop_signal(), progress_.step, checkpoint_path_);
+      stop_if_requested();
       results.push_back(evaluate_length(length, config_.eval.samples, method));
     }
   return results;

@@ -79,6 +79,9 @@ class Trainer {
   TrainingCheckpoint checkpoint() const;
   void restore(const TrainingCheckpoint& checkpoint);
   void write_checkpoint() const;  // to the enable_checkpoints path
+  // Throws RunInterrupted (naming the checkpoint) when a stop signal has arrived; between
+  // steps, evaluation lengths and the phases after training.
+  void stop_if_requested() const;
   const TrainerProgress& progress() const { return progress_; }
   // Evaluates every eval.extrapolation method x eval.lengths entry on eval.samples examples
   // (fewer when the task's evaluation set is smaller: text).
