@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/blas_core.h"
 #include "core/encodings/registry.h"
 #include "core/model/flops.h"
 #include "core/run.h"
@@ -112,6 +113,8 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
 int command_bench_worker(const BenchOptions& options, const std::string& scheme, int64_t length, std::ostream& out) {
   try {
     BenchResult r = bench_one(options, scheme, length);
+    const std::string blas = openblas_core();
+    out << "BLAS " << (blas.empty() ? std::string("other") : blas) << "\n";  // tests/benchmarks/compare.py reads it
     out << fmt::format("RESULT {} {} {:.4f} {:.4f} {:.2f}\n", r.scheme, r.length, r.median_ms, r.min_ms, r.peak_mb);
   } catch (const std::exception& e) {
     const auto* torch_error = dynamic_cast<const c10::Error*>(&e);  // its what() carries a backtrace
@@ -137,8 +140,10 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
                      options.d_model, options.num_layers, options.num_heads, options.d_ff, options.batch,
                      options.causal ? "causal" : "bidirectional", options.repeats, options.warmup);
   const double peak = matmul_peak_gflops(options.threads, 1024);
+  const std::string blas = openblas_core();
   out << fmt::format("matmul peak of this machine: {:.1f} GFLOP/s (1024 x 1024 float32 torch::mm, {} threads, best "
-                     "of 10)\n", peak, torch::get_num_threads()) << std::flush;
+                     "of 10; BLAS: {})\n", peak, torch::get_num_threads(),
+                     blas.empty() ? std::string("not OpenBLAS") : "OpenBLAS, " + blas + " kernels") << std::flush;
   std::vector<BenchResult> results;
   for (int64_t length : options.lengths) {
     for (const auto& scheme : schemes) {

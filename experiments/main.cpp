@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "core/blas_core.h"
 #include "experiments/bench.h"
 #include "experiments/commands.h"
 #include "core/train/stop_signal.h"
@@ -11,6 +12,7 @@
 #include "pelab_version.h"
 
 int main(int argc, char** argv) {
+  pelab::reexec_with_best_openblas_core(argv);  // first: OpenBLAS reads its kernel choice only at load
   CLI::App app{"pelab: compare position encodings in transformers"};
   app.set_version_flag("--version", std::string("pelab ") + PELAB_VERSION + " (" + PELAB_GIT_COMMIT + ")");
   app.require_subcommand(1);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/model/batched_matmul.h"
+#include "core/model/fused_attention.h"
 #include "core/model/flops.h"
 #include "tests/support.h"
 
@@ -106,4 +107,116 @@ CATCH_TEST_CASE("batch_parallel_matmul equals torch::matmul, values and gradient
   CATCH_CHECK(torch::allclose(k.grad(), k_ref.grad(), 1e-5, 1e-6));
   CATCH_CHECK_THROWS_WITH(batch_parallel_matmul(torch::randn({2, 3, 4}), torch::randn({2, 5, 4})),
                           Catch::Matchers::Contains("inner dimensions differ"));
+}
+
+namespace {
+// softmax(q k^T * scale + bias + mask) v by plain LibTorch operations.
+torch::Tensor reference_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  double scale, const torch::Tensor& bias, const torch::Tensor& mask) {
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
+  if (bias.defined()) scores = scores + bias;
+  if (mask.defined()) scores = scores + mask;
+  return torch::matmul(torch::softmax(scores, -1), v);
+}
+}  // namespace
+
+CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values and gradients", "[encoder]") {
+  // head sizes with a compile-time kernel (8, 32) and without (12), lengths on and off the
+  // 16-lane blocks, biases broadcast over batch or heads, padding and causal masks
+  struct Case {
+    int64_t B, H, T, Dh;
+    std::vector<int64_t> bias_shape;  // empty: no bias
+    bool causal, padding;
+  };
+  const std::vector<Case> cases = {{2, 3, 7, 8, {}, false, false},      {3, 2, 16, 8, {1, 2, 16, 16}, true, false},
+                                   {2, 4, 21, 12, {2, 1, 21, 21}, false, true}, {1, 2, 40, 32, {1, 2, 40, 40}, true, true},
+                                   {2, 2, 5, 3, {2, 2, 5, 5}, false, true}};
+  for (const auto& c : cases) {
+    CATCH_CAPTURE(c.B, c.H, c.T, c.Dh, c.bias_shape.size(), c.causal, c.padding);
+    torch::manual_seed(c.T);
+    // q, k, v as strided views of one projection, as attention passes them
+    auto qkv = torch::randn({c.B, c.T, 3, c.H, c.Dh}).permute({2, 0, 3, 1, 4});
+    auto q = qkv[0].detach().requires_grad_(), k = qkv[1].detach().requires_grad_(),
+         v = qkv[2].detach().requires_grad_();
+    torch::Tensor bias;
+    if (!c.bias_shape.empty()) bias = torch::randn(c.bias_shape).requires_grad_();
+    auto padding = torch::zeros({c.B, c.T}, torch::kBool);
+    if (c.padding) padding.index_put_({0, torch::indexing::Slice(c.T - 2)}, true);
+    const auto mask = attention_mask(padding, c.causal);
+    const double scale = 1.0 / std::sqrt(double(c.Dh));
+
+    auto out = fused_attention(q, k, v, scale, bias, mask);
+    auto expected = reference_attention(q, k, v, scale, bias, mask);
+    CATCH_REQUIRE(out.sizes() == expected.sizes());
+    CATCH_CHECK(torch::allclose(out, expected, 1e-5, 1e-6));
+    // the output's memory is (B, T, H, Dh): merging the heads is a view
+    CATCH_CHECK(out.transpose(1, 2).is_contiguous());
+
+    auto weights = torch::randn_like(expected);
+    std::vector<torch::Tensor> inputs = {q, k, v};
+    if (bias.defined()) inputs.push_back(bias);
+    auto grads = torch::autograd::grad({(out * weights).sum()}, inputs);
+    auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, inputs);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      CATCH_CAPTURE(i);
+      CATCH_REQUIRE(grads[i].sizes() == inputs[i].sizes());
+      CATCH_CHECK(torch::allclose(grads[i], expected_grads[i], 1e-4, 1e-5));
+    }
+  }
+  // probabilities and extreme scores: a row of huge scores soft-maxes to one-hot, finite
+  auto q = torch::zeros({1, 1, 3, 8}), k = torch::zeros({1, 1, 3, 8}), v = torch::eye(3).view({1, 1, 3, 3});
+  auto bias = torch::tensor({0.f, 200.f, -200.f, 0.f, 0.f, 0.f, -1e30f, -1e30f, 50.f}).view({1, 1, 3, 3});
+  auto out = fused_attention(q, k, torch::nn::functional::pad(v, torch::nn::functional::PadFuncOptions({0, 5})),
+                             1.0, bias, {});
+  auto expected = torch::softmax(bias, -1);
+  CATCH_CHECK(torch::allclose(out.slice(-1, 0, 3), expected, 1e-6, 1e-7));
+  CATCH_CHECK(out.slice(-1, 0, 3)[0][0][1][0].item<float>() == Approx(1.0 / 3.0));
+}
+
+CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one", "[encoder]") {
+  // asking for attention maps takes the unfused path (it keeps the probabilities)
+  Batch b = batch();
+  for (const char* scheme : {"none", "alibi", "t5_bias", "rope", "relative_key", "shaw"}) {
+    CATCH_CAPTURE(scheme);
+    for (const char* causal : {"model.causal=false", "model.causal=true"}) {
+      CATCH_CAPTURE(causal);
+      auto config = test::tiny_config({std::string("encoding.name=") + scheme, causal});
+      auto fused = forward(config, b, {false, false}).logits;
+      auto unfused = forward(config, b, {true, false}).logits;
+      CATCH_CHECK(torch::allclose(fused, unfused, 1e-5, 1e-6));
+    }
+  }
+}
+
+CATCH_TEST_CASE("fused_attention's offset rows add scale q_i . R[i - j] (HF relative_key), with gradients",
+                "[encoder]") {
+  for (int64_t T : {5, 17, 40}) {
+    for (int64_t Dh : {8, 6}) {
+      CATCH_CAPTURE(T, Dh);
+      torch::manual_seed(T + Dh);
+      const int64_t B = 2, H = 3;
+      auto q = torch::randn({B, H, T, Dh}).requires_grad_(), k = torch::randn({B, H, T, Dh}).requires_grad_(),
+           v = torch::randn({B, H, T, Dh}).requires_grad_();
+      auto rows = torch::randn({2 * T - 1, Dh}).requires_grad_();  // offsets -(T - 1) .. T - 1
+      const auto mask = attention_mask(torch::zeros({B, T}, torch::kBool), T % 2 == 1);
+      const double scale = 1.0 / std::sqrt(double(Dh));
+      // HF's way: the (T, T, Dh) embeddings of query - key, einsum with q
+      auto i = torch::arange(T);
+      auto embeddings = rows.index_select(0, (i.view({T, 1}) - i.view({1, T}) + (T - 1)).reshape(-1)).view({T, T, Dh});
+      auto bias = torch::einsum("bhld,lrd->bhlr", {q, embeddings}) * scale;
+      auto expected = reference_attention(q, k, v, scale, bias, mask);
+      auto out = fused_attention(q, k, v, scale, {}, mask, rows);
+      CATCH_CHECK(torch::allclose(out, expected, 1e-5, 1e-6));
+      auto weights = torch::randn_like(expected);
+      auto grads = torch::autograd::grad({(out * weights).sum()}, {q, k, v, rows});
+      auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, {q, k, v, rows});
+      for (size_t n = 0; n < grads.size(); ++n) {
+        CATCH_CAPTURE(n);
+        CATCH_CHECK(torch::allclose(grads[n], expected_grads[n], 1e-4, 1e-5));
+      }
+    }
+  }
+  CATCH_CHECK_THROWS_WITH(fused_attention(torch::randn({1, 1, 4, 8}), torch::randn({1, 1, 4, 8}),
+                                          torch::randn({1, 1, 4, 8}), 1.0, {}, {}, torch::randn({6, 8})),
+                          Catch::Matchers::Contains("offset rows must be (2T - 1, Dh) = (7, 8)"));
 }

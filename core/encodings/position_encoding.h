@@ -76,6 +76,15 @@ class PositionEncodingImpl : public torch::nn::Module {
   virtual torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) {
     return {};
   }
+  // Schemes whose score term is attention_scale() * q_i . R[i - j], with a row R per offset
+  // query - key (HF BERT relative_key), may return those rows, (2T - 1, Dh) for the offsets
+  // -(T - 1) .. T - 1 ascending, when the positions are contiguous: the fused CPU attention
+  // then adds the term row by row instead of calling score_bias for a (B, H, T, T) bias.
+  // Undefined (the default): attention calls score_bias.
+  virtual torch::Tensor query_offset_rows(const AttentionContext& attention) { return {}; }
+
+  // True when value_term adds something (attention then keeps the probabilities as a tensor).
+  virtual bool has_value_term() const { return false; }
 
   // Multiplies q k^T; 1/sqrt(Dh) unless a scheme's reference says otherwise (T5: 1).
   virtual double attention_scale() const;

@@ -1,6 +1,7 @@
 #include "core/model/attention.h"
 
 #include "core/model/batched_matmul.h"
+#include "core/model/fused_attention.h"
 
 namespace pelab {
 
@@ -23,9 +24,19 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   const AttentionContext hooks{positions, layer_, qkv_->weight, qkv_->bias};
   std::tie(q, k) = encoding.rotate(q, k, hooks);
 
+  // The fused CPU kernel keeps no probabilities for callers and has no dropout or value term.
+  const bool dropout_active = is_training() && dropout_->options.p() > 0.0;
+  const bool fused = !probs_out && !dropout_active && !encoding.has_value_term() && fused_attention_supports(q);
+  const auto offset_rows = fused ? encoding.query_offset_rows(hooks) : torch::Tensor();  // (2T - 1, Dh) or none
+  const auto bias = offset_rows.defined() ? torch::Tensor() : encoding.score_bias(q, k, hooks);
+  if (fused) {
+    // one pass per row (core/model/fused_attention.h); (B, H, T, Dh), memory (B, T, H, Dh)
+    auto context = fused_attention(q, k, v, encoding.attention_scale(), bias, mask, offset_rows);
+    return out_->forward(context.transpose(1, 2).reshape({B, T, D}));
+  }
+
   // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
   auto scores = batch_parallel_matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)
-  auto bias = encoding.score_bias(q, k, hooks);
   if (bias.defined()) scores.add_(bias);  // in place: no backward needs the raw scores
   scores.add_(mask);
   auto probs = torch::softmax(scores, -1);

@@ -3,8 +3,10 @@
 same LibTorch 1.13) on the same model, batch and training step, interleaved: each round
 measures every scheme with pelab, then with eager, each in a fresh process, so that the
 machine's drift hits both alike. Prints the median step time over rounds and the speed-up
-(eager / pelab; above 1: pelab is faster) with its range over rounds. With --baseline, a
-second pelab binary (e.g. before a change) is measured in the same rounds.
+(eager / pelab; above 1: pelab is faster) with its range over rounds. Eager runs twice per
+round: as a researcher would run it, and with OPENBLAS_CORETYPE set to the OpenBLAS kernels
+pelab chose (core/blas_core.h), which separates pelab's own speed from the BLAS choice.
+With --baseline, a second pelab binary (e.g. before a change) is measured in the same rounds.
 
   tests/benchmarks/compare.py --shape large --rounds 3 [--threads 2] [--schemes none,rope]
 Shapes: small = Ruoss et al. (d_model 64, 5 layers, 8 heads, d_ff 256, batch 128, T 80);
@@ -28,13 +30,19 @@ def shape_args(s, threads):
             "--threads", str(threads), "--lengths", str(s["T"])]
 
 
-def result_ms(command):
-    out = subprocess.run(command, capture_output=True, text=True).stdout
+def run_worker(command, env=None):
+    """-> (median step ms, OpenBLAS kernel family the process used or None)."""
+    out = subprocess.run(command, capture_output=True, text=True, env=env).stdout
+    ms, blas = None, None
     for line in out.splitlines():
         parts = line.split()
         if parts and parts[0] == "RESULT":
-            return float(parts[3])
-    raise RuntimeError(f"no result from {' '.join(command)}:\n{out}")
+            ms = float(parts[3])
+        if parts and parts[0] == "BLAS":
+            blas = parts[1]
+    if ms is None:
+        raise RuntimeError(f"no result from {' '.join(command)}:\n{out}")
+    return ms, blas
 
 
 def main():
@@ -52,31 +60,46 @@ def main():
     binaries = {"pelab": args.pelab}
     if args.baseline:
         binaries["baseline"] = args.baseline
-    times = {(who, scheme): [] for scheme in schemes for who in list(binaries) + ["eager"]}
+    eager_kinds = ["eager", "eager_same_blas"]
+    times = {(who, scheme): [] for scheme in schemes for who in list(binaries) + eager_kinds}
+    eager_command = ["/usr/bin/python3", os.path.join(ROOT, "tests", "benchmarks", "torch_eager.py")]
+    blas = None
     for r in range(args.rounds):
         for scheme in schemes:
             for who, binary in binaries.items():
-                times[(who, scheme)].append(result_ms([binary, "bench", "--worker", "--scheme", scheme] + common))
-            times[("eager", scheme)].append(
-                result_ms(["/usr/bin/python3", os.path.join(ROOT, "tests", "benchmarks", "torch_eager.py"),
-                           "--schemes", scheme] + common))
+                ms, core = run_worker([binary, "bench", "--worker", "--scheme", scheme] + common)
+                times[(who, scheme)].append(ms)
+                if who == "pelab":
+                    blas = core
+            # eager as a researcher runs it, and with the OpenBLAS kernels pelab chose (pelab
+            # sets OPENBLAS_CORETYPE when OpenBLAS does not know the CPU: core/blas_core.h)
+            times[("eager", scheme)].append(run_worker(eager_command + ["--schemes", scheme] + common)[0])
+            env = dict(os.environ)
+            if blas and blas != "other":
+                env["OPENBLAS_CORETYPE"] = blas
+            times[("eager_same_blas", scheme)].append(
+                run_worker(eager_command + ["--schemes", scheme] + common, env)[0])
             print(f"round {r + 1}/{args.rounds} {scheme}: " +
-                  ", ".join(f"{who} {times[(who, scheme)][-1]:.1f} ms" for who in list(binaries) + ["eager"]),
+                  ", ".join(f"{who} {times[(who, scheme)][-1]:.1f} ms" for who in list(binaries) + eager_kinds),
                   file=sys.stderr, flush=True)
-    print(f"shape {args.shape} ({s}), {args.threads} threads, {args.rounds} interleaved rounds; median step ms")
-    header = "| scheme | pelab ms | eager ms | speed-up (range) |" + (" baseline ms | pelab / baseline |" if args.baseline else "")
+    print(f"shape {args.shape} ({s}), {args.threads} threads, {args.rounds} interleaved rounds; median step ms; "
+          f"pelab's OpenBLAS kernels: {blas}")
+    header = ("| scheme | pelab ms | eager ms | speed-up (range) | eager, pelab's BLAS kernels, ms | speed-up (range) |" +
+              (" baseline ms | pelab / baseline |" if args.baseline else ""))
     print(header)
-    print("|---|---:|---:|---:|" + ("---:|---:|" if args.baseline else ""))
-    for scheme in schemes:
-        p, e = times[("pelab", scheme)], times[("eager", scheme)]
+    print("|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.baseline else ""))
+
+    def speedup(p, e):
         ratios = [b / a for a, b in zip(p, e)]
-        line = (f"| {scheme} | {statistics.median(p):.1f} | {statistics.median(e):.1f} | "
-                f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) |")
+        return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+    for scheme in schemes:
+        p, e, es = times[("pelab", scheme)], times[("eager", scheme)], times[("eager_same_blas", scheme)]
+        line = (f"| {scheme} | {statistics.median(p):.1f} | {statistics.median(e):.1f} | {speedup(p, e)} | "
+                f"{statistics.median(es):.1f} | {speedup(p, es)} |")
         if args.baseline:
             b = times[("baseline", scheme)]
             line += f" {statistics.median(b):.1f} | {statistics.median([x / y for x, y in zip(p, b)]):.2f} |"
         print(line)
-
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,338 @@
+#include "core/model/attention_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+// Every loop below is written so that GCC vectorizes it: a fixed block of kLanes independent
+// accumulators, no reductions across lanes inside the loops. The entry points are compiled
+// once per instruction set (AVX-512, AVX2 + FMA, baseline) and picked by what the CPU
+// supports (by feature, not by CPU model: target_clones("arch=...") matches models only);
+// the helpers are forced inline so that each copy is compiled for its instruction set.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PELAB_X86_DISPATCH 1
+#endif
+#define PELAB_INLINE __attribute__((always_inline)) inline
+
+namespace pelab::kernels {
+
+namespace {
+
+constexpr int64_t kLanes = 16;  // one AVX-512 register, two AVX2 registers
+constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
+
+int64_t round_up_to_lanes(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
+
+// exp(x) for x <= 0 (scores minus their row maximum), -inf -> 0, NaN -> NaN; relative error
+// below 2e-7 (range reduction by ln 2, degree-6 Taylor polynomial on |r| <= ln(2)/2).
+PELAB_INLINE float exp_nonpositive(float x) {
+  const float t = std::max(x, -87.0f);             // NaN stays NaN
+  const float finite = t == t ? t : 0.0f;          // the exponent path never sees NaN
+  const float n = std::floor(finite * 1.44269504088896341f + 0.5f);
+  const float r = t - n * 0.693145751953125f - n * 1.428606765330187e-06f;
+  const float p =
+      1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float two_to_n;
+  std::memcpy(&two_to_n, &bits, sizeof two_to_n);
+  return x < -87.0f ? 0.0f : p * two_to_n;
+}
+
+// y[0, n) += sum_r x[r] * m[r * ld + (0, n)], n a multiple of kLanes: a vector times a
+// matrix whose rows are long (scores from q and k^T, score gradients from dO and v^T).
+PELAB_INLINE void add_vector_times_rows(const float* x, int64_t rows, const float* m, int64_t ld, float* y,
+                                        int64_t n) {
+  for (int64_t c0 = 0; c0 < n; c0 += kLanes) {
+    float acc[kLanes];
+    for (int64_t c = 0; c < kLanes; ++c) acc[c] = y[c0 + c];
+    for (int64_t r = 0; r < rows; ++r) {
+      const float xr = x[r];
+      const float* mr = m + r * ld + c0;
+      for (int64_t c = 0; c < kLanes; ++c) acc[c] += xr * mr[c];
+    }
+    for (int64_t c = 0; c < kLanes; ++c) y[c0 + c] = acc[c];
+  }
+}
+
+// Eight floats as one value (GCC/Clang vector extension): one AVX register, or two SSE
+// ones in the baseline copy. Short head-size rows are held in these, not in arrays that
+// the compiler might keep in memory.
+typedef float Float8 __attribute__((vector_size(32)));
+PELAB_INLINE Float8 load8(const float* p) {
+  Float8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+PELAB_INLINE void store8(float* p, Float8 v) { std::memcpy(p, &v, sizeof v); }
+
+// out[0, D) = alpha * sum_r w[r] * m[r * ld + (0, D)]: a long vector times a matrix with short
+// rows (probabilities times v, score gradients times k). D is a compile-time head size, a
+// multiple of 8, where one is common (the sums stay in registers), else 0 = `d` at run time.
+template <int64_t D>
+PELAB_INLINE void weighted_row_sum(const float* __restrict w, int64_t rows, const float* __restrict m, int64_t ld,
+                                   int64_t d, float alpha, float* __restrict out) {
+  if constexpr (D > 0) {
+    static_assert(D % 8 == 0, "compile-time head sizes are multiples of 8");
+    constexpr int64_t kVectors = D / 8;
+    // two independent sums per vector: not one chain of dependent FMAs
+    Float8 even[kVectors] = {}, odd[kVectors] = {};
+    int64_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+      const float w0 = w[r], w1 = w[r + 1];
+      const float *m0 = m + r * ld, *m1 = m0 + ld;
+      for (int64_t c = 0; c < kVectors; ++c) {
+        even[c] += w0 * load8(m0 + 8 * c);
+        odd[c] += w1 * load8(m1 + 8 * c);
+      }
+    }
+    if (r < rows)
+      for (int64_t c = 0; c < kVectors; ++c) even[c] += w[r] * load8(m + r * ld + 8 * c);
+    for (int64_t c = 0; c < kVectors; ++c) store8(out + 8 * c, alpha * (even[c] + odd[c]));
+  } else {
+    for (int64_t c = 0; c < d; ++c) out[c] = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float wr = w[r];
+      const float* mr = m + r * ld;
+      for (int64_t c = 0; c < d; ++c) out[c] += wr * mr[c];
+    }
+    for (int64_t c = 0; c < d; ++c) out[c] *= alpha;
+  }
+}
+
+// m[r * D + (0, D)] += w[r] * x[0, D) for r < rows: a rank-one update of a (rows, D) block.
+template <int64_t D>
+PELAB_INLINE void add_outer(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t d,
+                            float* __restrict m) {
+  if constexpr (D > 0) {
+    constexpr int64_t kVectors = D / 8;
+    Float8 xs[kVectors];
+    for (int64_t c = 0; c < kVectors; ++c) xs[c] = load8(x + 8 * c);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float wr = w[r];
+      float* mr = m + r * D;
+      for (int64_t c = 0; c < kVectors; ++c) store8(mr + 8 * c, load8(mr + 8 * c) + wr * xs[c]);
+    }
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float wr = w[r];
+      float* mr = m + r * d;
+      for (int64_t c = 0; c < d; ++c) mr[c] += wr * x[c];
+    }
+  }
+}
+
+// Row r of a (B, H, rows, Dh) view copied into column r of a (Dh, ld) block: k^T, v^T.
+PELAB_INLINE void transpose_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* t,
+                                 int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = s.at(b, h, r);
+    for (int64_t c = 0; c < d; ++c) t[c * ld + r] = src[c];
+  }
+}
+
+// Rows of a (B, H, rows, Dh) view copied into a contiguous (rows, Dh) block.
+PELAB_INLINE void gather_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* out) {
+  for (int64_t r = 0; r < rows; ++r) std::copy(s.at(b, h, r), s.at(b, h, r) + d, out + r * d);
+}
+
+// Softmax of row[0, n) in place over the padded width np (row[n, np) must be -inf).
+PELAB_INLINE void softmax_padded(float* row, int64_t np) {
+  float lane_max[kLanes];
+  for (int64_t c = 0; c < kLanes; ++c) lane_max[c] = kNegativeInfinity;
+  for (int64_t j0 = 0; j0 < np; j0 += kLanes)
+    for (int64_t c = 0; c < kLanes; ++c) lane_max[c] = row[j0 + c] > lane_max[c] ? row[j0 + c] : lane_max[c];
+  float maximum = kNegativeInfinity;
+  for (int64_t c = 0; c < kLanes; ++c) maximum = lane_max[c] > maximum ? lane_max[c] : maximum;
+  for (int64_t j = 0; j < np; ++j) row[j] = exp_nonpositive(row[j] - maximum);
+  float lane_sum[kLanes] = {};
+  for (int64_t j0 = 0; j0 < np; j0 += kLanes)
+    for (int64_t c = 0; c < kLanes; ++c) lane_sum[c] += row[j0 + c];
+  float sum = 0.0f;
+  for (int64_t c = 0; c < kLanes; ++c) sum += lane_sum[c];
+  const float inverse = 1.0f / sum;
+  for (int64_t j = 0; j < np; ++j) row[j] *= inverse;
+}
+
+// Offset rows (W = 2T - 1, Dh), descending offsets, laid out as columns (Dh, W + kLanes)
+// zero padded: the keys' role for the relative term scale q_i . R[i - j].
+std::vector<float> offset_columns(const float* rows, int64_t W, int64_t Dh) {
+  const int64_t ld = W + kLanes;
+  std::vector<float> columns(Dh * ld, 0.0f);
+  for (int64_t r = 0; r < W; ++r)
+    for (int64_t c = 0; c < Dh; ++c) columns[c * ld + r] = rows[r * Dh + c];
+  return columns;
+}
+
+template <int64_t D>
+PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
+                                float* probs, const MutableStrided& out) {
+  const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
+  const Strided &q = in.q, &k = in.k, &v = in.v, &bias = in.bias, &mask = in.mask;
+  std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), scores(Tkp), scaled_query(Dh);
+  // relative term: row i reads the columns of offsets i - j for j = 0, 1, ...: from column
+  // (Tk - 1 - i) on, ascending (the rows are in descending offset order)
+  const int64_t W = 2 * Tk - 1, offset_ld = W + kLanes;
+  const std::vector<float> offsets = in.offset_rows ? offset_columns(in.offset_rows, W, Dh) : std::vector<float>();
+  float* __restrict row = scores.data();
+  for (int64_t pair = begin; pair < end; ++pair) {
+    const int64_t b = pair / dims.heads, h = pair % dims.heads;
+    transpose_rows(k, b, h, Tk, Dh, key_columns.data(), Tkp);  // (Dh, Tkp), zero padded
+    gather_rows(v, b, h, Tk, Dh, values.data());                // (Tk, Dh)
+    for (int64_t i = 0; i < Tq; ++i) {
+      const float* qi = q.at(b, h, i);
+      for (int64_t c = 0; c < Dh; ++c) scaled_query[c] = qi[c] * in.scale;
+      const float* __restrict bi = bias.data ? bias.at(b, h, i) : nullptr;
+      const float* __restrict mi = mask.data ? mask.at(b, h, i) : nullptr;
+      if (bi && mi)
+        for (int64_t j = 0; j < Tk; ++j) row[j] = bi[j] + mi[j];
+      else if (bi || mi)
+        std::copy(bi ? bi : mi, (bi ? bi : mi) + Tk, row);
+      else
+        std::fill(row, row + Tk, 0.0f);
+      std::fill(row + Tk, row + Tkp, 0.0f);
+      add_vector_times_rows(scaled_query.data(), Dh, key_columns.data(), Tkp, row, Tkp);
+      if (in.offset_rows)
+        add_vector_times_rows(scaled_query.data(), Dh, offsets.data() + (Tk - 1 - i), offset_ld, row, Tkp);
+      std::fill(row + Tk, row + Tkp, kNegativeInfinity);
+      softmax_padded(row, Tkp);
+      float* pi = probs + (pair * Tq + i) * Tk;
+      std::copy(row, row + Tk, pi);
+      weighted_row_sum<D>(pi, Tk, values.data(), Dh, Dh, 1.0f, out.at(b, h, i));
+    }
+  }
+}
+
+template <int64_t D>
+PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
+                                 const float* probs, const Strided& grad_out, const AttentionGradients& grad) {
+  const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
+  const Strided &q = in.q, &k = in.k, &v = in.v;
+  std::vector<float> value_columns(Dh * Tkp, 0.0f), grad_probs(Tkp), grad_row(Tk), scaled_grad(Tk),
+      offset_part(Dh);
+  // k rows gathered contiguously (they may be strided views of the qkv projection)
+  std::vector<float> keys(Tk * Dh);
+  for (int64_t pair = begin; pair < end; ++pair) {
+    const int64_t b = pair / dims.heads, h = pair % dims.heads;
+    transpose_rows(v, b, h, Tk, Dh, value_columns.data(), Tkp);
+    gather_rows(k, b, h, Tk, Dh, keys.data());
+    float* dk = grad.k + pair * Tk * Dh;
+    float* dv = grad.v + pair * Tk * Dh;
+    std::fill(dk, dk + Tk * Dh, 0.0f);
+    std::fill(dv, dv + Tk * Dh, 0.0f);
+    for (int64_t i = 0; i < Tq; ++i) {
+      const float* doi = grad_out.at(b, h, i);
+      const float* pi = probs + (pair * Tq + i) * Tk;
+      // dP_i = dO_i v^T
+      std::fill(grad_probs.begin(), grad_probs.end(), 0.0f);
+      add_vector_times_rows(doi, Dh, value_columns.data(), Tkp, grad_probs.data(), Tkp);
+      // dS_i = P_i * (dP_i - <P_i, dP_i>)
+      float lane_dot[kLanes] = {};
+      int64_t j = 0;
+      for (; j + kLanes <= Tk; j += kLanes)
+        for (int64_t c = 0; c < kLanes; ++c) lane_dot[c] += pi[j + c] * grad_probs[j + c];
+      float dot = 0.0f;
+      for (int64_t c = 0; c < kLanes; ++c) dot += lane_dot[c];
+      for (; j < Tk; ++j) dot += pi[j] * grad_probs[j];
+      for (int64_t jj = 0; jj < Tk; ++jj) grad_row[jj] = pi[jj] * (grad_probs[jj] - dot);
+      if (grad.scores) std::copy(grad_row.begin(), grad_row.end(), grad.scores + (pair * Tq + i) * Tk);
+      // dV += P_i^T dO_i; dQ_i = scale dS_i (k + R[i - .]); dK += scale dS_i^T q_i; dR[i - j] += scale dS_ij q_i
+      add_outer<D>(pi, Tk, doi, Dh, dv);
+      float* dqi = grad.q + (pair * Tq + i) * Dh;
+      weighted_row_sum<D>(grad_row.data(), Tk, keys.data(), Dh, Dh, in.scale, dqi);
+      for (int64_t jj = 0; jj < Tk; ++jj) scaled_grad[jj] = in.scale * grad_row[jj];
+      add_outer<D>(scaled_grad.data(), Tk, q.at(b, h, i), Dh, dk);
+      if (in.offset_rows) {
+        const int64_t first = Tk - 1 - i;  // descending row of offset i - 0
+        weighted_row_sum<D>(grad_row.data(), Tk, in.offset_rows + first * Dh, Dh, Dh, in.scale, offset_part.data());
+        for (int64_t c = 0; c < Dh; ++c) dqi[c] += offset_part[c];
+        add_outer<D>(scaled_grad.data(), Tk, q.at(b, h, i), Dh, grad.offset_rows + first * Dh);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+#define PELAB_FOR_EVERY_HEAD_SIZE(function, ...)              \
+  switch (dims.head_dim) {                                    \
+    case 8: return function<8>(__VA_ARGS__);                  \
+    case 16: return function<16>(__VA_ARGS__);                \
+    case 32: return function<32>(__VA_ARGS__);                \
+    case 64: return function<64>(__VA_ARGS__);                \
+    default: return function<0>(__VA_ARGS__);                 \
+  }
+#define PELAB_FORWARD_PARAMETERS                                                                     \
+  const AttentionDims &dims, int64_t begin, int64_t end, const AttentionInputs &in, float *probs, \
+      MutableStrided out
+#define PELAB_FORWARD_ARGUMENTS dims, begin, end, in, probs, out
+#define PELAB_BACKWARD_PARAMETERS                                                                          \
+  const AttentionDims &dims, int64_t begin, int64_t end, const AttentionInputs &in, const float *probs, \
+      Strided grad_out, const AttentionGradients &grad
+#define PELAB_BACKWARD_ARGUMENTS dims, begin, end, in, probs, grad_out, grad
+
+namespace {
+
+void forward_baseline(PELAB_FORWARD_PARAMETERS) { PELAB_FOR_EVERY_HEAD_SIZE(forward_pairs, PELAB_FORWARD_ARGUMENTS) }
+void backward_baseline(PELAB_BACKWARD_PARAMETERS) {
+  PELAB_FOR_EVERY_HEAD_SIZE(backward_pairs, PELAB_BACKWARD_ARGUMENTS)
+}
+#ifdef PELAB_X86_DISPATCH
+#define PELAB_AVX2 __attribute__((target("avx2,fma")))
+#define PELAB_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+PELAB_AVX2 void forward_avx2(PELAB_FORWARD_PARAMETERS) { PELAB_FOR_EVERY_HEAD_SIZE(forward_pairs, PELAB_FORWARD_ARGUMENTS) }
+PELAB_AVX2 void backward_avx2(PELAB_BACKWARD_PARAMETERS) {
+  PELAB_FOR_EVERY_HEAD_SIZE(backward_pairs, PELAB_BACKWARD_ARGUMENTS)
+}
+PELAB_AVX512 void forward_avx512(PELAB_FORWARD_PARAMETERS) {
+  PELAB_FOR_EVERY_HEAD_SIZE(forward_pairs, PELAB_FORWARD_ARGUMENTS)
+}
+PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) {
+  PELAB_FOR_EVERY_HEAD_SIZE(backward_pairs, PELAB_BACKWARD_ARGUMENTS)
+}
+#endif
+
+enum class InstructionSet { baseline, avx2, avx512 };
+
+InstructionSet instruction_set() {
+#ifdef PELAB_X86_DISPATCH
+  static const InstructionSet best = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+      return InstructionSet::avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return InstructionSet::avx2;
+    return InstructionSet::baseline;
+  }();
+  return best;
+#else
+  return InstructionSet::baseline;
+#endif
+}
+
+}  // namespace
+
+void attention_forward(PELAB_FORWARD_PARAMETERS) {
+#ifdef PELAB_X86_DISPATCH
+  switch (instruction_set()) {
+    case InstructionSet::avx512: return forward_avx512(PELAB_FORWARD_ARGUMENTS);
+    case InstructionSet::avx2: return forward_avx2(PELAB_FORWARD_ARGUMENTS);
+    case InstructionSet::baseline: break;
+  }
+#endif
+  forward_baseline(PELAB_FORWARD_ARGUMENTS);
+}
+
+void attention_backward(PELAB_BACKWARD_PARAMETERS) {
+#ifdef PELAB_X86_DISPATCH
+  switch (instruction_set()) {
+    case InstructionSet::avx512: return backward_avx512(PELAB_BACKWARD_ARGUMENTS);
+    case InstructionSet::avx2: return backward_avx2(PELAB_BACKWARD_ARGUMENTS);
+    case InstructionSet::baseline: break;
+  }
+#endif
+  backward_baseline(PELAB_BACKWARD_ARGUMENTS);
+}
+
+}  // namespace pelab::kernels

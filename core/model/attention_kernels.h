@@ -1,0 +1,62 @@
+// Fused CPU attention kernels (torch-free): softmax(q k^T * scale + additive tables) v and
+// its gradient, one (batch, head) pair at a time, without materializing the scores in
+// separate passes. Each row of scores is computed, masked, soft-maxed and multiplied by v
+// while it is in the L1 cache; the backward recomputes nothing but the saved probabilities.
+// At small head sizes (Dh = 8: the Ruoss et al. model) this replaces ~1000 tiny BLAS calls
+// per product with straight loops (see core/model/fused_attention.h for when it is used).
+// The loops are compiled for AVX-512, AVX2 + FMA and baseline x86-64, picked at run time.
+#pragma once
+
+#include <cstdint>
+
+namespace pelab::kernels {
+
+struct AttentionDims {
+  int64_t batch = 1, heads = 1, queries = 1, keys = 1, head_dim = 1;
+};
+
+// A (batch, head, row, column) view of float32 data with unit stride along the last
+// dimension: element (b, h, r, c) is data[b * batch + h * head + r * row + c]. A stride of 0
+// broadcasts (an additive table shared by heads or batch elements).
+struct Strided {
+  const float* data = nullptr;
+  int64_t batch = 0, head = 0, row = 0;
+  const float* at(int64_t b, int64_t h, int64_t r) const { return data + b * batch + h * head + r * row; }
+};
+struct MutableStrided {
+  float* data = nullptr;
+  int64_t batch = 0, head = 0, row = 0;
+  float* at(int64_t b, int64_t h, int64_t r) const { return data + b * batch + h * head + r * row; }
+};
+
+// What attention reads. q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh); `bias` and `mask`: (B, H,
+// Tq, Tk) views, either may have a null data pointer (absent); offset_rows: null, or rows
+// R (2T - 1, Dh) contiguous, one per offset query - key in descending order (row c: offset
+// T - 1 - c), for Tq = Tk = T and positions 0 .. T - 1 (HF BERT relative_key's term).
+//   scores[i, j] = scale (q_i . k_j + q_i . R[i - j]) + bias[i, j] + mask[i, j]
+struct AttentionInputs {
+  Strided q, k, v;
+  float scale = 1.0f;
+  Strided bias, mask;
+  const float* offset_rows = nullptr;
+};
+
+// Where the backward writes. q, k, v: contiguous (B, H, T, Dh), written. scores (may be
+// null): contiguous (B, H, Tq, Tk), the gradient of the scores (and of an additive bias,
+// before summing over its broadcast dimensions). offset_rows (when the inputs have them):
+// contiguous (2T - 1, Dh), added to (each caller's thread gives its own, then sums).
+struct AttentionGradients {
+  float *q = nullptr, *k = nullptr, *v = nullptr, *scores = nullptr, *offset_rows = nullptr;
+};
+
+// Forward for the (batch, head) pairs [begin, end) (pair = b * heads + h). probs:
+// contiguous (B, H, Tq, Tk), written; out: (B, H, Tq, Dh) view, written.
+void attention_forward(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
+                       float* probs, MutableStrided out);
+
+// Backward for the pairs [begin, end): probs as attention_forward wrote them; grad_out:
+// (B, H, Tq, Dh) view.
+void attention_backward(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
+                        const float* probs, Strided grad_out, const AttentionGradients& grad);
+
+}  // namespace pelab::kernels

@@ -1,0 +1,25 @@
+// softmax(q k^T * scale + bias + mask) v as one autograd function on the CPU, computed by
+// the fused kernels of core/model/attention_kernels.h: no (B, H, T, T) tensors for the raw
+// scores, the scaled scores or the softmax input, one pass per row instead of five, and no
+// per-matrix BLAS calls. The probabilities are kept for the backward (as autograd would).
+#pragma once
+
+#include <torch/torch.h>
+
+namespace pelab {
+
+// q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh), any strides with unit stride along Dh; bias:
+// undefined or (B|1, H|1, Tq, Tk), may require grad; mask: undefined or additive
+// (B|1, 1, Tq|1, Tk); offset_rows: undefined, or (2T - 1, Dh) rows R for the offsets
+// query - key = -(T - 1) .. T - 1 (ascending) of contiguous positions, Tq = Tk = T, adding
+// scale * q_i . R[i - j] to the scores (HF BERT relative_key) without a (B, H, T, T) bias;
+// may require grad. -> (B, H, Tq, Dh), a view whose memory is (B, Tq, H, Dh), so that
+// out.transpose(1, 2).reshape({B, Tq, H * Dh}) is free.
+torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
+                              const torch::Tensor& bias, const torch::Tensor& mask,
+                              const torch::Tensor& offset_rows = {});
+
+// Whether fused_attention can take tensors like q: float32 on the CPU.
+bool fused_attention_supports(const torch::Tensor& q);
+
+}  // namespace pelab
