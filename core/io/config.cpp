@@ -147,6 +147,7 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
   c.seed = r.get_int("seed", c.seed, 0, 9.2e18);
   c.threads = r.get_int("threads", c.threads, 0, 4096);
   c.device = r.get_choice("device", c.device, {"cpu", "cuda", "auto"});
+  c.precision = r.get_choice("precision", c.precision, {"fp32", "bf16"});
   c.model = read_model(r.child("model"));
   c.task = read_named_section<TaskConfig>(
       r.child("task"), "task", tasks, c.task.name, [&](const CatalogEntry& e, YamlReader& reader, TaskConfig& task) {
@@ -209,6 +210,7 @@ std::string to_yaml(const RunConfig& c) {
   out << YAML::Key << "seed" << YAML::Value << c.seed;
   out << YAML::Key << "threads" << YAML::Value << c.threads;
   out << YAML::Key << "device" << YAML::Value << c.device;
+  out << YAML::Key << "precision" << YAML::Value << c.precision;
   emit_named(out, "task", c.task.name, c.task.options, c.task.format);
   const ModelConfig& m = c.model;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap

@@ -105,6 +105,7 @@ struct RunConfig {
   int64_t seed = 0;
   int64_t threads = 0;                  // intra-op threads; 0 = every core
   std::string device = "cpu";           // cpu | cuda | auto (cuda when available)
+  std::string precision = "fp32";       // fp32 | bf16 (autocast: matrix products in bfloat16)
   TaskConfig task;
   ModelConfig model;
   EncodingConfig encoding;

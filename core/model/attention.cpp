@@ -1,5 +1,9 @@
 #include "core/model/attention.h"
 
+#include <torch/version.h>
+
+#include <cmath>
+
 #include "core/model/batched_matmul.h"
 #include "core/model/fused_attention.h"
 
@@ -34,6 +38,19 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     auto context = fused_attention(q, k, v, encoding.attention_scale(), bias, mask, offset_rows);
     return out_->forward(context.transpose(1, 2).reshape({B, T, D}));
   }
+
+#if TORCH_VERSION_MAJOR >= 2
+  // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask
+  // as one additive mask. SDPA scales by 1/sqrt(Dh): q is pre-scaled to give attention_scale().
+  // Not verified on a GPU yet (no GPU machine in the sessions so far).
+  if (!probs_out && !encoding.has_value_term() && !q.device().is_cpu()) {
+    const auto additive = (bias.defined() ? bias + mask : mask).to(q.scalar_type());
+    const auto q_scaled = q * (encoding.attention_scale() * std::sqrt(static_cast<double>(Dh)));
+    auto context = at::scaled_dot_product_attention(q_scaled, k, v, additive,
+                                                    dropout_active ? dropout_->options.p() : 0.0, false);
+    return out_->forward(context.transpose(1, 2).reshape({B, T, D}));
+  }
+#endif
 
   // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
   auto scores = batch_parallel_matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)

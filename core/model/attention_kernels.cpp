@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 // Every loop below is written so that GCC vectorizes it: a fixed block of kLanes independent
@@ -40,19 +41,42 @@ PELAB_INLINE float exp_nonpositive(float x) {
   return x < -87.0f ? 0.0f : p * two_to_n;
 }
 
+// Sixteen floats as one value (GCC/Clang vector extension): one AVX-512 register, two AVX2
+// or four SSE ones, depending on the copy being compiled.
+typedef float Float16 __attribute__((vector_size(64)));
+PELAB_INLINE Float16 load16(const float* p) {
+  Float16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+PELAB_INLINE void store16(float* p, Float16 v) { std::memcpy(p, &v, sizeof v); }
+
 // y[0, n) += sum_r x[r] * m[r * ld + (0, n)], n a multiple of kLanes: a vector times a
 // matrix whose rows are long (scores from q and k^T, score gradients from dO and v^T).
-PELAB_INLINE void add_vector_times_rows(const float* x, int64_t rows, const float* m, int64_t ld, float* y,
-                                        int64_t n) {
-  for (int64_t c0 = 0; c0 < n; c0 += kLanes) {
-    float acc[kLanes];
-    for (int64_t c = 0; c < kLanes; ++c) acc[c] = y[c0 + c];
+// Four column blocks at a time: four independent chains of FMAs, not one.
+PELAB_INLINE void add_vector_times_rows(const float* __restrict x, int64_t rows, const float* __restrict m,
+                                        int64_t ld, float* __restrict y, int64_t n) {
+  int64_t c0 = 0;
+  for (; c0 + 4 * kLanes <= n; c0 += 4 * kLanes) {
+    Float16 a0 = load16(y + c0), a1 = load16(y + c0 + kLanes), a2 = load16(y + c0 + 2 * kLanes),
+            a3 = load16(y + c0 + 3 * kLanes);
     for (int64_t r = 0; r < rows; ++r) {
       const float xr = x[r];
       const float* mr = m + r * ld + c0;
-      for (int64_t c = 0; c < kLanes; ++c) acc[c] += xr * mr[c];
+      a0 += xr * load16(mr);
+      a1 += xr * load16(mr + kLanes);
+      a2 += xr * load16(mr + 2 * kLanes);
+      a3 += xr * load16(mr + 3 * kLanes);
     }
-    for (int64_t c = 0; c < kLanes; ++c) y[c0 + c] = acc[c];
+    store16(y + c0, a0);
+    store16(y + c0 + kLanes, a1);
+    store16(y + c0 + 2 * kLanes, a2);
+    store16(y + c0 + 3 * kLanes, a3);
+  }
+  for (; c0 < n; c0 += kLanes) {
+    Float16 a = load16(y + c0);
+    for (int64_t r = 0; r < rows; ++r) a += x[r] * load16(m + r * ld + c0);
+    store16(y + c0, a);
   }
 }
 
@@ -60,36 +84,44 @@ PELAB_INLINE void add_vector_times_rows(const float* x, int64_t rows, const floa
 // ones in the baseline copy. Short head-size rows are held in these, not in arrays that
 // the compiler might keep in memory.
 typedef float Float8 __attribute__((vector_size(32)));
-PELAB_INLINE Float8 load8(const float* p) {
-  Float8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-PELAB_INLINE void store8(float* p, Float8 v) { std::memcpy(p, &v, sizeof v); }
 
 // out[0, D) = alpha * sum_r w[r] * m[r * ld + (0, D)]: a long vector times a matrix with short
 // rows (probabilities times v, score gradients times k). D is a compile-time head size, a
 // multiple of 8, where one is common (the sums stay in registers), else 0 = `d` at run time.
+// The widest of Float16 / Float8 that divides a head size, with its load and store.
+template <int64_t D>
+struct HeadVector {
+  static constexpr int64_t kWidth = D % 16 == 0 ? 16 : 8;
+  using Type = std::conditional_t<kWidth == 16, Float16, Float8>;
+  static PELAB_INLINE Type load(const float* p) {
+    Type v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static PELAB_INLINE void store(float* p, Type v) { std::memcpy(p, &v, sizeof v); }
+};
+
 template <int64_t D>
 PELAB_INLINE void weighted_row_sum(const float* __restrict w, int64_t rows, const float* __restrict m, int64_t ld,
                                    int64_t d, float alpha, float* __restrict out) {
   if constexpr (D > 0) {
     static_assert(D % 8 == 0, "compile-time head sizes are multiples of 8");
-    constexpr int64_t kVectors = D / 8;
+    using V = HeadVector<D>;
+    constexpr int64_t kVectors = D / V::kWidth;
     // two independent sums per vector: not one chain of dependent FMAs
-    Float8 even[kVectors] = {}, odd[kVectors] = {};
+    typename V::Type even[kVectors] = {}, odd[kVectors] = {};
     int64_t r = 0;
     for (; r + 2 <= rows; r += 2) {
       const float w0 = w[r], w1 = w[r + 1];
       const float *m0 = m + r * ld, *m1 = m0 + ld;
       for (int64_t c = 0; c < kVectors; ++c) {
-        even[c] += w0 * load8(m0 + 8 * c);
-        odd[c] += w1 * load8(m1 + 8 * c);
+        even[c] += w0 * V::load(m0 + V::kWidth * c);
+        odd[c] += w1 * V::load(m1 + V::kWidth * c);
       }
     }
     if (r < rows)
-      for (int64_t c = 0; c < kVectors; ++c) even[c] += w[r] * load8(m + r * ld + 8 * c);
-    for (int64_t c = 0; c < kVectors; ++c) store8(out + 8 * c, alpha * (even[c] + odd[c]));
+      for (int64_t c = 0; c < kVectors; ++c) even[c] += w[r] * V::load(m + r * ld + V::kWidth * c);
+    for (int64_t c = 0; c < kVectors; ++c) V::store(out + V::kWidth * c, alpha * (even[c] + odd[c]));
   } else {
     for (int64_t c = 0; c < d; ++c) out[c] = 0.0f;
     for (int64_t r = 0; r < rows; ++r) {
@@ -106,13 +138,14 @@ template <int64_t D>
 PELAB_INLINE void add_outer(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t d,
                             float* __restrict m) {
   if constexpr (D > 0) {
-    constexpr int64_t kVectors = D / 8;
-    Float8 xs[kVectors];
-    for (int64_t c = 0; c < kVectors; ++c) xs[c] = load8(x + 8 * c);
+    using V = HeadVector<D>;
+    constexpr int64_t kVectors = D / V::kWidth;
+    typename V::Type xs[kVectors];
+    for (int64_t c = 0; c < kVectors; ++c) xs[c] = V::load(x + V::kWidth * c);
     for (int64_t r = 0; r < rows; ++r) {
       const float wr = w[r];
       float* mr = m + r * D;
-      for (int64_t c = 0; c < kVectors; ++c) store8(mr + 8 * c, load8(mr + 8 * c) + wr * xs[c]);
+      for (int64_t c = 0; c < kVectors; ++c) V::store(mr + V::kWidth * c, V::load(mr + V::kWidth * c) + wr * xs[c]);
     }
   } else {
     for (int64_t r = 0; r < rows; ++r) {

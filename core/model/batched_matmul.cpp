@@ -12,11 +12,13 @@ torch::Tensor products(const torch::Tensor& a, const torch::Tensor& b) {
               "batch_parallel_matmul: leading dimensions differ: ", a.sizes(), " x ", b.sizes());
   const int64_t n = a.size(-2), k = a.size(-1), m = b.size(-1);
   TORCH_CHECK(b.size(-2) == k, "batch_parallel_matmul: inner dimensions differ: ", a.sizes(), " x ", b.sizes());
-  auto a3 = a.reshape({-1, n, k}), b3 = b.reshape({-1, k, m});  // views where the strides allow
+  // mixed dtypes under autocast (bf16 products, float32 softmax): compute in the wider one
+  const auto dtype = at::promote_types(a.scalar_type(), b.scalar_type());
+  auto a3 = a.to(dtype).reshape({-1, n, k}), b3 = b.to(dtype).reshape({-1, k, m});  // views where the strides allow
   auto shape = a.sizes().vec();
   shape.back() = m;
   // returned as allocated, not as a view: callers add biases to it in place
-  auto out = torch::empty(shape, a.options());
+  auto out = torch::empty(shape, a.options().dtype(dtype));
   auto out3 = out.view({-1, n, m});
   if (!a.device().is_cpu()) {  // GPUs batch on their own
     at::bmm_out(out3, a3, b3);
@@ -42,8 +44,8 @@ struct BatchParallelMatmul : torch::autograd::Function<BatchParallelMatmul> {
     const auto& b = saved[1];
     const auto& g = gradients[0];  // (..., n, m)
     torch::Tensor grad_a, grad_b;
-    if (context->needs_input_grad(0)) grad_a = products(g, b.transpose(-2, -1));  // (..., n, k)
-    if (context->needs_input_grad(1)) grad_b = products(a.transpose(-2, -1), g);  // (..., k, m)
+    if (context->needs_input_grad(0)) grad_a = products(g, b.transpose(-2, -1)).to(a.scalar_type());  // (..., n, k)
+    if (context->needs_input_grad(1)) grad_b = products(a.transpose(-2, -1), g).to(b.scalar_type());  // (..., k, m)
     return {grad_a, grad_b};
   }
 };

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The GPU paths through the command line: training, evaluation, attention export and probes
+# with `device: cuda`, in float32 and under `precision: bf16`, against the same run on the
+# CPU. Skipped (exit 77) where pelab has no CUDA device: Debian's LibTorch is CPU-only, so
+# this runs only on a machine built against a CUDA LibTorch (README, "GPU").
+set -euo pipefail
+source_dir="$1"; work="$2"
+rm -rf "$work"; mkdir -p "$work"; cd "$work"
+py=/usr/bin/python3
+config="$source_dir/tests/fixtures/learning.yaml"
+common=(--set train.steps=200 --set eval.lengths=[4,8] --set eval.samples=64
+        --set analysis.attention_lengths=[8] --set analysis.probe_lengths=[8])
+
+if ! "$PELAB" train "$config" "${common[@]}" --set device=cuda --set train.steps=1 --out probe > probe.log 2>&1; then
+  if grep -q "no CUDA device" probe.log; then echo "no CUDA device: skipped"; exit 77; fi
+  cat probe.log; exit 1
+fi
+
+for scheme in none alibi relative_key shaw; do
+  "$PELAB" train "$config" "${common[@]}" --set encoding.name=$scheme --set device=cpu --out cpu_$scheme > /dev/null
+  "$PELAB" train "$config" "${common[@]}" --set encoding.name=$scheme --set device=cuda --out cuda_$scheme > /dev/null
+  "$PELAB" train "$config" "${common[@]}" --set encoding.name=$scheme --set device=auto --set precision=bf16 \
+      --out bf16_$scheme > /dev/null
+  "$PELAB" export-attention cuda_$scheme/run.h5 --lengths 4 > /dev/null
+  "$py" - "$scheme" << 'PY'
+import sys, h5py, numpy as np
+scheme = sys.argv[1]
+cpu, cuda, bf16 = (h5py.File(f"{w}_{scheme}/run.h5") for w in ("cpu", "cuda", "bf16"))
+assert cuda["environment"].attrs["device"].startswith("cuda"), cuda["environment"].attrs["device"]
+assert bf16["environment"].attrs["device"].startswith("cuda"), "device: auto must pick the GPU"
+# same seed and data: the GPU's float32 run follows the CPU's curve closely, bf16 loosely
+c, g, b = (f["training/loss"][()] for f in (cpu, cuda, bf16))
+assert np.allclose(c[0], g[0], rtol=1e-3), (c, g)
+assert np.allclose(c[0], b[0], rtol=3e-2), (c, b)
+for f in (cuda, bf16):
+    assert np.all(np.isfinite(f["evaluation/loss"][()]))
+    assert f["attention/length_8/probs"].shape[-1] == 8
+    assert len(f["probes/layer"][()]) > 0
+assert "attention/length_4" in cuda
+print(scheme, "cpu", c[-1], "cuda", g[-1], "bf16", b[-1])
+PY
+done
