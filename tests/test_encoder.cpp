@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/model/batched_matmul.h"
+#include "core/model/attention_kernels.h"
 #include "core/model/fused_attention.h"
 #include "core/model/flops.h"
 #include "tests/support.h"
@@ -131,8 +132,15 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
   const std::vector<Case> cases = {{2, 3, 7, 8, {}, false, false},      {3, 2, 16, 8, {1, 2, 16, 16}, true, false},
                                    {2, 4, 21, 12, {2, 1, 21, 21}, false, true}, {1, 2, 40, 32, {1, 2, 40, 40}, true, true},
                                    {2, 2, 5, 3, {2, 2, 5, 5}, false, true}};
-  for (const auto& c : cases) {
-    CATCH_CAPTURE(c.B, c.H, c.T, c.Dh, c.bias_shape.size(), c.causal, c.padding);
+  // every copy of the kernels this CPU can run (AVX-512, AVX2 + FMA, baseline)
+  const auto instruction_sets = kernels::supported_instruction_sets();
+  CATCH_REQUIRE(instruction_sets.front() == "baseline");
+  CATCH_REQUIRE(kernels::instruction_set_in_use() == instruction_sets.back());  // the widest by default
+  for (size_t run = 0; run < instruction_sets.size() * cases.size(); ++run) {
+    const auto& isa = instruction_sets[run / cases.size()];
+    const auto& c = cases[run % cases.size()];
+    kernels::use_instruction_set(isa);
+    CATCH_CAPTURE(isa, c.B, c.H, c.T, c.Dh, c.bias_shape.size(), c.causal, c.padding);
     torch::manual_seed(c.T);
     // q, k, v as strided views of one projection, as attention passes them
     auto qkv = torch::randn({c.B, c.T, 3, c.H, c.Dh}).permute({2, 0, 3, 1, 4});
@@ -163,6 +171,9 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
       CATCH_CHECK(torch::allclose(grads[i], expected_grads[i], 1e-4, 1e-5));
     }
   }
+  kernels::use_instruction_set(instruction_sets.back());
+  CATCH_CHECK_THROWS_WITH(kernels::use_instruction_set("sse9"),
+                          Catch::Matchers::Contains("cannot run the 'sse9' attention kernels"));
   // probabilities and extreme scores: a row of huge scores soft-maxes to one-hot, finite
   auto q = torch::zeros({1, 1, 3, 8}), k = torch::zeros({1, 1, 3, 8}), v = torch::eye(3).view({1, 1, 3, 3});
   auto bias = torch::tensor({0.f, 200.f, -200.f, 0.f, 0.f, 0.f, -1e30f, -1e30f, 50.f}).view({1, 1, 3, 3});
@@ -190,32 +201,36 @@ CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one", "[e
 
 CATCH_TEST_CASE("fused_attention's offset rows add scale q_i . R[i - j] (HF relative_key), with gradients",
                 "[encoder]") {
-  for (int64_t T : {5, 17, 40}) {
-    for (int64_t Dh : {8, 6}) {
-      CATCH_CAPTURE(T, Dh);
-      torch::manual_seed(T + Dh);
-      const int64_t B = 2, H = 3;
-      auto q = torch::randn({B, H, T, Dh}).requires_grad_(), k = torch::randn({B, H, T, Dh}).requires_grad_(),
-           v = torch::randn({B, H, T, Dh}).requires_grad_();
-      auto rows = torch::randn({2 * T - 1, Dh}).requires_grad_();  // offsets -(T - 1) .. T - 1
-      const auto mask = attention_mask(torch::zeros({B, T}, torch::kBool), T % 2 == 1);
-      const double scale = 1.0 / std::sqrt(double(Dh));
-      // HF's way: the (T, T, Dh) embeddings of query - key, einsum with q
-      auto i = torch::arange(T);
-      auto embeddings = rows.index_select(0, (i.view({T, 1}) - i.view({1, T}) + (T - 1)).reshape(-1)).view({T, T, Dh});
-      auto bias = torch::einsum("bhld,lrd->bhlr", {q, embeddings}) * scale;
-      auto expected = reference_attention(q, k, v, scale, bias, mask);
-      auto out = fused_attention(q, k, v, scale, {}, mask, rows);
-      CATCH_CHECK(torch::allclose(out, expected, 1e-5, 1e-6));
-      auto weights = torch::randn_like(expected);
-      auto grads = torch::autograd::grad({(out * weights).sum()}, {q, k, v, rows});
-      auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, {q, k, v, rows});
-      for (size_t n = 0; n < grads.size(); ++n) {
-        CATCH_CAPTURE(n);
-        CATCH_CHECK(torch::allclose(grads[n], expected_grads[n], 1e-4, 1e-5));
+  for (const auto& isa : kernels::supported_instruction_sets()) {
+    kernels::use_instruction_set(isa);
+    for (int64_t T : {5, 17, 40}) {
+      for (int64_t Dh : {8, 6}) {
+        CATCH_CAPTURE(isa, T, Dh);
+        torch::manual_seed(T + Dh);
+        const int64_t B = 2, H = 3;
+        auto q = torch::randn({B, H, T, Dh}).requires_grad_(), k = torch::randn({B, H, T, Dh}).requires_grad_(),
+             v = torch::randn({B, H, T, Dh}).requires_grad_();
+        auto rows = torch::randn({2 * T - 1, Dh}).requires_grad_();  // offsets -(T - 1) .. T - 1
+        const auto mask = attention_mask(torch::zeros({B, T}, torch::kBool), T % 2 == 1);
+        const double scale = 1.0 / std::sqrt(double(Dh));
+        // HF's way: the (T, T, Dh) embeddings of query - key, einsum with q
+        auto i = torch::arange(T);
+        auto embeddings = rows.index_select(0, (i.view({T, 1}) - i.view({1, T}) + (T - 1)).reshape(-1)).view({T, T, Dh});
+        auto bias = torch::einsum("bhld,lrd->bhlr", {q, embeddings}) * scale;
+        auto expected = reference_attention(q, k, v, scale, bias, mask);
+        auto out = fused_attention(q, k, v, scale, {}, mask, rows);
+        CATCH_CHECK(torch::allclose(out, expected, 1e-5, 1e-6));
+        auto weights = torch::randn_like(expected);
+        auto grads = torch::autograd::grad({(out * weights).sum()}, {q, k, v, rows});
+        auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, {q, k, v, rows});
+        for (size_t n = 0; n < grads.size(); ++n) {
+          CATCH_CAPTURE(n);
+          CATCH_CHECK(torch::allclose(grads[n], expected_grads[n], 1e-4, 1e-5));
+        }
       }
     }
   }
+  kernels::use_instruction_set(kernels::supported_instruction_sets().back());
   CATCH_CHECK_THROWS_WITH(fused_attention(torch::randn({1, 1, 4, 8}), torch::randn({1, 1, 4, 8}),
                                           torch::randn({1, 1, 4, 8}), 1.0, {}, {}, torch::randn({6, 8})),
                           Catch::Matchers::Contains("offset rows must be (2T - 1, Dh) = (7, 8)"));

@@ -1,9 +1,11 @@
 #include "core/model/attention_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -327,24 +329,45 @@ PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) {
 #endif
 
 enum class InstructionSet { baseline, avx2, avx512 };
+const char* const kInstructionSetNames[] = {"baseline", "avx2", "avx512"};
 
-InstructionSet instruction_set() {
+InstructionSet best_instruction_set() {
 #ifdef PELAB_X86_DISPATCH
-  static const InstructionSet best = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
-      return InstructionSet::avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return InstructionSet::avx2;
-    return InstructionSet::baseline;
-  }();
-  return best;
-#else
-  return InstructionSet::baseline;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+    return InstructionSet::avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return InstructionSet::avx2;
 #endif
+  return InstructionSet::baseline;
 }
 
+std::atomic<int>& chosen_instruction_set() {
+  static std::atomic<int> chosen{static_cast<int>(best_instruction_set())};
+  return chosen;
+}
+
+InstructionSet instruction_set() { return static_cast<InstructionSet>(chosen_instruction_set().load()); }
+
 }  // namespace
+
+std::vector<std::string> supported_instruction_sets() {
+  std::vector<std::string> names;
+  for (int i = 0; i <= static_cast<int>(best_instruction_set()); ++i) names.push_back(kInstructionSetNames[i]);
+  return names;
+}
+
+std::string instruction_set_in_use() { return kInstructionSetNames[static_cast<int>(instruction_set())]; }
+
+void use_instruction_set(const std::string& name) {
+  const auto supported = supported_instruction_sets();
+  for (size_t i = 0; i < supported.size(); ++i)
+    if (supported[i] == name) {
+      chosen_instruction_set() = static_cast<int>(i);
+      return;
+    }
+  throw std::invalid_argument("this CPU cannot run the '" + name + "' attention kernels");
+}
 
 void attention_forward(PELAB_FORWARD_PARAMETERS) {
 #ifdef PELAB_X86_DISPATCH
