@@ -33,36 +33,33 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   const bool fused = !probs_out && !dropout_active && !encoding.has_value_term() && fused_attention_supports(q);
   const auto offset_rows = fused ? encoding.query_offset_rows(hooks) : torch::Tensor();  // (2T - 1, Dh) or none
   const auto bias = offset_rows.defined() ? torch::Tensor() : encoding.score_bias(q, k, hooks);
+  torch::Tensor context;  // (B, H, T, Dh)
   if (fused) {
-    // one pass per row (core/model/fused_attention.h); (B, H, T, Dh), memory (B, T, H, Dh)
-    auto context = fused_attention(q, k, v, encoding.attention_scale(), bias, mask, offset_rows);
-    return out_->forward(context.transpose(1, 2).reshape({B, T, D}));
-  }
-
+    // one pass per row (core/model/fused_attention.h); memory (B, T, H, Dh)
+    context = fused_attention(q, k, v, encoding.attention_scale(), bias, mask, offset_rows);
 #if TORCH_VERSION_MAJOR >= 2
-  // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask
-  // as one additive mask. SDPA scales by 1/sqrt(Dh): q is pre-scaled to give attention_scale().
-  // Not verified on a GPU yet (no GPU machine in the sessions so far).
-  if (!probs_out && !encoding.has_value_term() && !q.device().is_cpu()) {
+  } else if (!probs_out && !encoding.has_value_term() && !q.device().is_cpu()) {
+    // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask
+    // as one additive mask. SDPA scales by 1/sqrt(Dh): q is pre-scaled to give attention_scale().
+    // Not verified on a GPU yet (no GPU machine in the sessions so far).
     const auto additive = (bias.defined() ? bias + mask : mask).to(q.scalar_type());
     const auto q_scaled = q * (encoding.attention_scale() * std::sqrt(static_cast<double>(Dh)));
-    auto context = at::scaled_dot_product_attention(q_scaled, k, v, additive,
-                                                    dropout_active ? dropout_->options.p() : 0.0, false);
-    return out_->forward(context.transpose(1, 2).reshape({B, T, D}));
-  }
+    context = at::scaled_dot_product_attention(q_scaled, k, v, additive,
+                                               dropout_active ? dropout_->options.p() : 0.0, false);
 #endif
+  } else {
+    // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
+    auto scores = batch_parallel_matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)
+    if (bias.defined()) scores.add_(bias);  // in place: no backward needs the raw scores
+    scores.add_(mask);
+    auto probs = torch::softmax(scores, -1);
+    if (probs_out) *probs_out = probs;
 
-  // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
-  auto scores = batch_parallel_matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)
-  if (bias.defined()) scores.add_(bias);  // in place: no backward needs the raw scores
-  scores.add_(mask);
-  auto probs = torch::softmax(scores, -1);
-  if (probs_out) *probs_out = probs;
-
-  auto attended = dropout_->forward(probs);
-  auto context = batch_parallel_matmul(attended, v);  // (B, H, T, Dh)
-  auto value_term = encoding.value_term(attended, hooks);
-  if (value_term.defined()) context = context + value_term;
+    auto attended = dropout_->forward(probs);
+    context = batch_parallel_matmul(attended, v);
+    auto value_term = encoding.value_term(attended, hooks);
+    if (value_term.defined()) context = context + value_term;
+  }
   return out_->forward(context.transpose(1, 2).reshape({B, T, D}));
 }
 

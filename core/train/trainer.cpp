@@ -1,9 +1,5 @@
 #include "core/train/trainer.h"
 
-#include <optional>
-
-#include "core/train/autocast.h"
-
 #include <fmt/format.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -116,11 +112,10 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
 
     optimizer_->zero_grad();
     auto positions = sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng_, device_);
-    std::optional<AutocastScope> autocast;  // the forward pass only: backward follows its dtypes
-    autocast.emplace(config_.precision == "bf16", device_);
-    auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments);
-    BatchScore score = score_batch(output.logits, batch);
-    autocast.reset();
+    BatchScore score = [&] {  // autocast over the forward pass only: backward follows its dtypes
+      const auto scope = autocast();
+      return score_batch(model_->forward(batch.tokens, batch.padding, positions, batch.segments).logits, batch);
+    }();
     const double loss = score.loss.item<double>();
     double gradient_norm = 0;
     if (std::isfinite(loss)) {
@@ -259,7 +254,7 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
     Batch batch = task_.evaluation_batch(length, done, n, rng).to(device_);
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
     auto positions = evaluation_positions(B, T, position_rng);
-    const AutocastScope autocast(config_.precision == "bf16", device_);
+    const auto scope = autocast();
     auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
     attention.add(output.attentions, batch.padding);
     BatchScore s = score_batch(output.logits, batch);
@@ -303,7 +298,7 @@ AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples) {
   auto [batch, positions] = evaluation_examples(length, examples, evaluation_data_seed(config_.seed, length));
   ForwardRequest request;
   request.attentions = true;
-  const AutocastScope autocast(config_.precision == "bf16", device_);
+  const auto scope = autocast();
   auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
   model_->train();
   AttentionMaps maps;
@@ -321,7 +316,7 @@ std::vector<ProbeResult> Trainer::probes(int64_t length) {
   auto [batch, positions] = evaluation_examples(length, config_.analysis.probe_examples, seed);
   ForwardRequest request;
   request.hidden_states = true;
-  const AutocastScope autocast(config_.precision == "bf16", device_);
+  const auto scope = autocast();
   auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
   for (auto& hidden : output.hidden_states) hidden = hidden.to(torch::kFloat32);  // the probes fit in float32
   model_->train();

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include "core/train/autocast.h"
+
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -98,6 +100,8 @@ class Trainer {
   double tokens_per_second() const { return progress_.total_tokens / std::max(1e-9, progress_.training_seconds); }
 
  private:
+  // bf16 autocast on the run's device for a forward pass when `precision: bf16`, else nothing
+  AutocastScope autocast() const { return AutocastScope(config_.precision == "bf16", device_); }
   void check_every_parameter_has_gradient() const;
   double global_gradient_norm() const;
   std::string nonfinite_gradients() const;  // names of parameters whose gradient is not finite
