@@ -184,54 +184,105 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
   CATCH_CHECK(out.slice(-1, 0, 3)[0][0][1][0].item<float>() == Approx(1.0 / 3.0));
 }
 
-CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one", "[encoder]") {
-  // asking for attention maps takes the unfused path (it keeps the probabilities)
+CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, values and gradients", "[encoder]") {
+  // asking for attention maps takes the unfused path (it keeps the probabilities); the
+  // relative schemes' rows (relative_rows) are checked against their score_bias / value_term
   Batch b = batch();
-  for (const char* scheme : {"none", "alibi", "t5_bias", "rope", "relative_key", "shaw"}) {
+  auto task = test::default_task("reverse_string");
+  for (const char* scheme : {"none", "alibi", "t5_bias", "rope", "relative_key", "relative_key_query", "shaw",
+                             "transformer_xl", "deberta"}) {
     CATCH_CAPTURE(scheme);
     for (const char* causal : {"model.causal=false", "model.causal=true"}) {
       CATCH_CAPTURE(causal);
       auto config = test::tiny_config({std::string("encoding.name=") + scheme, causal});
-      auto fused = forward(config, b, {false, false}).logits;
-      auto unfused = forward(config, b, {true, false}).logits;
-      CATCH_CHECK(torch::allclose(fused, unfused, 1e-5, 1e-6));
+      torch::manual_seed(0);
+      Encoder model(config.model, config.encoding, task->vocab_size(), task->num_classes());
+      model->eval();
+      const auto positions = contiguous_positions(b.tokens.size(0), b.tokens.size(1));
+      auto run = [&](bool maps) {  // logits and every parameter's gradient
+        model->zero_grad();
+        auto logits = model->forward(b.tokens, b.padding, positions, b.segments, {maps, false}).logits;
+        (logits * torch::linspace(-1, 1, logits.numel()).view(logits.sizes())).sum().backward();
+        std::vector<torch::Tensor> out = {logits.detach()};
+        for (const auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+        return out;
+      };
+      const auto fused = run(false), unfused = run(true);
+      CATCH_CHECK(torch::allclose(fused[0], unfused[0], 1e-5, 1e-6));
+      for (size_t n = 1; n < fused.size(); ++n) {
+        CATCH_CAPTURE(n);
+        CATCH_CHECK(torch::allclose(fused[n], unfused[n], 1e-4, 1e-5));
+      }
     }
   }
 }
 
-CATCH_TEST_CASE("fused_attention's offset rows add scale q_i . R[i - j] (HF relative_key), with gradients",
+CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embeddings, values and gradients",
                 "[encoder]") {
+  // scores = s (q k^T + q' . Rq[i - j] + k_j . Rk[i - j]), out = p (v + Rv[i - j]), each
+  // term alone and all together, tables shared by the heads or per head, q' = q or its own
+  struct Case {
+    bool query, key, value, per_head, offset_query;
+  };
+  const std::vector<Case> cases = {{true, false, false, false, false}, {false, true, false, true, false},
+                                   {false, false, true, false, false}, {true, true, false, true, false},
+                                   {true, false, true, false, false},  {true, true, true, true, true}};
   for (const auto& isa : kernels::supported_instruction_sets()) {
     kernels::use_instruction_set(isa);
     for (int64_t T : {5, 17, 40}) {
       for (int64_t Dh : {8, 6}) {
-        CATCH_CAPTURE(isa, T, Dh);
-        torch::manual_seed(T + Dh);
-        const int64_t B = 2, H = 3;
-        auto q = torch::randn({B, H, T, Dh}).requires_grad_(), k = torch::randn({B, H, T, Dh}).requires_grad_(),
-             v = torch::randn({B, H, T, Dh}).requires_grad_();
-        auto rows = torch::randn({2 * T - 1, Dh}).requires_grad_();  // offsets -(T - 1) .. T - 1
-        const auto mask = attention_mask(torch::zeros({B, T}, torch::kBool), T % 2 == 1);
-        const double scale = 1.0 / std::sqrt(double(Dh));
-        // HF's way: the (T, T, Dh) embeddings of query - key, einsum with q
-        auto i = torch::arange(T);
-        auto embeddings = rows.index_select(0, (i.view({T, 1}) - i.view({1, T}) + (T - 1)).reshape(-1)).view({T, T, Dh});
-        auto bias = torch::einsum("bhld,lrd->bhlr", {q, embeddings}) * scale;
-        auto expected = reference_attention(q, k, v, scale, bias, mask);
-        auto out = fused_attention(q, k, v, scale, {}, mask, rows);
-        CATCH_CHECK(torch::allclose(out, expected, 1e-5, 1e-6));
-        auto weights = torch::randn_like(expected);
-        auto grads = torch::autograd::grad({(out * weights).sum()}, {q, k, v, rows});
-        auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, {q, k, v, rows});
-        for (size_t n = 0; n < grads.size(); ++n) {
-          CATCH_CAPTURE(n);
-          CATCH_CHECK(torch::allclose(grads[n], expected_grads[n], 1e-4, 1e-5));
+        for (const auto& c : cases) {
+          CATCH_CAPTURE(isa, T, Dh, c.query, c.key, c.value, c.per_head, c.offset_query);
+          torch::manual_seed(T + Dh);
+          const int64_t B = 2, H = 3;
+          auto q = torch::randn({B, H, T, Dh}).requires_grad_(), k = torch::randn({B, H, T, Dh}).requires_grad_(),
+               v = torch::randn({B, H, T, Dh}).requires_grad_(), q2 = torch::randn({B, H, T, Dh}).requires_grad_();
+          auto table = [&](bool used) {  // offsets -(T - 1) .. T - 1
+            if (!used) return torch::Tensor();
+            return (c.per_head ? torch::randn({H, 2 * T - 1, Dh}) : torch::randn({2 * T - 1, Dh})).requires_grad_();
+          };
+          RelativeRows rows{table(c.query), table(c.key), table(c.value), c.offset_query ? q2 : torch::Tensor(), {}};
+          const auto mask = attention_mask(torch::zeros({B, T}, torch::kBool), T % 2 == 1);
+          const double scale = 1.0 / std::sqrt(double(Dh));
+          // HF's way: the (T, T, Dh) embeddings of query - key (per head: (H, T, T, Dh)), einsums
+          auto i = torch::arange(T);
+          auto offset_index = (i.view({T, 1}) - i.view({1, T}) + (T - 1)).reshape(-1);
+          auto embeddings = [&](const torch::Tensor& t) {
+            auto picked = t.index_select(-2, offset_index);
+            return c.per_head ? picked.view({1, H, T, T, Dh}) : picked.view({1, 1, T, T, Dh});
+          };
+          auto scores = torch::matmul(q, k.transpose(-2, -1));
+          if (c.query) scores = scores + ((c.offset_query ? q2 : q).unsqueeze(3) * embeddings(rows.query)).sum(-1);
+          if (c.key) scores = scores + (k.unsqueeze(2) * embeddings(rows.key)).sum(-1);
+          auto probs = torch::softmax(scores * scale + mask, -1);
+          auto expected = torch::matmul(probs, v);
+          if (c.value) expected = expected + (probs.unsqueeze(-1) * embeddings(rows.value)).sum(3);
+          auto out = fused_attention(q, k, v, scale, {}, mask, rows);
+          CATCH_CHECK(torch::allclose(out, expected, 1e-5, 1e-6));
+          auto weights = torch::randn_like(expected);
+          std::vector<torch::Tensor> inputs = {q, k, v};
+          for (const auto& t : {rows.query, rows.key, rows.value, rows.offset_query})
+            if (t.defined()) inputs.push_back(t);
+          auto grads = torch::autograd::grad({(out * weights).sum()}, inputs);
+          auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, inputs);
+          for (size_t n = 0; n < grads.size(); ++n) {
+            CATCH_CAPTURE(n);
+            CATCH_REQUIRE(grads[n].sizes() == inputs[n].sizes());
+            CATCH_CHECK(torch::allclose(grads[n], expected_grads[n], 1e-4, 1e-5));
+          }
         }
       }
     }
   }
   kernels::use_instruction_set(kernels::supported_instruction_sets().back());
-  CATCH_CHECK_THROWS_WITH(fused_attention(torch::randn({1, 1, 4, 8}), torch::randn({1, 1, 4, 8}),
-                                          torch::randn({1, 1, 4, 8}), 1.0, {}, {}, torch::randn({6, 8})),
-                          Catch::Matchers::Contains("offset rows must be (2T - 1, Dh) = (7, 8)"));
+  auto x = torch::randn({1, 2, 4, 8});
+  CATCH_CHECK_THROWS_WITH(fused_attention(x, x, x, 1.0, {}, {}, {torch::randn({6, 8})}),
+                          Catch::Matchers::Contains("query rows must be (2T - 1, Dh) = (7, 8) or (H, 2T - 1, Dh) = (2, 7, 8)"));
+  CATCH_CHECK_THROWS_WITH(fused_attention(x, x, x, 1.0, {}, {}, {{}, torch::randn({3, 7, 8})}),
+                          Catch::Matchers::Contains("key rows must be"));
+  CATCH_CHECK_THROWS_WITH(fused_attention(x, torch::randn({1, 2, 5, 8}), torch::randn({1, 2, 5, 8}), 1.0, {}, {},
+                                          {{}, {}, torch::randn({9, 8})}),
+                          Catch::Matchers::Contains("relative value rows need as many queries as keys, got 4 and 5"));
+  CATCH_CHECK_THROWS_WITH(fused_attention(x, x, x, 1.0, {}, {}, {torch::randn({7, 8}), {}, {}, torch::randn({1, 2, 3, 8})}),
+                          Catch::Matchers::Contains("offset query must be shaped like q"));
 }

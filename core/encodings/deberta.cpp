@@ -83,4 +83,13 @@ torch::Tensor DebertaImpl::score_bias(const torch::Tensor& q, const torch::Tenso
   return geometry.query_scores(q * scale, Kr) + geometry.key_scores(k * scale, Qr);  // c2p + p2c
 }
 
+RelativeRows DebertaImpl::relative_rows(const torch::Tensor& q, const torch::Tensor& k,
+                                        const AttentionContext& attention) {
+  const RelativeGeometry geometry(attention.positions);
+  if (!geometry.contiguous()) return {};
+  RelativeRows terms;
+  std::tie(terms.query, terms.key) = projected_rows(attention, table_row(geometry.offsets()));  // (H, 2T - 1, Dh)
+  return terms;
+}
+
 }  // namespace pelab

@@ -32,6 +32,8 @@ class DebertaImpl : public PositionEncodingImpl {
 
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   double attention_scale() const override;
+  // contiguous positions: Kr as the query rows (c2p), Qr as the key rows (p2c)
+  RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
 
   // Row of the relative table of each offset (query - key), any shape, in [0, 2S).
   torch::Tensor table_row(const torch::Tensor& offsets) const;

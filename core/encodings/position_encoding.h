@@ -47,6 +47,20 @@ struct AttentionContext {
   const torch::Tensor& qkv_bias;    // (3D)
 };
 
+// What relative_rows returns: tables with one row per offset query - key, for contiguous
+// positions 0 .. T - 1 (offsets -(T - 1) .. T - 1 ascending), (2T - 1, Dh) shared by the
+// heads or (H, 2T - 1, Dh); undefined tables add nothing. With s = attention_scale():
+//   scores[i, j] = s (q_i . k_j + q'_i . query[i - j] + k_j . key[i - j]) + bias[i, j] + mask
+//   out_i = sum_j p_ij (v_j + value[i - j])
+// q' is offset_query ((B, H, T, Dh); undefined: q itself), bias (B|1, H|1, T|1, T) what is
+// left of the scheme's score bias (undefined: none).
+struct RelativeRows {
+  torch::Tensor query, key, value;
+  torch::Tensor offset_query;
+  torch::Tensor bias;
+  bool defined() const { return query.defined() || key.defined() || value.defined(); }
+};
+
 class PositionEncodingImpl : public torch::nn::Module {
  public:
   explicit PositionEncodingImpl(const EncodingContext& context) : context_(context) {}
@@ -76,12 +90,16 @@ class PositionEncodingImpl : public torch::nn::Module {
   virtual torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) {
     return {};
   }
-  // Schemes whose score term is attention_scale() * q_i . R[i - j], with a row R per offset
-  // query - key (HF BERT relative_key), may return those rows, (2T - 1, Dh) for the offsets
-  // -(T - 1) .. T - 1 ascending, when the positions are contiguous: the fused CPU attention
-  // then adds the term row by row instead of calling score_bias for a (B, H, T, T) bias.
-  // Undefined (the default): attention calls score_bias.
-  virtual torch::Tensor query_offset_rows(const AttentionContext& attention) { return {}; }
+  // Relative schemes whose terms are products with one row per offset may hand those rows
+  // to the fused CPU attention (core/model/fused_attention.h), which adds them row by row
+  // instead of calling score_bias / value_term for (B, H, T, T) tensors. Called only when
+  // that kernel runs (float32 on the CPU, no attention maps, no dropout); a scheme returns
+  // rows only for contiguous positions (RelativeGeometry::contiguous), else nothing (the
+  // default), and attention then calls score_bias and value_term. q, k: (B, H, T, Dh).
+  virtual RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) {
+    return {};
+  }
 
   // True when value_term adds something (attention then keeps the probabilities as a tensor).
   virtual bool has_value_term() const { return false; }

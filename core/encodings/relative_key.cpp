@@ -43,11 +43,14 @@ torch::Tensor RelativeKeyImpl::table_row(const torch::Tensor& offsets) const {
   return offsets + (max_positions_ - 1);
 }
 
-torch::Tensor RelativeKeyImpl::query_offset_rows(const AttentionContext& attention) {
-  if (key_term_) return {};  // relative_key_query's key term is not a query-row product
+RelativeRows RelativeKeyImpl::relative_rows(const torch::Tensor& q, const torch::Tensor& k,
+                                            const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
   if (!geometry.contiguous()) return {};
-  return tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (2T - 1, Dh)
+  RelativeRows terms;
+  terms.query = tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (2T - 1, Dh)
+  if (key_term_) terms.key = terms.query;  // the same rows: their gradients add up
+  return terms;
 }
 
 torch::Tensor RelativeKeyImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k,

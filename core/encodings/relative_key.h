@@ -24,9 +24,9 @@ class RelativeKeyImpl : public PositionEncodingImpl {
 
   void check_positions(const Positions& positions) const override;
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
-  // relative_key (not relative_key_query) with contiguous positions: the table rows of the
-  // offsets -(T - 1) .. T - 1, for the fused attention
-  torch::Tensor query_offset_rows(const AttentionContext& attention) override;
+  // contiguous positions: the table rows of the offsets -(T - 1) .. T - 1 as the query
+  // (and for relative_key_query the key) rows of the fused attention
+  RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
 
   // Table row of each offset (query - key), any shape.
   torch::Tensor table_row(const torch::Tensor& offsets) const;

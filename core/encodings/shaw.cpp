@@ -36,6 +36,17 @@ torch::Tensor ShawImpl::score_bias(const torch::Tensor& q, const torch::Tensor& 
   return geometry.query_scores(q * attention_scale(), rows);  // e = q (k + aK)^T / sqrt(Dh)
 }
 
+RelativeRows ShawImpl::relative_rows(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) {
+  const RelativeGeometry geometry(attention.positions);
+  if (!geometry.contiguous()) return {};
+  const auto rows = table_row(geometry.offsets());  // (2T - 1)
+  RelativeRows terms;
+  terms.query = key_tables_[attention.layer].index_select(0, rows);  // aK: e_ij = s q_i . (k_j + aK_ij)
+  if (!value_tables_.empty()) terms.value = value_tables_[attention.layer].index_select(0, rows);  // aV
+  return terms;
+}
+
 torch::Tensor ShawImpl::value_term(const torch::Tensor& probs, const AttentionContext& attention) {
   if (value_tables_.empty()) return {};
   const RelativeGeometry geometry(attention.positions);

@@ -23,6 +23,8 @@ class ShawImpl : public PositionEncodingImpl {
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) override;
   bool has_value_term() const override { return !value_tables_.empty(); }
+  // contiguous positions: the key (and value) table rows of the offsets, for the fused attention
+  RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
 
   // Table row of each offset (query - key): clip(key - query, -k, k) + k.
   torch::Tensor table_row(const torch::Tensor& offsets) const { return (-offsets).clamp(-clip_, clip_) + clip_; }

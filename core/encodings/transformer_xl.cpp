@@ -35,6 +35,11 @@ torch::Tensor TransformerXLImpl::projected_relative_table(int64_t layer, const t
   return projected.view({count, context_.num_heads, context_.head_dim()}).permute({1, 0, 2});  // (H, W, Dh)
 }
 
+torch::Tensor TransformerXLImpl::content_bias_term(const torch::Tensor& k) const {
+  const int64_t H = context_.num_heads, Dh = context_.head_dim();
+  return torch::matmul(k, u_.view({1, H, Dh, 1}) * attention_scale()).transpose(-2, -1);
+}
+
 torch::Tensor TransformerXLImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k,
                                             const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
@@ -42,8 +47,19 @@ torch::Tensor TransformerXLImpl::score_bias(const torch::Tensor& q, const torch:
   const int64_t H = context_.num_heads, Dh = context_.head_dim();
   const double scale = attention_scale();  // the whole sum is scaled: scale the (T x Dh) factors
   auto position_terms = geometry.query_scores((q + v_.view({1, H, 1, Dh})) * scale, rows);  // (b) + (d)
-  auto content_term = torch::matmul(k, u_.view({1, H, Dh, 1}) * scale).transpose(-2, -1);  // (c): (B, H, 1, Tk)
-  return position_terms + content_term;
+  return position_terms + content_bias_term(k);
+}
+
+RelativeRows TransformerXLImpl::relative_rows(const torch::Tensor& q, const torch::Tensor& k,
+                                              const AttentionContext& attention) {
+  const RelativeGeometry geometry(attention.positions);
+  if (!geometry.contiguous()) return {};
+  const int64_t H = context_.num_heads, Dh = context_.head_dim();
+  RelativeRows terms;
+  terms.query = projected_relative_table(attention.layer, geometry.offsets());  // (H, 2T - 1, Dh)
+  terms.offset_query = q + v_.view({1, H, 1, Dh});                               // (b) + (d)
+  terms.bias = content_bias_term(k);                                             // (c)
+  return terms;
 }
 
 }  // namespace pelab

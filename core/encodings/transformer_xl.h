@@ -21,10 +21,14 @@ class TransformerXLImpl : public PositionEncodingImpl {
   static std::vector<OptionSpec> options();
 
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  // contiguous positions: W_R R as per-head query rows, met by q + v; (c) as the bias
+  RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
 
   // W_R R of distances (W) int64: (H, W, Dh)
   torch::Tensor projected_relative_table(int64_t layer, const torch::Tensor& distances) const;
   const torch::Tensor& content_bias() const { return u_; }
+  // term (c), s k_j . u: k (B, H, T, Dh) -> (B, H, 1, T)
+  torch::Tensor content_bias_term(const torch::Tensor& k) const;
   const torch::Tensor& position_bias() const { return v_; }
 
  private:

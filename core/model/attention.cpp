@@ -28,15 +28,19 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   const AttentionContext hooks{positions, layer_, qkv_->weight, qkv_->bias};
   std::tie(q, k) = encoding.rotate(q, k, hooks);
 
-  // The fused CPU kernel keeps no probabilities for callers and has no dropout or value term.
+  // The fused CPU kernel keeps no probabilities for callers and has no dropout; it computes
+  // a value term only from a scheme's relative rows.
   const bool dropout_active = is_training() && dropout_->options.p() > 0.0;
-  const bool fused = !probs_out && !dropout_active && !encoding.has_value_term() && fused_attention_supports(q);
-  const auto offset_rows = fused ? encoding.query_offset_rows(hooks) : torch::Tensor();  // (2T - 1, Dh) or none
-  const auto bias = offset_rows.defined() ? torch::Tensor() : encoding.score_bias(q, k, hooks);
+  const bool fusable = !probs_out && !dropout_active && fused_attention_supports(q);
+  const auto relative = fusable ? encoding.relative_rows(q, k, hooks) : RelativeRows();
+  TORCH_CHECK(!relative.defined() || relative.value.defined() || !encoding.has_value_term(),
+              "a scheme with a value term returned relative rows without value rows");
+  const bool fused = fusable && (relative.defined() || !encoding.has_value_term());
+  const auto bias = relative.defined() ? relative.bias : encoding.score_bias(q, k, hooks);
   torch::Tensor context;  // (B, H, T, Dh)
   if (fused) {
     // one pass per row (core/model/fused_attention.h); memory (B, T, H, Dh)
-    context = fused_attention(q, k, v, encoding.attention_scale(), bias, mask, offset_rows);
+    context = fused_attention(q, k, v, encoding.attention_scale(), bias, mask, relative);
 #if TORCH_VERSION_MAJOR >= 2
   } else if (!probs_out && !encoding.has_value_term() && !q.device().is_cpu()) {
     // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask

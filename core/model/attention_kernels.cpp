@@ -82,6 +82,35 @@ PELAB_INLINE void add_vector_times_rows(const float* __restrict x, int64_t rows,
   }
 }
 
+// y[0, n) += sum_r a[r * lda + (0, n)] * b[r * ldb + (0, n)], n a multiple of kLanes: the
+// column-wise dot products of two matrices with long rows (the key term k_j . Rk[i - j]).
+PELAB_INLINE void add_rows_times_rows(const float* __restrict a, int64_t lda, const float* __restrict b,
+                                      int64_t ldb, int64_t rows, float* __restrict y, int64_t n) {
+  int64_t c0 = 0;
+  for (; c0 + 2 * kLanes <= n; c0 += 2 * kLanes) {
+    Float16 even0 = load16(y + c0), even1 = load16(y + c0 + kLanes), odd0 = {}, odd1 = {};
+    int64_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+      const float *a0 = a + r * lda + c0, *b0 = b + r * ldb + c0, *a1 = a0 + lda, *b1 = b0 + ldb;
+      even0 += load16(a0) * load16(b0);
+      even1 += load16(a0 + kLanes) * load16(b0 + kLanes);
+      odd0 += load16(a1) * load16(b1);
+      odd1 += load16(a1 + kLanes) * load16(b1 + kLanes);
+    }
+    if (r < rows) {
+      even0 += load16(a + r * lda + c0) * load16(b + r * ldb + c0);
+      even1 += load16(a + r * lda + c0 + kLanes) * load16(b + r * ldb + c0 + kLanes);
+    }
+    store16(y + c0, even0 + odd0);
+    store16(y + c0 + kLanes, even1 + odd1);
+  }
+  for (; c0 < n; c0 += kLanes) {
+    Float16 sum = load16(y + c0);
+    for (int64_t r = 0; r < rows; ++r) sum += load16(a + r * lda + c0) * load16(b + r * ldb + c0);
+    store16(y + c0, sum);
+  }
+}
+
 // Eight floats as one value (GCC/Clang vector extension): one AVX register, or two SSE
 // ones in the baseline copy. Short head-size rows are held in these, not in arrays that
 // the compiler might keep in memory.
@@ -158,6 +187,27 @@ PELAB_INLINE void add_outer(const float* __restrict w, int64_t rows, const float
   }
 }
 
+// m[r * D + (0, D)] += w[r] * x[r * D + (0, D)] for r < rows: rows scaled one by one (the
+// key term's gradients: dK_j += dS_ij Rk[i - j], dRk[i - j] += dS_ij k_j).
+template <int64_t D>
+PELAB_INLINE void add_scaled_rows(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t d,
+                                  float* __restrict m) {
+  if constexpr (D > 0) {
+    using V = HeadVector<D>;
+    constexpr int64_t kVectors = D / V::kWidth;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float wr = w[r];
+      const float* xr = x + r * D;
+      float* mr = m + r * D;
+      for (int64_t c = 0; c < kVectors; ++c)
+        V::store(mr + V::kWidth * c, V::load(mr + V::kWidth * c) + wr * V::load(xr + V::kWidth * c));
+    }
+  } else {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < d; ++c) m[r * d + c] += w[r] * x[r * d + c];
+  }
+}
+
 // Row r of a (B, H, rows, Dh) view copied into column r of a (Dh, ld) block: k^T, v^T.
 PELAB_INLINE void transpose_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* t,
                                  int64_t ld) {
@@ -190,14 +240,36 @@ PELAB_INLINE void softmax_padded(float* row, int64_t np) {
   for (int64_t j = 0; j < np; ++j) row[j] *= inverse;
 }
 
-// Offset rows (W = 2T - 1, Dh), descending offsets, laid out as columns (Dh, W + kLanes)
-// zero padded: the keys' role for the relative term scale q_i . R[i - j].
-std::vector<float> offset_columns(const float* rows, int64_t W, int64_t Dh) {
-  const int64_t ld = W + kLanes;
-  std::vector<float> columns(Dh * ld, 0.0f);
-  for (int64_t r = 0; r < W; ++r)
-    for (int64_t c = 0; c < Dh; ++c) columns[c * ld + r] = rows[r * Dh + c];
-  return columns;
+// A head's offset table (W = 2T - 1, Dh), descending offsets, laid out as columns (Dh, W +
+// kLanes) times a factor, zero padded: the keys' role in the relative terms, read from
+// column T - 1 - i on for query i. Rebuilt only when the head's table changes (never, for
+// a table shared by the heads).
+class OffsetColumns {
+ public:
+  OffsetColumns(const OffsetTable& table, int64_t W, int64_t Dh, float factor)
+      : table_(table), W_(W), Dh_(Dh), factor_(factor), columns_(table.data ? Dh * ld() : 0, 0.0f) {}
+  int64_t ld() const { return W_ + kLanes; }
+  const float* for_head(int64_t h) {
+    const float* rows = table_.at(h);
+    if (rows != built_from_) {
+      for (int64_t r = 0; r < W_; ++r)
+        for (int64_t c = 0; c < Dh_; ++c) columns_[c * ld() + r] = factor_ * rows[r * Dh_ + c];
+      built_from_ = rows;
+    }
+    return columns_.data();
+  }
+
+ private:
+  OffsetTable table_;
+  int64_t W_, Dh_;
+  float factor_;
+  std::vector<float> columns_;
+  const float* built_from_ = nullptr;
+};
+
+// Where head h's share of a table's gradient starts (shared tables: one share).
+float* head_rows(float* gradient, const OffsetTable& table, int64_t h, int64_t W, int64_t Dh) {
+  return gradient + (table.head ? h * W * Dh : 0);
 }
 
 template <int64_t D>
@@ -205,17 +277,23 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
                                 float* probs, const MutableStrided& out) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const Strided &q = in.q, &k = in.k, &v = in.v, &bias = in.bias, &mask = in.mask;
-  std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), scores(Tkp), scaled_query(Dh);
-  // relative term: row i reads the columns of offsets i - j for j = 0, 1, ...: from column
-  // (Tk - 1 - i) on, ascending (the rows are in descending offset order)
-  const int64_t W = 2 * Tk - 1, offset_ld = W + kLanes;
-  const std::vector<float> offsets = in.offset_rows ? offset_columns(in.offset_rows, W, Dh) : std::vector<float>();
+  const Strided& offset_query = in.offset_query.data ? in.offset_query : in.q;
+  std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), scores(Tkp), scaled_query(Dh),
+      scaled_offset_query(Dh), value_part(Dh);
+  // relative terms: row i reads the offsets i - j for j = 0, 1, ...: from row / column
+  // first = Tk - 1 - i of the descending tables on, ascending
+  const int64_t W = 2 * Tk - 1;
+  OffsetColumns query_columns(in.query_rows, W, Dh, 1.0f), key_columns_relative(in.key_rows, W, Dh, in.scale);
   float* __restrict row = scores.data();
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
     transpose_rows(k, b, h, Tk, Dh, key_columns.data(), Tkp);  // (Dh, Tkp), zero padded
     gather_rows(v, b, h, Tk, Dh, values.data());                // (Tk, Dh)
+    const float* Rq = in.query_rows.data ? query_columns.for_head(h) : nullptr;
+    const float* Rk = in.key_rows.data ? key_columns_relative.for_head(h) : nullptr;
+    const float* Rv = in.value_rows.data ? in.value_rows.at(h) : nullptr;
     for (int64_t i = 0; i < Tq; ++i) {
+      const int64_t first = Tk - 1 - i;
       const float* qi = q.at(b, h, i);
       for (int64_t c = 0; c < Dh; ++c) scaled_query[c] = qi[c] * in.scale;
       const float* __restrict bi = bias.data ? bias.at(b, h, i) : nullptr;
@@ -228,13 +306,22 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
         std::fill(row, row + Tk, 0.0f);
       std::fill(row + Tk, row + Tkp, 0.0f);
       add_vector_times_rows(scaled_query.data(), Dh, key_columns.data(), Tkp, row, Tkp);
-      if (in.offset_rows)
-        add_vector_times_rows(scaled_query.data(), Dh, offsets.data() + (Tk - 1 - i), offset_ld, row, Tkp);
+      if (Rq) {
+        const float* qpi = offset_query.at(b, h, i);
+        for (int64_t c = 0; c < Dh; ++c) scaled_offset_query[c] = qpi[c] * in.scale;
+        add_vector_times_rows(scaled_offset_query.data(), Dh, Rq + first, query_columns.ld(), row, Tkp);
+      }
+      if (Rk) add_rows_times_rows(key_columns.data(), Tkp, Rk + first, key_columns_relative.ld(), Dh, row, Tkp);
       std::fill(row + Tk, row + Tkp, kNegativeInfinity);
       softmax_padded(row, Tkp);
       float* pi = probs + (pair * Tq + i) * Tk;
       std::copy(row, row + Tk, pi);
-      weighted_row_sum<D>(pi, Tk, values.data(), Dh, Dh, 1.0f, out.at(b, h, i));
+      float* oi = out.at(b, h, i);
+      weighted_row_sum<D>(pi, Tk, values.data(), Dh, Dh, 1.0f, oi);
+      if (Rv) {
+        weighted_row_sum<D>(pi, Tk, Rv + first * Dh, Dh, Dh, 1.0f, value_part.data());
+        for (int64_t c = 0; c < Dh; ++c) oi[c] += value_part[c];
+      }
     }
   }
 }
@@ -244,10 +331,13 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                                  const float* probs, const Strided& grad_out, const AttentionGradients& grad) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const Strided &q = in.q, &k = in.k, &v = in.v;
+  const Strided& offset_query = in.offset_query.data ? in.offset_query : in.q;
   std::vector<float> value_columns(Dh * Tkp, 0.0f), grad_probs(Tkp), grad_row(Tk), scaled_grad(Tk),
       offset_part(Dh);
   // k rows gathered contiguously (they may be strided views of the qkv projection)
   std::vector<float> keys(Tk * Dh);
+  const int64_t W = 2 * Tk - 1;
+  OffsetColumns value_offset_columns(in.value_rows, W, Dh, 1.0f);  // dP_ij gets dO_i . Rv[i - j]
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
     transpose_rows(v, b, h, Tk, Dh, value_columns.data(), Tkp);
@@ -256,12 +346,20 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     float* dv = grad.v + pair * Tk * Dh;
     std::fill(dk, dk + Tk * Dh, 0.0f);
     std::fill(dv, dv + Tk * Dh, 0.0f);
+    const float* Rq = in.query_rows.data ? in.query_rows.at(h) : nullptr;
+    const float* Rk = in.key_rows.data ? in.key_rows.at(h) : nullptr;
+    const float* Rv_columns = in.value_rows.data ? value_offset_columns.for_head(h) : nullptr;
+    float* dRq = Rq ? head_rows(grad.query_rows, in.query_rows, h, W, Dh) : nullptr;
+    float* dRk = Rk ? head_rows(grad.key_rows, in.key_rows, h, W, Dh) : nullptr;
+    float* dRv = Rv_columns ? head_rows(grad.value_rows, in.value_rows, h, W, Dh) : nullptr;
     for (int64_t i = 0; i < Tq; ++i) {
+      const int64_t first = Tk - 1 - i;  // descending row of offset i - 0
       const float* doi = grad_out.at(b, h, i);
       const float* pi = probs + (pair * Tq + i) * Tk;
-      // dP_i = dO_i v^T
+      // dP_i = dO_i (v + Rv[i - .])^T
       std::fill(grad_probs.begin(), grad_probs.end(), 0.0f);
       add_vector_times_rows(doi, Dh, value_columns.data(), Tkp, grad_probs.data(), Tkp);
+      if (Rv_columns) add_vector_times_rows(doi, Dh, Rv_columns + first, value_offset_columns.ld(), grad_probs.data(), Tkp);
       // dS_i = P_i * (dP_i - <P_i, dP_i>)
       float lane_dot[kLanes] = {};
       int64_t j = 0;
@@ -272,17 +370,24 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       for (; j < Tk; ++j) dot += pi[j] * grad_probs[j];
       for (int64_t jj = 0; jj < Tk; ++jj) grad_row[jj] = pi[jj] * (grad_probs[jj] - dot);
       if (grad.scores) std::copy(grad_row.begin(), grad_row.end(), grad.scores + (pair * Tq + i) * Tk);
-      // dV += P_i^T dO_i; dQ_i = scale dS_i (k + R[i - .]); dK += scale dS_i^T q_i; dR[i - j] += scale dS_ij q_i
+      // dV += P_i^T dO_i; dRv[i - j] += P_ij dO_i
       add_outer<D>(pi, Tk, doi, Dh, dv);
+      if (dRv) add_outer<D>(pi, Tk, doi, Dh, dRv + first * Dh);
+      // dQ_i = scale dS_i k; dK += scale dS_i^T q_i
       float* dqi = grad.q + (pair * Tq + i) * Dh;
       weighted_row_sum<D>(grad_row.data(), Tk, keys.data(), Dh, Dh, in.scale, dqi);
       for (int64_t jj = 0; jj < Tk; ++jj) scaled_grad[jj] = in.scale * grad_row[jj];
       add_outer<D>(scaled_grad.data(), Tk, q.at(b, h, i), Dh, dk);
-      if (in.offset_rows) {
-        const int64_t first = Tk - 1 - i;  // descending row of offset i - 0
-        weighted_row_sum<D>(grad_row.data(), Tk, in.offset_rows + first * Dh, Dh, Dh, in.scale, offset_part.data());
-        for (int64_t c = 0; c < Dh; ++c) dqi[c] += offset_part[c];
-        add_outer<D>(scaled_grad.data(), Tk, q.at(b, h, i), Dh, grad.offset_rows + first * Dh);
+      if (Rq) {  // dQ'_i = scale dS_i Rq[i - .]; dRq[i - j] += scale dS_ij q'_i
+        float* dqpi = grad.offset_query ? grad.offset_query + (pair * Tq + i) * Dh : offset_part.data();
+        weighted_row_sum<D>(grad_row.data(), Tk, Rq + first * Dh, Dh, Dh, in.scale, dqpi);
+        if (!grad.offset_query)
+          for (int64_t c = 0; c < Dh; ++c) dqi[c] += offset_part[c];
+        add_outer<D>(scaled_grad.data(), Tk, offset_query.at(b, h, i), Dh, dRq + first * Dh);
+      }
+      if (Rk) {  // dK_j += scale dS_ij Rk[i - j]; dRk[i - j] += scale dS_ij k_j
+        add_scaled_rows<D>(scaled_grad.data(), Tk, Rk + first * Dh, Dh, dk);
+        add_scaled_rows<D>(scaled_grad.data(), Tk, keys.data(), Dh, dRk + first * Dh);
       }
     }
   }

@@ -31,24 +31,41 @@ struct MutableStrided {
   float* at(int64_t b, int64_t h, int64_t r) const { return data + b * batch + h * head + r * row; }
 };
 
+// Rows R (2T - 1, Dh) per head, one per offset query - key, in descending order (row c:
+// offset T - 1 - c), for Tq = Tk = T and positions 0 .. T - 1: element (h, c, d) is
+// data[h * head + c * Dh + d]; head = 0 shares one table between heads; null: absent.
+struct OffsetTable {
+  const float* data = nullptr;
+  int64_t head = 0;
+  const float* at(int64_t h) const { return data + h * head; }
+};
+
 // What attention reads. q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh); `bias` and `mask`: (B, H,
-// Tq, Tk) views, either may have a null data pointer (absent); offset_rows: null, or rows
-// R (2T - 1, Dh) contiguous, one per offset query - key in descending order (row c: offset
-// T - 1 - c), for Tq = Tk = T and positions 0 .. T - 1 (HF BERT relative_key's term).
-//   scores[i, j] = scale (q_i . k_j + q_i . R[i - j]) + bias[i, j] + mask[i, j]
+// Tq, Tk) views, either may have a null data pointer (absent). The relative terms (HF BERT
+// relative_key / relative_key_query, Shaw, Transformer-XL, DeBERTa), each absent when its
+// table is null:
+//   scores[i, j] = scale (q_i . k_j + q'_i . Rq[i - j] + k_j . Rk[i - j]) + bias[i, j] + mask[i, j]
+//   out_i = sum_j p_ij (v_j + Rv[i - j])
+// where q' is `offset_query` ((B, H, Tq, Dh) view; null data: q itself).
 struct AttentionInputs {
   Strided q, k, v;
   float scale = 1.0f;
   Strided bias, mask;
-  const float* offset_rows = nullptr;
+  OffsetTable query_rows, key_rows, value_rows;
+  Strided offset_query;
+  bool relative() const { return query_rows.data || key_rows.data || value_rows.data; }
 };
 
 // Where the backward writes. q, k, v: contiguous (B, H, T, Dh), written. scores (may be
 // null): contiguous (B, H, Tq, Tk), the gradient of the scores (and of an additive bias,
-// before summing over its broadcast dimensions). offset_rows (when the inputs have them):
-// contiguous (2T - 1, Dh), added to (each caller's thread gives its own, then sums).
+// before summing over its broadcast dimensions). offset_query: contiguous (B, H, Tq, Dh),
+// written, when the inputs have a separate q'; else q' = q and its gradient goes to q.
+// query_rows, key_rows, value_rows (when the inputs have them): contiguous descending rows
+// shaped like the inputs' tables ((H|1, 2T - 1, Dh)), added to (each caller's thread gives
+// its own, then sums).
 struct AttentionGradients {
-  float *q = nullptr, *k = nullptr, *v = nullptr, *scores = nullptr, *offset_rows = nullptr;
+  float *q = nullptr, *k = nullptr, *v = nullptr, *scores = nullptr, *offset_query = nullptr;
+  float *query_rows = nullptr, *key_rows = nullptr, *value_rows = nullptr;
 };
 
 // Forward for the (batch, head) pairs [begin, end) (pair = b * heads + h). probs:

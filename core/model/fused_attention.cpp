@@ -40,12 +40,34 @@ torch::Tensor additive_table(const torch::Tensor& t, const char* what, int64_t B
   return unit_last_stride(table.to(torch::kFloat32));
 }
 
+// A relative table, (2T - 1, Dh) shared by the heads or (H, 2T - 1, Dh), ascending offsets
+// -> contiguous, descending (as the kernels read it); an empty tensor stays empty (absent).
+torch::Tensor descending_table(const torch::Tensor& t, const char* what, int64_t H, int64_t T, int64_t Dh) {
+  if (t.numel() == 0) return t;
+  const bool shared = t.dim() == 2, per_head = t.dim() == 3 && t.size(0) == H;
+  TORCH_CHECK((shared || per_head) && t.size(-2) == 2 * T - 1 && t.size(-1) == Dh, "fused_attention: ", what,
+              " rows must be (2T - 1, Dh) = (", 2 * T - 1, ", ", Dh, ") or (H, 2T - 1, Dh) = (", H, ", ", 2 * T - 1,
+              ", ", Dh, ") for T queries and keys, got ", t.sizes());
+  return t.to(torch::kFloat32).flip(-2).contiguous();
+}
+
+kernels::OffsetTable table_view(const torch::Tensor& descending) {
+  if (descending.numel() == 0) return {};
+  return {descending.data_ptr<float>(), descending.dim() == 3 ? descending.stride(0) : 0};
+}
+
+// Inputs of the autograd function, in its argument order after q, k, v, bias, mask.
+enum RelativeInput { kQueryRows, kKeyRows, kValueRows, kRelativeInputs };
+const char* const kRelativeInputNames[] = {"query", "key", "value"};
+
 struct FusedAttention : torch::autograd::Function<FusedAttention> {
-  // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh); offset_rows: (2T - 1, Dh) ascending or empty
-  // -> (B, H, Tq, Dh) (memory (B, Tq, H, Dh))
+  // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh); rows: (H|-, 2T - 1, Dh) ascending or empty;
+  // offset_query: (B, H, T, Dh) or empty -> (B, H, Tq, Dh) (memory (B, Tq, H, Dh))
   static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& q_in,
                                const torch::Tensor& k_in, const torch::Tensor& v_in, const torch::Tensor& bias_in,
-                               const torch::Tensor& mask_in, const torch::Tensor& offset_rows_in, double scale) {
+                               const torch::Tensor& mask_in, const torch::Tensor& query_rows_in,
+                               const torch::Tensor& key_rows_in, const torch::Tensor& value_rows_in,
+                               const torch::Tensor& offset_query_in, double scale) {
     TORCH_CHECK(q_in.dim() == 4 && k_in.dim() == 4 && v_in.dim() == 4, "fused_attention: q, k, v must be (B, H, T, Dh)");
     const auto q = unit_last_stride(q_in), k = unit_last_stride(k_in), v = unit_last_stride(v_in);
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
@@ -54,27 +76,29 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                 "fused_attention: shapes differ: q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
     const auto bias = additive_table(bias_in, "bias", dims.batch, dims.heads, dims.queries, dims.keys);
     const auto mask = additive_table(mask_in, "mask", dims.batch, dims.heads, dims.queries, dims.keys);
-    torch::Tensor offset_rows;  // descending offsets, as the kernels read them
-    if (offset_rows_in.numel() > 0) {
-      TORCH_CHECK(dims.queries == dims.keys && offset_rows_in.dim() == 2 &&
-                      offset_rows_in.size(0) == 2 * dims.keys - 1 && offset_rows_in.size(1) == dims.head_dim,
-                  "fused_attention: offset rows must be (2T - 1, Dh) = (", 2 * dims.keys - 1, ", ", dims.head_dim,
-                  ") for T queries and keys, got ", offset_rows_in.sizes());
-      offset_rows = offset_rows_in.flip(0).contiguous();
+    const torch::Tensor* rows_in[kRelativeInputs] = {&query_rows_in, &key_rows_in, &value_rows_in};
+    std::vector<torch::Tensor> rows;  // descending, as the kernels read them
+    for (int r = 0; r < kRelativeInputs; ++r) {
+      TORCH_CHECK(rows_in[r]->numel() == 0 || dims.queries == dims.keys, "fused_attention: relative ",
+                  kRelativeInputNames[r], " rows need as many queries as keys, got ", dims.queries, " and ", dims.keys);
+      rows.push_back(descending_table(*rows_in[r], kRelativeInputNames[r], dims.heads, dims.keys, dims.head_dim));
     }
+    const auto offset_query = offset_query_in.numel() > 0 ? unit_last_stride(offset_query_in) : offset_query_in;
+    TORCH_CHECK(offset_query.numel() == 0 || offset_query.sizes() == q.sizes(),
+                "fused_attention: the offset query must be shaped like q ", q.sizes(), ", got ", offset_query.sizes());
 
     kernels::AttentionInputs in{strided_view(q),    strided_view(k),    strided_view(v),
                                 static_cast<float>(scale), strided_view(bias), strided_view(mask),
-                                offset_rows.defined() ? offset_rows.data_ptr<float>() : nullptr};
+                                table_view(rows[kQueryRows]), table_view(rows[kKeyRows]), table_view(rows[kValueRows]),
+                                offset_query.numel() > 0 ? strided_view(offset_query) : kernels::Strided{}};
     auto probs = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
     auto out = torch::empty({dims.batch, dims.queries, dims.heads, dims.head_dim}, q.options());
     const kernels::MutableStrided out_view{out.data_ptr<float>(), out.stride(0), out.stride(2), out.stride(1)};
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
       kernels::attention_forward(dims, begin, end, in, probs.data_ptr<float>(), out_view);
     });
-    context->save_for_backward({q, k, v});
+    context->save_for_backward({q, k, v, rows[kQueryRows], rows[kKeyRows], rows[kValueRows], offset_query});
     context->saved_data["probs"] = probs;
-    context->saved_data["offset_rows"] = offset_rows.defined() ? offset_rows : offset_rows_in;
     context->saved_data["scale"] = scale;
     context->saved_data["bias_sizes"] = bias_in.sizes().vec();
     return out.permute({0, 2, 1, 3});
@@ -83,40 +107,60 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
                                                  torch::autograd::variable_list gradients) {
     const auto saved = context->get_saved_variables();
-    const auto &q = saved[0], &k = saved[1], &v = saved[2];
+    const auto &q = saved[0], &k = saved[1], &v = saved[2], &offset_query = saved[6];
+    const std::vector<torch::Tensor> rows = {saved[3], saved[4], saved[5]};
+    const bool separate_offset_query = offset_query.numel() > 0;
     const auto probs = context->saved_data["probs"].toTensor();
-    const auto offset_rows = context->saved_data["offset_rows"].toTensor();
-    const bool relative = offset_rows.numel() > 0;
     const double scale = context->saved_data["scale"].toDouble();
     const auto grad_out = unit_last_stride(gradients[0]);
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-    kernels::AttentionInputs in{strided_view(q), strided_view(k), strided_view(v), static_cast<float>(scale),
-                                {}, {}, relative ? offset_rows.data_ptr<float>() : nullptr};
+    kernels::AttentionInputs in{strided_view(q),
+                                strided_view(k),
+                                strided_view(v),
+                                static_cast<float>(scale),
+                                {},
+                                {},
+                                table_view(rows[kQueryRows]),
+                                table_view(rows[kKeyRows]),
+                                table_view(rows[kValueRows]),
+                                separate_offset_query ? strided_view(offset_query) : kernels::Strided{}};
     auto grad_q = torch::empty(q.sizes(), q.options());
     auto grad_k = torch::empty(k.sizes(), k.options());
     auto grad_v = torch::empty(v.sizes(), v.options());
     const bool bias_needs_grad = context->needs_input_grad(3);  // an absent bias never does
-    torch::Tensor grad_scores, grad_offset_rows;
+    torch::Tensor grad_scores, grad_offset_query;
     if (bias_needs_grad) grad_scores = torch::empty(probs.sizes(), probs.options());
-    if (relative) grad_offset_rows = torch::zeros(offset_rows.sizes(), offset_rows.options());
-    std::mutex sum_offset_rows;
+    if (separate_offset_query) grad_offset_query = torch::empty(q.sizes(), q.options());
+    std::vector<torch::Tensor> grad_rows;  // descending, summed over the threads
+    for (const auto& table : rows) grad_rows.push_back(table.numel() > 0 ? torch::zeros_like(table) : torch::Tensor());
+    std::mutex sum_rows;
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
-      torch::Tensor mine;  // this thread's share of the offset rows' gradient
-      if (relative) mine = torch::zeros(offset_rows.sizes(), offset_rows.options());
-      const kernels::AttentionGradients grad{grad_q.data_ptr<float>(), grad_k.data_ptr<float>(),
-                                             grad_v.data_ptr<float>(),
-                                             bias_needs_grad ? grad_scores.data_ptr<float>() : nullptr,
-                                             relative ? mine.data_ptr<float>() : nullptr};
+      std::vector<torch::Tensor> mine;  // this thread's share of the tables' gradients
+      for (const auto& table : rows) mine.push_back(table.numel() > 0 ? torch::zeros_like(table) : torch::Tensor());
+      auto pointer = [](const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; };
+      const kernels::AttentionGradients grad{grad_q.data_ptr<float>(),  grad_k.data_ptr<float>(),
+                                             grad_v.data_ptr<float>(),  pointer(grad_scores),
+                                             pointer(grad_offset_query), pointer(mine[kQueryRows]),
+                                             pointer(mine[kKeyRows]),   pointer(mine[kValueRows])};
       kernels::attention_backward(dims, begin, end, in, probs.data_ptr<float>(), strided_view(grad_out), grad);
-      if (relative) {
-        std::lock_guard<std::mutex> lock(sum_offset_rows);
-        grad_offset_rows.add_(mine);
-      }
+      std::lock_guard<std::mutex> lock(sum_rows);
+      for (int r = 0; r < kRelativeInputs; ++r)
+        if (mine[r].defined()) grad_rows[r].add_(mine[r]);
     });
     torch::Tensor grad_bias;
     if (bias_needs_grad) grad_bias = grad_scores.sum_to_size(context->saved_data["bias_sizes"].toIntVector());
-    if (relative) grad_offset_rows = grad_offset_rows.flip(0);  // back to ascending offsets
-    return {grad_q, grad_k, grad_v, grad_bias, torch::Tensor(), grad_offset_rows, torch::Tensor()};
+    for (auto& g : grad_rows)
+      if (g.defined()) g = g.flip(-2);  // back to ascending offsets
+    return {grad_q,
+            grad_k,
+            grad_v,
+            grad_bias,
+            torch::Tensor(),
+            grad_rows[kQueryRows],
+            grad_rows[kKeyRows],
+            grad_rows[kValueRows],
+            grad_offset_query,
+            torch::Tensor()};
   }
 };
 
@@ -127,13 +171,15 @@ bool fused_attention_supports(const torch::Tensor& q) {
 }
 
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
-                              const torch::Tensor& bias, const torch::Tensor& mask, const torch::Tensor& offset_rows) {
+                              const torch::Tensor& bias, const torch::Tensor& mask, const RelativeRows& relative) {
   TORCH_CHECK(fused_attention_supports(q) && fused_attention_supports(k) && fused_attention_supports(v),
               "fused_attention: q, k and v must be float32 CPU tensors");
   // LibTorch 1.13's custom functions take no undefined tensors: an empty one stands for none
   const auto absent = torch::empty({0}, q.options());
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
-  return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask), or_absent(offset_rows), scale);
+  return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask), or_absent(relative.query),
+                               or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
+                               scale);
 }
 
 }  // namespace pelab

@@ -6,18 +6,19 @@
 
 #include <torch/torch.h>
 
+#include "core/encodings/position_encoding.h"
+
 namespace pelab {
 
 // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh), any strides with unit stride along Dh; bias:
 // undefined or (B|1, H|1, Tq, Tk), may require grad; mask: undefined or additive
-// (B|1, 1, Tq|1, Tk); offset_rows: undefined, or (2T - 1, Dh) rows R for the offsets
-// query - key = -(T - 1) .. T - 1 (ascending) of contiguous positions, Tq = Tk = T, adding
-// scale * q_i . R[i - j] to the scores (HF BERT relative_key) without a (B, H, T, T) bias;
-// may require grad. -> (B, H, Tq, Dh), a view whose memory is (B, Tq, H, Dh), so that
-// out.transpose(1, 2).reshape({B, Tq, H * Dh}) is free.
+// (B|1, 1, Tq|1, Tk); relative: a scheme's relative_rows (position_encoding.h), which need
+// Tq = Tk = T and contiguous positions; their tables and offset query may require grad
+// (relative.bias is not read: pass it as `bias`). -> (B, H, Tq, Dh), a view whose memory
+// is (B, Tq, H, Dh), so that out.transpose(1, 2).reshape({B, Tq, H * Dh}) is free.
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
                               const torch::Tensor& bias, const torch::Tensor& mask,
-                              const torch::Tensor& offset_rows = {});
+                              const RelativeRows& relative = {});
 
 // Whether fused_attention can take tensors like q: float32 on the CPU.
 bool fused_attention_supports(const torch::Tensor& q);
