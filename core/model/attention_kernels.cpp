@@ -6,11 +6,13 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
-#include <type_traits>
 #include <vector>
 
-// Every loop below is written so that GCC vectorizes it: a fixed block of kLanes independent
-// accumulators, no reductions across lanes inside the loops. The entry points are compiled
+// The work is small matrix products (scores = q k^T, p v, and their gradients) done by one
+// register-tiled loop (product_tile: a few rows times two vectors of columns, so that each
+// load of the right-hand matrix feeds several FMAs), plus row-wise softmax; the relative
+// terms are the same products on bands of an offset table, shifted into place. Every loop
+// is written so that GCC vectorizes it (GCC vector extensions, no reductions across lanes). The entry points are compiled
 // once per instruction set (AVX-512, AVX2 + FMA, baseline) and picked by what the CPU
 // supports (by feature, not by CPU model: target_clones("arch=...") matches models only);
 // the helpers are forced inline so that each copy is compiled for its instruction set.
@@ -43,217 +45,234 @@ PELAB_INLINE float exp_nonpositive(float x) {
   return x < -87.0f ? 0.0f : p * two_to_n;
 }
 
-// Sixteen floats as one value (GCC/Clang vector extension): one AVX-512 register, two AVX2
-// or four SSE ones, depending on the copy being compiled.
+// Sixteen and eight floats as one value (GCC/Clang vector extension): one AVX-512 register,
+// two AVX2 ones or four SSE ones (Float16); one AVX register or two SSE ones (Float8).
 typedef float Float16 __attribute__((vector_size(64)));
-PELAB_INLINE Float16 load16(const float* p) {
-  Float16 v;
+typedef float Float8 __attribute__((vector_size(32)));
+template <class V>
+PELAB_INLINE V load(const float* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-PELAB_INLINE void store16(float* p, Float16 v) { std::memcpy(p, &v, sizeof v); }
-
-// y[0, n) += sum_r x[r] * m[r * ld + (0, n)], n a multiple of kLanes: a vector times a
-// matrix whose rows are long (scores from q and k^T, score gradients from dO and v^T).
-// Four column blocks at a time: four independent chains of FMAs, not one.
-PELAB_INLINE void add_vector_times_rows(const float* __restrict x, int64_t rows, const float* __restrict m,
-                                        int64_t ld, float* __restrict y, int64_t n) {
-  int64_t c0 = 0;
-  for (; c0 + 4 * kLanes <= n; c0 += 4 * kLanes) {
-    Float16 a0 = load16(y + c0), a1 = load16(y + c0 + kLanes), a2 = load16(y + c0 + 2 * kLanes),
-            a3 = load16(y + c0 + 3 * kLanes);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float xr = x[r];
-      const float* mr = m + r * ld + c0;
-      a0 += xr * load16(mr);
-      a1 += xr * load16(mr + kLanes);
-      a2 += xr * load16(mr + 2 * kLanes);
-      a3 += xr * load16(mr + 3 * kLanes);
-    }
-    store16(y + c0, a0);
-    store16(y + c0 + kLanes, a1);
-    store16(y + c0 + 2 * kLanes, a2);
-    store16(y + c0 + 3 * kLanes, a3);
-  }
-  for (; c0 < n; c0 += kLanes) {
-    Float16 a = load16(y + c0);
-    for (int64_t r = 0; r < rows; ++r) a += x[r] * load16(m + r * ld + c0);
-    store16(y + c0, a);
-  }
+template <class V>
+PELAB_INLINE void store(float* p, V v) {
+  std::memcpy(p, &v, sizeof v);
 }
 
-// y[0, n) += sum_r a[r * lda + (0, n)] * b[r * ldb + (0, n)], n a multiple of kLanes: the
-// column-wise dot products of two matrices with long rows (the key term k_j . Rk[i - j]).
-PELAB_INLINE void add_rows_times_rows(const float* __restrict a, int64_t lda, const float* __restrict b,
-                                      int64_t ldb, int64_t rows, float* __restrict y, int64_t n) {
-  int64_t c0 = 0;
-  for (; c0 + 2 * kLanes <= n; c0 += 2 * kLanes) {
-    Float16 even0 = load16(y + c0), even1 = load16(y + c0 + kLanes), odd0 = {}, odd1 = {};
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
-      const float *a0 = a + r * lda + c0, *b0 = b + r * ldb + c0, *a1 = a0 + lda, *b1 = b0 + ldb;
-      even0 += load16(a0) * load16(b0);
-      even1 += load16(a0 + kLanes) * load16(b0 + kLanes);
-      odd0 += load16(a1) * load16(b1);
-      odd1 += load16(a1 + kLanes) * load16(b1 + kLanes);
-    }
-    if (r < rows) {
-      even0 += load16(a + r * lda + c0) * load16(b + r * ldb + c0);
-      even1 += load16(a + r * lda + c0 + kLanes) * load16(b + r * ldb + c0 + kLanes);
-    }
-    store16(y + c0, even0 + odd0);
-    store16(y + c0 + kLanes, even1 + odd1);
-  }
-  for (; c0 < n; c0 += kLanes) {
-    Float16 sum = load16(y + c0);
-    for (int64_t r = 0; r < rows; ++r) sum += load16(a + r * lda + c0) * load16(b + r * ldb + c0);
-    store16(y + c0, sum);
-  }
-}
-
-// Eight floats as one value (GCC/Clang vector extension): one AVX register, or two SSE
-// ones in the baseline copy. Short head-size rows are held in these, not in arrays that
-// the compiler might keep in memory.
-typedef float Float8 __attribute__((vector_size(32)));
-
-// out[0, D) = alpha * sum_r w[r] * m[r * ld + (0, D)]: a long vector times a matrix with short
-// rows (probabilities times v, score gradients times k). D is a compile-time head size, a
-// multiple of 8, where one is common (the sums stay in registers), else 0 = `d` at run time.
-// The widest of Float16 / Float8 that divides a head size, with its load and store.
-template <int64_t D>
-struct HeadVector {
-  static constexpr int64_t kWidth = D % 16 == 0 ? 16 : 8;
-  using Type = std::conditional_t<kWidth == 16, Float16, Float8>;
-  static PELAB_INLINE Type load(const float* p) {
-    Type v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  }
-  static PELAB_INLINE void store(float* p, Type v) { std::memcpy(p, &v, sizeof v); }
+// A read-only matrix: element (r, c) at data[r * row + c * column] (column = 1: row-major;
+// row = 1: the transpose of a row-major matrix, read in place).
+struct Matrix {
+  const float* data;
+  int64_t row, column = 1;
+  PELAB_INLINE const float* at(int64_t r, int64_t c) const { return data + r * row + c * column; }
+  Matrix transposed() const { return {data, column, row}; }
 };
 
-template <int64_t D>
-PELAB_INLINE void weighted_row_sum(const float* __restrict w, int64_t rows, const float* __restrict m, int64_t ld,
-                                   int64_t d, float alpha, float* __restrict out) {
-  if constexpr (D > 0) {
-    static_assert(D % 8 == 0, "compile-time head sizes are multiples of 8");
-    using V = HeadVector<D>;
-    constexpr int64_t kVectors = D / V::kWidth;
-    // two independent sums per vector: not one chain of dependent FMAs
-    typename V::Type even[kVectors] = {}, odd[kVectors] = {};
-    int64_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
-      const float w0 = w[r], w1 = w[r + 1];
-      const float *m0 = m + r * ld, *m1 = m0 + ld;
-      for (int64_t c = 0; c < kVectors; ++c) {
-        even[c] += w0 * V::load(m0 + V::kWidth * c);
-        odd[c] += w1 * V::load(m1 + V::kWidth * c);
-      }
-    }
-    if (r < rows)
-      for (int64_t c = 0; c < kVectors; ++c) even[c] += w[r] * V::load(m + r * ld + V::kWidth * c);
-    for (int64_t c = 0; c < kVectors; ++c) V::store(out + V::kWidth * c, alpha * (even[c] + odd[c]));
-  } else {
-    for (int64_t c = 0; c < d; ++c) out[c] = 0.0f;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float wr = w[r];
-      const float* mr = m + r * ld;
-      for (int64_t c = 0; c < d; ++c) out[c] += wr * mr[c];
-    }
-    for (int64_t c = 0; c < d; ++c) out[c] *= alpha;
-  }
-}
-
-// m[r * D + (0, D)] += w[r] * x[0, D) for r < rows: a rank-one update of a (rows, D) block.
-template <int64_t D>
-PELAB_INLINE void add_outer(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t d,
-                            float* __restrict m) {
-  if constexpr (D > 0) {
-    using V = HeadVector<D>;
-    constexpr int64_t kVectors = D / V::kWidth;
-    typename V::Type xs[kVectors];
-    for (int64_t c = 0; c < kVectors; ++c) xs[c] = V::load(x + V::kWidth * c);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float wr = w[r];
-      float* mr = m + r * D;
-      for (int64_t c = 0; c < kVectors; ++c) V::store(mr + V::kWidth * c, V::load(mr + V::kWidth * c) + wr * xs[c]);
-    }
-  } else {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float wr = w[r];
-      float* mr = m + r * d;
-      for (int64_t c = 0; c < d; ++c) mr[c] += wr * x[c];
+// y[r * ldy + c] += sum_p x(r, p) * m[p * ldm + c] for r < R, c < C * width(V): R rows of x
+// times C vectors of m's columns, the sums in registers; each vector loaded from m feeds R
+// FMAs. Strides may be negative (tables read in descending order).
+template <int R, int C, class V>
+PELAB_INLINE void product_tile(int64_t depth, Matrix x, const float* __restrict m, int64_t ldm, float* __restrict y,
+                               int64_t ldy) {
+  constexpr int64_t kWidth = sizeof(V) / sizeof(float);
+  V sums[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) sums[r][c] = load<V>(y + r * ldy + c * kWidth);
+  for (int64_t p = 0; p < depth; ++p) {
+    V column[C];
+    for (int c = 0; c < C; ++c) column[c] = load<V>(m + p * ldm + c * kWidth);
+    for (int r = 0; r < R; ++r) {
+      const float xr = *x.at(r, p);
+      for (int c = 0; c < C; ++c) sums[r][c] += xr * column[c];
     }
   }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) store<V>(y + r * ldy + c * kWidth, sums[r][c]);
 }
 
-// m[r * D + (0, D)] += w[r] * x[r * D + (0, D)] for r < rows: rows scaled one by one (the
-// key term's gradients: dK_j += dS_ij Rk[i - j], dRk[i - j] += dS_ij k_j).
-template <int64_t D>
-PELAB_INLINE void add_scaled_rows(const float* __restrict w, int64_t rows, const float* __restrict x, int64_t d,
-                                  float* __restrict m) {
-  if constexpr (D > 0) {
-    using V = HeadVector<D>;
-    constexpr int64_t kVectors = D / V::kWidth;
+// product_tile over all `rows` (R at a time, then one by one), for one block of columns.
+template <int R, int C, class V>
+PELAB_INLINE void product_rows(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y,
+                               int64_t ldy) {
+  int64_t r = 0;
+  for (; r + R <= rows; r += R) product_tile<R, C, V>(depth, {x.at(r, 0), x.row, x.column}, m, ldm, y + r * ldy, ldy);
+  for (; r < rows; ++r) product_tile<1, C, V>(depth, {x.at(r, 0), x.row, x.column}, m, ldm, y + r * ldy, ldy);
+}
+
+// Y (rows, n) += X (rows, depth) M (depth, n), M and Y row-major with leading dimensions
+// ldm, ldy: column blocks of C Float16s (the tile's width), then 16, 8 and single columns.
+// The tile is R rows by C vectors: sized to the instruction set's registers (Tile below).
+template <int R, int C>
+PELAB_INLINE void add_product(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y, int64_t ldy,
+                              int64_t n) {
+  int64_t c = 0;
+  for (; c + C * kLanes <= n; c += C * kLanes) product_rows<R, C, Float16>(rows, depth, x, m + c, ldm, y + c, ldy);
+  for (; c + kLanes <= n; c += kLanes) product_rows<R, 1, Float16>(rows, depth, x, m + c, ldm, y + c, ldy);
+  if (c + 8 <= n) {
+    product_rows<R, 1, Float8>(rows, depth, x, m + c, ldm, y + c, ldy);
+    c += 8;
+  }
+  for (; c < n; ++c)
     for (int64_t r = 0; r < rows; ++r) {
-      const float wr = w[r];
-      const float* xr = x + r * D;
-      float* mr = m + r * D;
-      for (int64_t c = 0; c < kVectors; ++c)
-        V::store(mr + V::kWidth * c, V::load(mr + V::kWidth * c) + wr * V::load(xr + V::kWidth * c));
+      float sum = y[r * ldy + c];
+      for (int64_t p = 0; p < depth; ++p) sum += *x.at(r, p) * m[p * ldm + c];
+      y[r * ldy + c] = sum;
     }
-  } else {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < d; ++c) m[r * d + c] += w[r] * x[r * d + c];
+}
+
+// Rows and columns a tile covers, per instruction set: 4 rows x 2 Float16 = 8 AVX-512
+// registers of sums; AVX2 (16 registers) and SSE take 4 x 1 and 2 x 1.
+template <int Rows, int Vectors>
+struct Tile {
+  static constexpr int R = Rows, C = Vectors;
+};
+using Avx512Tile = Tile<4, 2>;
+using Avx2Tile = Tile<4, 1>;
+using BaselineTile = Tile<2, 1>;
+
+constexpr int64_t kBlock = 16;  // rows per band of a relative term (see add_skewed_product)
+
+// dst (cols, rows) = src (rows, cols)^T, leading dimensions lds, ldd; 16 x 16 blocks, so
+// that the stores of a block fill 16 cache lines instead of touching one line per store.
+PELAB_INLINE void transpose(int64_t rows, int64_t cols, const float* __restrict src, int64_t lds,
+                            float* __restrict dst, int64_t ldd) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kLanes)
+    for (int64_t c0 = 0; c0 < cols; c0 += kLanes)
+      for (int64_t c = c0; c < std::min(cols, c0 + kLanes); ++c)
+        for (int64_t r = r0; r < std::min(rows, r0 + kLanes); ++r) dst[c * ldd + r] = src[r * lds + c];
+}
+
+// Rows of a (B, H, rows, Dh) view copied into a contiguous (rows, Dh) block, times `factor`.
+PELAB_INLINE void gather_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* out,
+                              float factor = 1.0f) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = s.at(b, h, r);
+    for (int64_t c = 0; c < d; ++c) out[r * d + c] = factor * src[c];
   }
 }
 
 // Row r of a (B, H, rows, Dh) view copied into column r of a (Dh, ld) block: k^T, v^T.
 PELAB_INLINE void transpose_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* t,
                                  int64_t ld) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* src = s.at(b, h, r);
-    for (int64_t c = 0; c < d; ++c) t[c * ld + r] = src[c];
-  }
+  transpose(rows, d, s.at(b, h, 0), s.row, t, ld);
 }
 
-// Rows of a (B, H, rows, Dh) view copied into a contiguous (rows, Dh) block.
-PELAB_INLINE void gather_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* out) {
-  for (int64_t r = 0; r < rows; ++r) std::copy(s.at(b, h, r), s.at(b, h, r) + d, out + r * d);
+// sum_j x[j] for j < n, n a multiple of kLanes; and sum_j x[j] y[j] for any n (four
+// independent chains of vector adds or FMAs, not one).
+PELAB_INLINE float sum_of(const float* x, int64_t n) {
+  Float16 sums[4] = {};
+  int64_t j = 0;
+  for (; j + 4 * kLanes <= n; j += 4 * kLanes)
+    for (int c = 0; c < 4; ++c) sums[c] += load<Float16>(x + j + c * kLanes);
+  for (; j < n; j += kLanes) sums[0] += load<Float16>(x + j);
+  const Float16 total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+  float sum = 0.0f;
+  for (int64_t c = 0; c < kLanes; ++c) sum += total[c];
+  return sum;
+}
+PELAB_INLINE float dot(const float* x, const float* y, int64_t n) {
+  Float16 sums[4] = {};
+  int64_t j = 0;
+  for (; j + 4 * kLanes <= n; j += 4 * kLanes)
+    for (int c = 0; c < 4; ++c) sums[c] += load<Float16>(x + j + c * kLanes) * load<Float16>(y + j + c * kLanes);
+  for (; j + kLanes <= n; j += kLanes) sums[0] += load<Float16>(x + j) * load<Float16>(y + j);
+  const Float16 total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+  float sum = 0.0f;
+  for (int64_t c = 0; c < kLanes; ++c) sum += total[c];
+  for (; j < n; ++j) sum += x[j] * y[j];
+  return sum;
 }
 
 // Softmax of row[0, n) in place over the padded width np (row[n, np) must be -inf).
 PELAB_INLINE void softmax_padded(float* row, int64_t np) {
-  float lane_max[kLanes];
-  for (int64_t c = 0; c < kLanes; ++c) lane_max[c] = kNegativeInfinity;
-  for (int64_t j0 = 0; j0 < np; j0 += kLanes)
-    for (int64_t c = 0; c < kLanes; ++c) lane_max[c] = row[j0 + c] > lane_max[c] ? row[j0 + c] : lane_max[c];
+  Float16 lane_max = load<Float16>(row);
+  for (int64_t j0 = kLanes; j0 < np; j0 += kLanes) {
+    const Float16 x = load<Float16>(row + j0);
+    lane_max = x > lane_max ? x : lane_max;
+  }
   float maximum = kNegativeInfinity;
   for (int64_t c = 0; c < kLanes; ++c) maximum = lane_max[c] > maximum ? lane_max[c] : maximum;
   for (int64_t j = 0; j < np; ++j) row[j] = exp_nonpositive(row[j] - maximum);
-  float lane_sum[kLanes] = {};
-  for (int64_t j0 = 0; j0 < np; j0 += kLanes)
-    for (int64_t c = 0; c < kLanes; ++c) lane_sum[c] += row[j0 + c];
-  float sum = 0.0f;
-  for (int64_t c = 0; c < kLanes; ++c) sum += lane_sum[c];
+  const float sum = sum_of(row, np);
   const float inverse = 1.0f / sum;
   for (int64_t j = 0; j < np; ++j) row[j] *= inverse;
 }
 
-// A head's offset table (W = 2T - 1, Dh), descending offsets, laid out as columns (Dh, W +
-// kLanes) times a factor, zero padded: the keys' role in the relative terms, read from
-// column T - 1 - i on for query i. Rebuilt only when the head's table changes (never, for
-// a table shared by the heads).
+// The relative terms, for rows r (queries i, or keys j in key-major order) that meet table
+// row first0 - r + n at column n (first0 = T - 1: a descending table for queries, row
+// T - 1 - i + j = offset i - j; an ascending one for keys, row T - 1 - j + i). Rows are
+// taken kBlock at a time: a block [r0, r0 + b) meets the b + n - 1 table rows from
+// base = first0 - (r0 + b - 1) on, so each term is one product over that band plus a shift
+// (the Transformer-XL relative shift, done by addressing).
+
+// out[r * ldo + n] += sum_d x(r, d) columns[d * ldc + first0 - r + n] for r < rows,
+// n < width: x times a table laid out as columns (OffsetColumns).
+template <class T>
+PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, const float* columns, int64_t ldc,
+                                     int64_t first0, float* out, int64_t ldo, int64_t width, std::vector<float>& band) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1),
+                  band_width = round_up_to_lanes(width + b - 1);
+    band.assign(b * band_width, 0.0f);
+    add_product<T::R, T::C>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
+                            band_width);
+    for (int64_t r = 0; r < b; ++r) {
+      const float* shifted = band.data() + r * band_width + (b - 1 - r);
+      float* o = out + (r0 + r) * ldo;
+      for (int64_t n = 0; n < width; ++n) o[n] += shifted[n];
+    }
+  }
+}
+
+// out[r * ldo + (0, Dh)] += sum_n w(r, n) table[(first0 - r + n) * stride + (0, Dh)] for
+// r < rows, n < width: weights times table rows (stride < 0: read in descending order).
+template <class T>
+PELAB_INLINE void add_skewed_weighted_rows(int64_t rows, int64_t width, Matrix w, const float* table, int64_t stride,
+                                           int64_t first0, float* out, int64_t ldo, int64_t Dh,
+                                           std::vector<float>& mass) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
+    mass.assign(b * depth, 0.0f);  // the weights laid into their (row, table row) cells
+    for (int64_t n = 0; n < width; ++n)
+      for (int64_t r = 0; r < b; ++r) mass[r * depth + (b - 1 - r) + n] = *w.at(r0 + r, n);
+    add_product<T::R, T::C>(b, depth, {mass.data(), depth}, table + base * stride, stride, out + r0 * ldo, ldo, Dh);
+  }
+}
+
+// table[(first0 - r + n) * stride + (0, Dh)] += w(r, n) x[r * ldx + (0, Dh)] for r < rows,
+// n < width: the gradient of a table from add_skewed_product's or add_skewed_weighted_rows's
+// other factor.
+template <class T>
+PELAB_INLINE void add_skewed_outer(int64_t rows, int64_t width, Matrix w, const float* x, int64_t ldx, float* table,
+                                   int64_t stride, int64_t first0, int64_t Dh, std::vector<float>& mass) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
+    mass.assign(depth * b, 0.0f);  // transposed: (table row, row)
+    for (int64_t n = 0; n < width; ++n)
+      for (int64_t r = 0; r < b; ++r) mass[(b - 1 - r + n) * b + r] = *w.at(r0 + r, n);
+    add_product<T::R, T::C>(depth, b, {mass.data(), b}, x + r0 * ldx, ldx, table + base * stride, stride, Dh);
+  }
+}
+
+// A head's offset table (W = 2T - 1 rows of Dh, descending offsets) laid out as columns
+// (Dh, ld) times a factor, zero padded, in descending or ascending offset order: the keys'
+// role in add_skewed_product. Rebuilt only when the head's table changes (never, for a
+// table shared by the heads).
 class OffsetColumns {
  public:
-  OffsetColumns(const OffsetTable& table, int64_t W, int64_t Dh, float factor)
-      : table_(table), W_(W), Dh_(Dh), factor_(factor), columns_(table.data ? Dh * ld() : 0, 0.0f) {}
-  int64_t ld() const { return W_ + kLanes; }
+  OffsetColumns(const OffsetTable& table, int64_t W, int64_t Dh, float factor, bool ascending)
+      : table_(table), W_(W), Dh_(Dh), factor_(factor), ascending_(ascending),
+        columns_(table.data ? Dh * ld() : 0, 0.0f) {}
+  // a band reaches past the last row by up to kBlock + 2 kLanes columns (add_skewed_product)
+  int64_t ld() const { return W_ + kBlock + 3 * kLanes; }
   const float* for_head(int64_t h) {
     const float* rows = table_.at(h);
     if (rows != built_from_) {
-      for (int64_t r = 0; r < W_; ++r)
-        for (int64_t c = 0; c < Dh_; ++c) columns_[c * ld() + r] = factor_ * rows[r * Dh_ + c];
+      for (int64_t r = 0; r < W_; ++r) {
+        const int64_t column = ascending_ ? W_ - 1 - r : r;
+        for (int64_t c = 0; c < Dh_; ++c) columns_[c * ld() + column] = factor_ * rows[r * Dh_ + c];
+      }
       built_from_ = rows;
     }
     return columns_.data();
@@ -263,6 +282,7 @@ class OffsetColumns {
   OffsetTable table_;
   int64_t W_, Dh_;
   float factor_;
+  bool ascending_;
   std::vector<float> columns_;
   const float* built_from_ = nullptr;
 };
@@ -272,32 +292,30 @@ float* head_rows(float* gradient, const OffsetTable& table, int64_t h, int64_t W
   return gradient + (table.head ? h * W * Dh : 0);
 }
 
-template <int64_t D>
+template <class T>
 PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                 float* probs, const MutableStrided& out) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
-  const Strided &q = in.q, &k = in.k, &v = in.v, &bias = in.bias, &mask = in.mask;
-  const Strided& offset_query = in.offset_query.data ? in.offset_query : in.q;
-  std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), scores(Tkp), scaled_query(Dh),
-      scaled_offset_query(Dh), value_part(Dh);
-  // relative terms: row i reads the offsets i - j for j = 0, 1, ...: from row / column
-  // first = Tk - 1 - i of the descending tables on, ascending
-  const int64_t W = 2 * Tk - 1;
-  OffsetColumns query_columns(in.query_rows, W, Dh, 1.0f), key_columns_relative(in.key_rows, W, Dh, in.scale);
-  float* __restrict row = scores.data();
+  const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
+  std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), queries(Tq * Dh), offset_queries, scores(Tq * Tkp),
+      keys, key_term, scratch;
+  if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
+  if (in.key_rows.data) {
+    keys.resize(Tk * Dh);
+    key_term.resize(Tk * Tkp);
+  }
+  OffsetColumns query_columns(in.query_rows, W, Dh, 1.0f, /*ascending=*/false);
+  OffsetColumns key_columns_relative(in.key_rows, W, Dh, in.scale, /*ascending=*/true);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
-    transpose_rows(k, b, h, Tk, Dh, key_columns.data(), Tkp);  // (Dh, Tkp), zero padded
-    gather_rows(v, b, h, Tk, Dh, values.data());                // (Tk, Dh)
-    const float* Rq = in.query_rows.data ? query_columns.for_head(h) : nullptr;
-    const float* Rk = in.key_rows.data ? key_columns_relative.for_head(h) : nullptr;
-    const float* Rv = in.value_rows.data ? in.value_rows.at(h) : nullptr;
+    transpose_rows(in.k, b, h, Tk, Dh, key_columns.data(), Tkp);  // (Dh, Tkp), zero padded
+    gather_rows(in.v, b, h, Tk, Dh, values.data());                // (Tk, Dh)
+    gather_rows(in.q, b, h, Tq, Dh, queries.data(), in.scale);     // (Tq, Dh), scaled
+    // scores = bias + mask + scale q k^T, zero padded to Tkp columns
     for (int64_t i = 0; i < Tq; ++i) {
-      const int64_t first = Tk - 1 - i;
-      const float* qi = q.at(b, h, i);
-      for (int64_t c = 0; c < Dh; ++c) scaled_query[c] = qi[c] * in.scale;
-      const float* __restrict bi = bias.data ? bias.at(b, h, i) : nullptr;
-      const float* __restrict mi = mask.data ? mask.at(b, h, i) : nullptr;
+      float* __restrict row = scores.data() + i * Tkp;
+      const float* __restrict bi = in.bias.data ? in.bias.at(b, h, i) : nullptr;
+      const float* __restrict mi = in.mask.data ? in.mask.at(b, h, i) : nullptr;
       if (bi && mi)
         for (int64_t j = 0; j < Tk; ++j) row[j] = bi[j] + mi[j];
       else if (bi || mi)
@@ -305,104 +323,116 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       else
         std::fill(row, row + Tk, 0.0f);
       std::fill(row + Tk, row + Tkp, 0.0f);
-      add_vector_times_rows(scaled_query.data(), Dh, key_columns.data(), Tkp, row, Tkp);
-      if (Rq) {
-        const float* qpi = offset_query.at(b, h, i);
-        for (int64_t c = 0; c < Dh; ++c) scaled_offset_query[c] = qpi[c] * in.scale;
-        add_vector_times_rows(scaled_offset_query.data(), Dh, Rq + first, query_columns.ld(), row, Tkp);
+    }
+    add_product<T::R, T::C>(Tq, Dh, {queries.data(), Dh}, key_columns.data(), Tkp, scores.data(), Tkp, Tkp);
+    if (in.query_rows.data) {  // scale q'_i . Rq[i - j]
+      const float* scaled = queries.data();
+      if (in.offset_query.data) {
+        gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data(), in.scale);
+        scaled = offset_queries.data();
       }
-      if (Rk) add_rows_times_rows(key_columns.data(), Tkp, Rk + first, key_columns_relative.ld(), Dh, row, Tkp);
+      add_skewed_product<T>(Tq, Dh, {scaled, Dh}, query_columns.for_head(h), query_columns.ld(), first0,
+                            scores.data(), Tkp, Tkp, scratch);
+    }
+    if (in.key_rows.data) {  // scale k_j . Rk[i - j], key-major, then transposed into the scores
+      std::fill(key_term.begin(), key_term.end(), 0.0f);
+      gather_rows(in.k, b, h, Tk, Dh, keys.data());
+      add_skewed_product<T>(Tk, Dh, {keys.data(), Dh}, key_columns_relative.for_head(h), key_columns_relative.ld(),
+                            first0, key_term.data(), Tkp, Tq, scratch);
+      for (int64_t j0 = 0; j0 < Tk; j0 += kLanes)
+        for (int64_t i0 = 0; i0 < Tq; i0 += kLanes)
+          for (int64_t j = j0; j < std::min(Tk, j0 + kLanes); ++j)
+            for (int64_t i = i0; i < std::min(Tq, i0 + kLanes); ++i) scores[i * Tkp + j] += key_term[j * Tkp + i];
+    }
+    float* p = probs + pair * Tq * Tk;
+    for (int64_t i = 0; i < Tq; ++i) {
+      float* row = scores.data() + i * Tkp;
       std::fill(row + Tk, row + Tkp, kNegativeInfinity);
       softmax_padded(row, Tkp);
-      float* pi = probs + (pair * Tq + i) * Tk;
-      std::copy(row, row + Tk, pi);
-      float* oi = out.at(b, h, i);
-      weighted_row_sum<D>(pi, Tk, values.data(), Dh, Dh, 1.0f, oi);
-      if (Rv) {
-        weighted_row_sum<D>(pi, Tk, Rv + first * Dh, Dh, Dh, 1.0f, value_part.data());
-        for (int64_t c = 0; c < Dh; ++c) oi[c] += value_part[c];
-      }
+      std::copy(row, row + Tk, p + i * Tk);
     }
+    // out = p (v + Rv[i - .])
+    float* o = out.at(b, h, 0);
+    for (int64_t i = 0; i < Tq; ++i) std::fill(o + i * out.row, o + i * out.row + Dh, 0.0f);
+    add_product<T::R, T::C>(Tq, Tk, {scores.data(), Tkp}, values.data(), Dh, o, out.row, Dh);
+    if (in.value_rows.data)
+      add_skewed_weighted_rows<T>(Tq, Tk, {scores.data(), Tkp}, in.value_rows.at(h), Dh, first0, o, out.row, Dh,
+                                  scratch);
   }
 }
 
-template <int64_t D>
+template <class T>
 PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                  const float* probs, const Strided& grad_out, const AttentionGradients& grad) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
-  const Strided &q = in.q, &k = in.k, &v = in.v;
-  const Strided& offset_query = in.offset_query.data ? in.offset_query : in.q;
-  std::vector<float> value_columns(Dh * Tkp, 0.0f), grad_probs(Tkp), grad_row(Tk), scaled_grad(Tk),
-      offset_part(Dh);
-  // k rows gathered contiguously (they may be strided views of the qkv projection)
-  std::vector<float> keys(Tk * Dh);
-  const int64_t W = 2 * Tk - 1;
-  OffsetColumns value_offset_columns(in.value_rows, W, Dh, 1.0f);  // dP_ij gets dO_i . Rv[i - j]
+  const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
+  std::vector<float> value_columns(Dh * Tkp, 0.0f), keys(Tk * Dh), queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
+      grad_scores(Tq * Tkp), scratch;
+  if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
+  OffsetColumns value_columns_relative(in.value_rows, W, Dh, 1.0f, /*ascending=*/false);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
-    transpose_rows(v, b, h, Tk, Dh, value_columns.data(), Tkp);
-    gather_rows(k, b, h, Tk, Dh, keys.data());
-    float* dk = grad.k + pair * Tk * Dh;
-    float* dv = grad.v + pair * Tk * Dh;
-    std::fill(dk, dk + Tk * Dh, 0.0f);
-    std::fill(dv, dv + Tk * Dh, 0.0f);
-    const float* Rq = in.query_rows.data ? in.query_rows.at(h) : nullptr;
-    const float* Rk = in.key_rows.data ? in.key_rows.at(h) : nullptr;
-    const float* Rv_columns = in.value_rows.data ? value_offset_columns.for_head(h) : nullptr;
-    float* dRq = Rq ? head_rows(grad.query_rows, in.query_rows, h, W, Dh) : nullptr;
-    float* dRk = Rk ? head_rows(grad.key_rows, in.key_rows, h, W, Dh) : nullptr;
-    float* dRv = Rv_columns ? head_rows(grad.value_rows, in.value_rows, h, W, Dh) : nullptr;
+    const float* p = probs + pair * Tq * Tk;
+    transpose_rows(in.v, b, h, Tk, Dh, value_columns.data(), Tkp);
+    gather_rows(in.k, b, h, Tk, Dh, keys.data());
+    gather_rows(in.q, b, h, Tq, Dh, queries.data());
+    gather_rows(grad_out, b, h, Tq, Dh, grad_outs.data());
+    // dP = dO (v + Rv[i - .])^T
+    std::fill(grad_scores.begin(), grad_scores.end(), 0.0f);
+    add_product<T::R, T::C>(Tq, Dh, {grad_outs.data(), Dh}, value_columns.data(), Tkp, grad_scores.data(), Tkp, Tkp);
+    if (in.value_rows.data)
+      add_skewed_product<T>(Tq, Dh, {grad_outs.data(), Dh}, value_columns_relative.for_head(h),
+                            value_columns_relative.ld(), first0, grad_scores.data(), Tkp, Tkp, scratch);
+    // dS = P * (dP - <P, dP>) row by row; then scale dS, the factor of every product below
     for (int64_t i = 0; i < Tq; ++i) {
-      const int64_t first = Tk - 1 - i;  // descending row of offset i - 0
-      const float* doi = grad_out.at(b, h, i);
-      const float* pi = probs + (pair * Tq + i) * Tk;
-      // dP_i = dO_i (v + Rv[i - .])^T
-      std::fill(grad_probs.begin(), grad_probs.end(), 0.0f);
-      add_vector_times_rows(doi, Dh, value_columns.data(), Tkp, grad_probs.data(), Tkp);
-      if (Rv_columns) add_vector_times_rows(doi, Dh, Rv_columns + first, value_offset_columns.ld(), grad_probs.data(), Tkp);
-      // dS_i = P_i * (dP_i - <P_i, dP_i>)
-      float lane_dot[kLanes] = {};
-      int64_t j = 0;
-      for (; j + kLanes <= Tk; j += kLanes)
-        for (int64_t c = 0; c < kLanes; ++c) lane_dot[c] += pi[j + c] * grad_probs[j + c];
-      float dot = 0.0f;
-      for (int64_t c = 0; c < kLanes; ++c) dot += lane_dot[c];
-      for (; j < Tk; ++j) dot += pi[j] * grad_probs[j];
-      for (int64_t jj = 0; jj < Tk; ++jj) grad_row[jj] = pi[jj] * (grad_probs[jj] - dot);
-      if (grad.scores) std::copy(grad_row.begin(), grad_row.end(), grad.scores + (pair * Tq + i) * Tk);
-      // dV += P_i^T dO_i; dRv[i - j] += P_ij dO_i
-      add_outer<D>(pi, Tk, doi, Dh, dv);
-      if (dRv) add_outer<D>(pi, Tk, doi, Dh, dRv + first * Dh);
-      // dQ_i = scale dS_i k; dK += scale dS_i^T q_i
-      float* dqi = grad.q + (pair * Tq + i) * Dh;
-      weighted_row_sum<D>(grad_row.data(), Tk, keys.data(), Dh, Dh, in.scale, dqi);
-      for (int64_t jj = 0; jj < Tk; ++jj) scaled_grad[jj] = in.scale * grad_row[jj];
-      add_outer<D>(scaled_grad.data(), Tk, q.at(b, h, i), Dh, dk);
-      if (Rq) {  // dQ'_i = scale dS_i Rq[i - .]; dRq[i - j] += scale dS_ij q'_i
-        float* dqpi = grad.offset_query ? grad.offset_query + (pair * Tq + i) * Dh : offset_part.data();
-        weighted_row_sum<D>(grad_row.data(), Tk, Rq + first * Dh, Dh, Dh, in.scale, dqpi);
-        if (!grad.offset_query)
-          for (int64_t c = 0; c < Dh; ++c) dqi[c] += offset_part[c];
-        add_outer<D>(scaled_grad.data(), Tk, offset_query.at(b, h, i), Dh, dRq + first * Dh);
+      const float* __restrict pi = p + i * Tk;
+      float* __restrict row = grad_scores.data() + i * Tkp;
+      const float expected = dot(pi, row, Tk);
+      for (int64_t j = 0; j < Tk; ++j) row[j] = pi[j] * (row[j] - expected);
+      if (grad.scores) std::copy(row, row + Tk, grad.scores + (pair * Tq + i) * Tk);
+      for (int64_t j = 0; j < Tk; ++j) row[j] *= in.scale;
+    }
+    const Matrix dS{grad_scores.data(), Tkp};  // scaled
+    // dQ = scale dS k; dQ' = scale dS Rq[i - .] (into dQ when q' = q); dRq[i - j] += scale dS_ij q'_i
+    float* dq = grad.q + pair * Tq * Dh;
+    std::fill(dq, dq + Tq * Dh, 0.0f);
+    add_product<T::R, T::C>(Tq, Tk, dS, keys.data(), Dh, dq, Dh, Dh);
+    if (in.query_rows.data) {
+      float* dqp = in.offset_query.data ? grad.offset_query + pair * Tq * Dh : dq;
+      if (in.offset_query.data) std::fill(dqp, dqp + Tq * Dh, 0.0f);
+      add_skewed_weighted_rows<T>(Tq, Tk, dS, in.query_rows.at(h), Dh, first0, dqp, Dh, Dh, scratch);
+      const float* qp = queries.data();
+      if (in.offset_query.data) {
+        gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data());
+        qp = offset_queries.data();
       }
-      if (Rk) {  // dK_j += scale dS_ij Rk[i - j]; dRk[i - j] += scale dS_ij k_j
-        add_scaled_rows<D>(scaled_grad.data(), Tk, Rk + first * Dh, Dh, dk);
-        add_scaled_rows<D>(scaled_grad.data(), Tk, keys.data(), Dh, dRk + first * Dh);
-      }
+      add_skewed_outer<T>(Tq, Tk, dS, qp, Dh, head_rows(grad.query_rows, in.query_rows, h, W, Dh), Dh, first0,
+                          Dh, scratch);
+    }
+    // dV = P^T dO; dRv[i - j] += P_ij dO_i
+    float* dv = grad.v + pair * Tk * Dh;
+    std::fill(dv, dv + Tk * Dh, 0.0f);
+    const Matrix P{p, Tk};
+    add_product<T::R, T::C>(Tk, Tq, P.transposed(), grad_outs.data(), Dh, dv, Dh, Dh);
+    if (in.value_rows.data)
+      add_skewed_outer<T>(Tq, Tk, P, grad_outs.data(), Dh, head_rows(grad.value_rows, in.value_rows, h, W, Dh), Dh,
+                          first0, Dh, scratch);
+    // dK = scale dS^T q; key-major with an ascending table (rows read backwards from the
+    // last descending one): dK_j += scale dS_ij Rk[i - j], dRk[i - j] += scale dS_ij k_j
+    float* dk = grad.k + pair * Tk * Dh;
+    std::fill(dk, dk + Tk * Dh, 0.0f);
+    add_product<T::R, T::C>(Tk, Tq, dS.transposed(), queries.data(), Dh, dk, Dh, Dh);
+    if (in.key_rows.data) {
+      add_skewed_weighted_rows<T>(Tk, Tq, dS.transposed(), in.key_rows.at(h) + (W - 1) * Dh, -Dh, first0, dk, Dh, Dh,
+                                  scratch);
+      add_skewed_outer<T>(Tk, Tq, dS.transposed(), keys.data(), Dh,
+                          head_rows(grad.key_rows, in.key_rows, h, W, Dh) + (W - 1) * Dh, -Dh, first0, Dh, scratch);
     }
   }
 }
 
 }  // namespace
 
-#define PELAB_FOR_EVERY_HEAD_SIZE(function, ...)              \
-  switch (dims.head_dim) {                                    \
-    case 8: return function<8>(__VA_ARGS__);                  \
-    case 16: return function<16>(__VA_ARGS__);                \
-    case 32: return function<32>(__VA_ARGS__);                \
-    case 64: return function<64>(__VA_ARGS__);                \
-    default: return function<0>(__VA_ARGS__);                 \
-  }
 #define PELAB_FORWARD_PARAMETERS                                                                     \
   const AttentionDims &dims, int64_t begin, int64_t end, const AttentionInputs &in, float *probs, \
       MutableStrided out
@@ -414,23 +444,15 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
 
 namespace {
 
-void forward_baseline(PELAB_FORWARD_PARAMETERS) { PELAB_FOR_EVERY_HEAD_SIZE(forward_pairs, PELAB_FORWARD_ARGUMENTS) }
-void backward_baseline(PELAB_BACKWARD_PARAMETERS) {
-  PELAB_FOR_EVERY_HEAD_SIZE(backward_pairs, PELAB_BACKWARD_ARGUMENTS)
-}
+void forward_baseline(PELAB_FORWARD_PARAMETERS) { forward_pairs<BaselineTile>(PELAB_FORWARD_ARGUMENTS); }
+void backward_baseline(PELAB_BACKWARD_PARAMETERS) { backward_pairs<BaselineTile>(PELAB_BACKWARD_ARGUMENTS); }
 #ifdef PELAB_X86_DISPATCH
 #define PELAB_AVX2 __attribute__((target("avx2,fma")))
 #define PELAB_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
-PELAB_AVX2 void forward_avx2(PELAB_FORWARD_PARAMETERS) { PELAB_FOR_EVERY_HEAD_SIZE(forward_pairs, PELAB_FORWARD_ARGUMENTS) }
-PELAB_AVX2 void backward_avx2(PELAB_BACKWARD_PARAMETERS) {
-  PELAB_FOR_EVERY_HEAD_SIZE(backward_pairs, PELAB_BACKWARD_ARGUMENTS)
-}
-PELAB_AVX512 void forward_avx512(PELAB_FORWARD_PARAMETERS) {
-  PELAB_FOR_EVERY_HEAD_SIZE(forward_pairs, PELAB_FORWARD_ARGUMENTS)
-}
-PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) {
-  PELAB_FOR_EVERY_HEAD_SIZE(backward_pairs, PELAB_BACKWARD_ARGUMENTS)
-}
+PELAB_AVX2 void forward_avx2(PELAB_FORWARD_PARAMETERS) { forward_pairs<Avx2Tile>(PELAB_FORWARD_ARGUMENTS); }
+PELAB_AVX2 void backward_avx2(PELAB_BACKWARD_PARAMETERS) { backward_pairs<Avx2Tile>(PELAB_BACKWARD_ARGUMENTS); }
+PELAB_AVX512 void forward_avx512(PELAB_FORWARD_PARAMETERS) { forward_pairs<Avx512Tile>(PELAB_FORWARD_ARGUMENTS); }
+PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) { backward_pairs<Avx512Tile>(PELAB_BACKWARD_ARGUMENTS); }
 #endif
 
 enum class InstructionSet { baseline, avx2, avx512 };
