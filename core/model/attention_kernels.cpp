@@ -121,13 +121,14 @@ PELAB_INLINE void add_product(int64_t rows, int64_t depth, Matrix x, const float
     }
 }
 
-// Rows and columns a tile covers, per instruction set: 4 rows x 2 Float16 = 8 AVX-512
-// registers of sums; AVX2 (16 registers) and SSE take 4 x 1 and 2 x 1.
+// Rows and columns a tile covers, per instruction set: 8 rows x 2 Float16 = 16 of the 32
+// AVX-512 registers hold sums (enough independent FMA chains to hide their latency); AVX2
+// (16 registers) and SSE take 4 x 1 and 2 x 1.
 template <int Rows, int Vectors>
 struct Tile {
   static constexpr int R = Rows, C = Vectors;
 };
-using Avx512Tile = Tile<4, 2>;
+using Avx512Tile = Tile<8, 2>;
 using Avx2Tile = Tile<4, 1>;
 using BaselineTile = Tile<2, 1>;
 
@@ -206,21 +207,30 @@ PELAB_INLINE void softmax_padded(float* row, int64_t np) {
 // base = first0 - (r0 + b - 1) on, so each term is one product over that band plus a shift
 // (the Transformer-XL relative shift, done by addressing).
 
-// out[r * ldo + n] += sum_d x(r, d) columns[d * ldc + first0 - r + n] for r < rows,
-// n < width: x times a table laid out as columns (OffsetColumns).
+// out[r * out_row + n * out_column] += sum_d x(r, d) columns[d * ldc + first0 - r + n] for
+// r < rows, n < width: x times a table laid out as columns (OffsetColumns); out may be
+// transposed (out_row = 1: the key term, computed key-major, lands in (query, key) scores).
 template <class T>
 PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, const float* columns, int64_t ldc,
-                                     int64_t first0, float* out, int64_t ldo, int64_t width, std::vector<float>& band) {
+                                     int64_t first0, float* out, int64_t out_row, int64_t out_column, int64_t width,
+                                     std::vector<float>& band) {
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
     const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1),
                   band_width = round_up_to_lanes(width + b - 1);
-    band.assign(b * band_width, 0.0f);
+    band.resize(std::max<size_t>(band.size(), b * band_width));
+    std::memset(band.data(), 0, sizeof(float) * b * band_width);
     add_product<T::R, T::C>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
                             band_width);
-    for (int64_t r = 0; r < b; ++r) {
-      const float* shifted = band.data() + r * band_width + (b - 1 - r);
-      float* o = out + (r0 + r) * ldo;
-      for (int64_t n = 0; n < width; ++n) o[n] += shifted[n];
+    if (out_column == 1) {
+      for (int64_t r = 0; r < b; ++r) {
+        const float* shifted = band.data() + r * band_width + (b - 1 - r);
+        float* o = out + (r0 + r) * out_row;
+        for (int64_t n = 0; n < width; ++n) o[n] += shifted[n];
+      }
+    } else {  // a column of the output at a time: its b rows are one run of memory when out_row = 1
+      for (int64_t n = 0; n < width; ++n)
+        for (int64_t r = 0; r < b; ++r)
+          out[(r0 + r) * out_row + n * out_column] += band[r * band_width + (b - 1 - r) + n];
     }
   }
 }
@@ -233,7 +243,8 @@ PELAB_INLINE void add_skewed_weighted_rows(int64_t rows, int64_t width, Matrix w
                                            std::vector<float>& mass) {
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
     const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
-    mass.assign(b * depth, 0.0f);  // the weights laid into their (row, table row) cells
+    mass.resize(std::max<size_t>(mass.size(), b * depth));  // the weights laid into their (row, table row) cells
+    std::memset(mass.data(), 0, sizeof(float) * b * depth);
     for (int64_t n = 0; n < width; ++n)
       for (int64_t r = 0; r < b; ++r) mass[r * depth + (b - 1 - r) + n] = *w.at(r0 + r, n);
     add_product<T::R, T::C>(b, depth, {mass.data(), depth}, table + base * stride, stride, out + r0 * ldo, ldo, Dh);
@@ -248,7 +259,8 @@ PELAB_INLINE void add_skewed_outer(int64_t rows, int64_t width, Matrix w, const 
                                    int64_t stride, int64_t first0, int64_t Dh, std::vector<float>& mass) {
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
     const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
-    mass.assign(depth * b, 0.0f);  // transposed: (table row, row)
+    mass.resize(std::max<size_t>(mass.size(), depth * b));  // transposed: (table row, row)
+    std::memset(mass.data(), 0, sizeof(float) * depth * b);
     for (int64_t n = 0; n < width; ++n)
       for (int64_t r = 0; r < b; ++r) mass[(b - 1 - r + n) * b + r] = *w.at(r0 + r, n);
     add_product<T::R, T::C>(depth, b, {mass.data(), b}, x + r0 * ldx, ldx, table + base * stride, stride, Dh);
@@ -298,12 +310,9 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
   std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), queries(Tq * Dh), offset_queries, scores(Tq * Tkp),
-      keys, key_term, scratch;
+      keys, scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
-  if (in.key_rows.data) {
-    keys.resize(Tk * Dh);
-    key_term.resize(Tk * Tkp);
-  }
+  if (in.key_rows.data) keys.resize(Tk * Dh);
   OffsetColumns query_columns(in.query_rows, W, Dh, 1.0f, /*ascending=*/false);
   OffsetColumns key_columns_relative(in.key_rows, W, Dh, in.scale, /*ascending=*/true);
   for (int64_t pair = begin; pair < end; ++pair) {
@@ -332,17 +341,12 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
         scaled = offset_queries.data();
       }
       add_skewed_product<T>(Tq, Dh, {scaled, Dh}, query_columns.for_head(h), query_columns.ld(), first0,
-                            scores.data(), Tkp, Tkp, scratch);
+                            scores.data(), Tkp, 1, Tkp, scratch);
     }
-    if (in.key_rows.data) {  // scale k_j . Rk[i - j], key-major, then transposed into the scores
-      std::fill(key_term.begin(), key_term.end(), 0.0f);
+    if (in.key_rows.data) {  // scale k_j . Rk[i - j], key-major, written transposed into the scores
       gather_rows(in.k, b, h, Tk, Dh, keys.data());
       add_skewed_product<T>(Tk, Dh, {keys.data(), Dh}, key_columns_relative.for_head(h), key_columns_relative.ld(),
-                            first0, key_term.data(), Tkp, Tq, scratch);
-      for (int64_t j0 = 0; j0 < Tk; j0 += kLanes)
-        for (int64_t i0 = 0; i0 < Tq; i0 += kLanes)
-          for (int64_t j = j0; j < std::min(Tk, j0 + kLanes); ++j)
-            for (int64_t i = i0; i < std::min(Tq, i0 + kLanes); ++i) scores[i * Tkp + j] += key_term[j * Tkp + i];
+                            first0, scores.data(), 1, Tkp, Tq, scratch);
     }
     float* p = probs + pair * Tq * Tk;
     for (int64_t i = 0; i < Tq; ++i) {
@@ -367,7 +371,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
   std::vector<float> value_columns(Dh * Tkp, 0.0f), keys(Tk * Dh), queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
-      grad_scores(Tq * Tkp), scratch;
+      grad_scores(Tq * Tkp), transposed_grad(Dh * Tkp), scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   OffsetColumns value_columns_relative(in.value_rows, W, Dh, 1.0f, /*ascending=*/false);
   for (int64_t pair = begin; pair < end; ++pair) {
@@ -382,7 +386,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     add_product<T::R, T::C>(Tq, Dh, {grad_outs.data(), Dh}, value_columns.data(), Tkp, grad_scores.data(), Tkp, Tkp);
     if (in.value_rows.data)
       add_skewed_product<T>(Tq, Dh, {grad_outs.data(), Dh}, value_columns_relative.for_head(h),
-                            value_columns_relative.ld(), first0, grad_scores.data(), Tkp, Tkp, scratch);
+                            value_columns_relative.ld(), first0, grad_scores.data(), Tkp, 1, Tkp, scratch);
     // dS = P * (dP - <P, dP>) row by row; then scale dS, the factor of every product below
     for (int64_t i = 0; i < Tq; ++i) {
       const float* __restrict pi = p + i * Tk;
@@ -411,17 +415,22 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     }
     // dV = P^T dO; dRv[i - j] += P_ij dO_i
     float* dv = grad.v + pair * Tk * Dh;
-    std::fill(dv, dv + Tk * Dh, 0.0f);
+    // (as dV^T = dO^T P: the long rows of P are read along their length, not down its
+    // columns, then the (Dh, Tk) result is transposed)
     const Matrix P{p, Tk};
-    add_product<T::R, T::C>(Tk, Tq, P.transposed(), grad_outs.data(), Dh, dv, Dh, Dh);
+    std::fill(transposed_grad.begin(), transposed_grad.end(), 0.0f);
+    add_product<T::R, T::C>(Dh, Tq, Matrix{grad_outs.data(), Dh}.transposed(), p, Tk, transposed_grad.data(), Tkp, Tk);
+    transpose(Dh, Tk, transposed_grad.data(), Tkp, dv, Dh);
     if (in.value_rows.data)
       add_skewed_outer<T>(Tq, Tk, P, grad_outs.data(), Dh, head_rows(grad.value_rows, in.value_rows, h, W, Dh), Dh,
                           first0, Dh, scratch);
     // dK = scale dS^T q; key-major with an ascending table (rows read backwards from the
     // last descending one): dK_j += scale dS_ij Rk[i - j], dRk[i - j] += scale dS_ij k_j
     float* dk = grad.k + pair * Tk * Dh;
-    std::fill(dk, dk + Tk * Dh, 0.0f);
-    add_product<T::R, T::C>(Tk, Tq, dS.transposed(), queries.data(), Dh, dk, Dh, Dh);
+    std::fill(transposed_grad.begin(), transposed_grad.end(), 0.0f);
+    add_product<T::R, T::C>(Dh, Tq, Matrix{queries.data(), Dh}.transposed(), grad_scores.data(), Tkp,
+                            transposed_grad.data(), Tkp, Tk);
+    transpose(Dh, Tk, transposed_grad.data(), Tkp, dk, Dh);
     if (in.key_rows.data) {
       add_skewed_weighted_rows<T>(Tk, Tq, dS.transposed(), in.key_rows.at(h) + (W - 1) * Dh, -Dh, first0, dk, Dh, Dh,
                                   scratch);
