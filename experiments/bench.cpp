@@ -136,53 +136,83 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   schemes.insert(schemes.begin(), "none");
 
   out << fmt::format("pelab bench: training step (forward, backward, Adam) of d_model {}, {} layers, {} heads, "
-                     "d_ff {}, batch {}, {}; median of {} after {} warm-up; each in its own process\n",
+                     "d_ff {}, batch {}, {}; median of {} after {} warm-up; each in its own process, `none` right before "
+                     "each scheme, {} round(s)\n",
                      options.d_model, options.num_layers, options.num_heads, options.d_ff, options.batch,
-                     options.causal ? "causal" : "bidirectional", options.repeats, options.warmup);
+                     options.causal ? "causal" : "bidirectional", options.repeats, options.warmup, options.rounds);
   const double peak = matmul_peak_gflops(options.threads, 1024);
   const std::string blas = openblas_core();
   out << fmt::format("matmul peak of this machine: {:.1f} GFLOP/s (1024 x 1024 float32 torch::mm, {} threads, best "
                      "of 10; BLAS: {})\n", peak, torch::get_num_threads(),
                      blas.empty() ? std::string("not OpenBLAS") : "OpenBLAS, " + blas + " kernels") << std::flush;
-  std::vector<BenchResult> results;
-  for (int64_t length : options.lengths) {
-    for (const auto& scheme : schemes) {
-      const std::string command = fmt::format(
-          "'{}' bench --worker --scheme {} --lengths {} --d-model {} --layers {} --heads {} --d-ff {} --batch {} "
-          "--warmup {} --repeats {} --threads {}{} 2>&1",
-          self_executable, scheme, length, options.d_model, options.num_layers, options.num_heads, options.d_ff,
-          options.batch, options.warmup, options.repeats, options.threads, options.causal ? " --causal" : "");
-      BenchResult r;
-      r.scheme = scheme;
-      r.length = length;
-      r.error = "no result";
-      if (FILE* pipe = popen(command.c_str(), "r")) {
-        char line[1024];
-        while (fgets(line, sizeof(line), pipe)) {
-          std::istringstream in(line);
-          std::string tag;
-          in >> tag;
-          if (tag == "RESULT") {
-            in >> r.scheme >> r.length >> r.median_ms >> r.min_ms >> r.peak_mb;
-            r.error.clear();
-          } else if (tag == "ERROR") {
-            std::string name, len;
-            in >> name >> len;
-            std::getline(in, r.error);
-          }
-        }
-        pclose(pipe);
+  // `none` is measured right before every other scheme, and "x none" is the median over
+  // rounds of those paired ratios: this machine's speed drifts by +-20% over minutes, which
+  // a single `none` measurement at the start would pass on to every ratio.
+  struct Samples {
+    std::vector<double> ms, min_ms, peak_mb, time_ratio, memory_ratio;
+    std::string error;
+    void add(const BenchResult& r) {
+      if (!r.error.empty()) {
+        error = r.error;
+        return;
       }
-      results.push_back(r);
-      out << fmt::format("  measured {:<20} T={:<6} {}\n", scheme, length,
-                         r.error.empty() ? fmt::format("{:.1f} ms, {:.1f} MB", r.median_ms, r.peak_mb) : r.error)
-          << std::flush;
+      ms.push_back(r.median_ms);
+      min_ms.push_back(r.min_ms);
+      peak_mb.push_back(r.peak_mb);
+    }
+  };
+  std::map<std::pair<int64_t, std::string>, Samples> samples;
+  auto measure = [&](const std::string& scheme, int64_t length) {
+    const std::string command = fmt::format(
+        "'{}' bench --worker --scheme {} --lengths {} --d-model {} --layers {} --heads {} --d-ff {} --batch {} "
+        "--warmup {} --repeats {} --threads {}{} 2>&1",
+        self_executable, scheme, length, options.d_model, options.num_layers, options.num_heads, options.d_ff,
+        options.batch, options.warmup, options.repeats, options.threads, options.causal ? " --causal" : "");
+    BenchResult r;
+    r.scheme = scheme;
+    r.length = length;
+    r.error = "no result";
+    if (FILE* pipe = popen(command.c_str(), "r")) {
+      char line[1024];
+      while (fgets(line, sizeof(line), pipe)) {
+        std::istringstream in(line);
+        std::string tag;
+        in >> tag;
+        if (tag == "RESULT") {
+          in >> r.scheme >> r.length >> r.median_ms >> r.min_ms >> r.peak_mb;
+          r.error.clear();
+        } else if (tag == "ERROR") {
+          std::string name, len;
+          in >> name >> len;
+          std::getline(in, r.error);
+        }
+      }
+      pclose(pipe);
+    }
+    samples[{length, scheme}].add(r);
+    return r;
+  };
+  for (int64_t round = 1; round <= options.rounds; ++round) {
+    for (int64_t length : options.lengths) {
+      for (const auto& scheme : schemes) {
+        if (scheme == "none" && schemes.size() > 1) continue;  // measured before each other scheme
+        const BenchResult none = measure("none", length);
+        const BenchResult r = scheme == "none" ? none : measure(scheme, length);
+        std::string ratio;
+        if (r.error.empty() && none.error.empty() && scheme != "none") {
+          auto& s = samples[{length, scheme}];
+          s.time_ratio.push_back(r.median_ms / none.median_ms);
+          s.memory_ratio.push_back(r.peak_mb / none.peak_mb);
+          ratio = fmt::format(", x none {:.2f} (none {:.1f} ms)", s.time_ratio.back(), none.median_ms);
+        }
+        out << fmt::format("  round {}/{} {:<20} T={:<6} {}\n", round, options.rounds, scheme, length,
+                           r.error.empty() ? fmt::format("{:.1f} ms, {:.1f} MB{}", r.median_ms, r.peak_mb, ratio)
+                                           : r.error)
+            << std::flush;
+      }
     }
   }
 
-  std::map<int64_t, BenchResult> baseline;
-  for (const auto& r : results)
-    if (r.scheme == "none") baseline[r.length] = r;
   std::string table = fmt::format(
       "\n| scheme | T | step ms | x none | peak MB | x none | tokens/s | GFLOP/s | % of matmul peak |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -192,23 +222,26 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   shape.d_model = options.d_model;
   shape.num_layers = options.num_layers;
   shape.d_ff = options.d_ff;
-  for (const auto& r : results) {
-    if (!r.error.empty()) {
-      table += fmt::format("| {} | {} | failed: {} | | | |\n", r.scheme, r.length, r.error);
-      continue;
+  for (int64_t length : options.lengths) {
+    for (const auto& scheme : schemes) {
+      const auto& s = samples[{length, scheme}];
+      if (s.ms.empty()) {
+        table += fmt::format("| {} | {} | failed: {} | | | |\n", scheme, length, s.error);
+        continue;
+      }
+      const double step_ms = median(s.ms);
+      const double time_ratio = scheme == "none" ? 1.0 : s.time_ratio.empty() ? 0 : median(s.time_ratio);
+      const double memory_ratio = scheme == "none" ? 1.0 : s.memory_ratio.empty() ? 0 : median(s.memory_ratio);
+      const double seconds = step_ms / 1000.0;
+      const double tokens_per_second = options.batch * length / seconds;
+      const double gflops = encoder_training_flops(shape, options.batch, length, 2) / seconds / 1e9;
+      table += fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.0f} | {:.1f} | {:.0f}% |\n", scheme,
+                           length, step_ms, time_ratio, median(s.peak_mb), memory_ratio, tokens_per_second, gflops,
+                           100 * gflops / peak);
+      csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f},{:.1f},{:.3f},{:.4f}\n", scheme, length, step_ms,
+                         *std::min_element(s.min_ms.begin(), s.min_ms.end()), median(s.peak_mb), time_ratio,
+                         memory_ratio, tokens_per_second, gflops, gflops / peak);
     }
-    const auto& b = baseline[r.length];
-    const double time_ratio = b.median_ms > 0 ? r.median_ms / b.median_ms : 0;
-    const double memory_ratio = b.peak_mb > 0 ? r.peak_mb / b.peak_mb : 0;
-    const double seconds = r.median_ms / 1000.0;
-    const double tokens_per_second = options.batch * r.length / seconds;
-    const double gflops = encoder_training_flops(shape, options.batch, r.length, 2) / seconds / 1e9;
-    table += fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.0f} | {:.1f} | {:.0f}% |\n", r.scheme,
-                         r.length, r.median_ms, time_ratio, r.peak_mb, memory_ratio, tokens_per_second, gflops,
-                         100 * gflops / peak);
-    csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f},{:.1f},{:.3f},{:.4f}\n", r.scheme, r.length,
-                       r.median_ms, r.min_ms, r.peak_mb, time_ratio, memory_ratio, tokens_per_second, gflops,
-                       gflops / peak);
   }
   out << table;
   if (!options.csv.empty()) std::ofstream(options.csv) << csv;

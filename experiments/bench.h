@@ -1,6 +1,7 @@
 // `pelab bench`: training-step time and peak memory of every scheme at given lengths, each
 // measured in a fresh child process (so one scheme's peak memory cannot hide another's),
-// reported next to `none`'s in the same run.
+// reported next to `none`'s: `none` is measured right before every other scheme, and the
+// ratios are the medians over rounds of those pairs.
 #pragma once
 
 #include <ostream>
@@ -14,6 +15,7 @@ struct BenchOptions {
   std::vector<int64_t> lengths = {512, 2048};  // sequence lengths (tokens)
   int64_t d_model = 64, num_layers = 2, num_heads = 4, d_ff = 256, batch = 2;
   int64_t warmup = 2, repeats = 5, threads = 0;
+  int64_t rounds = 1;                      // each: `none` right before every other scheme
   bool causal = false;
   std::string csv;                         // also write the table here
 };

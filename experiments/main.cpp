@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--warmup", bench.warmup, "untimed steps first")->capture_default_str();
   bench_cmd->add_option("--repeats", bench.repeats, "timed steps (the median is reported)")->capture_default_str();
   bench_cmd->add_option("--threads", bench.threads, "intra-op threads (0: every core)")->capture_default_str();
+  bench_cmd->add_option("--rounds", bench.rounds, "rounds; each measures none right before every scheme, and x none is "
+                        "the median of those paired ratios")->capture_default_str()->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--causal", bench.causal, "causal attention");
   bench_cmd->add_option("--csv", bench.csv, "also write the table as CSV");
   bench_cmd->add_flag("--worker", bench_worker, "internal: measure one scheme in this process")->group("");

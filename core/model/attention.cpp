@@ -39,7 +39,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   const auto bias = relative.defined() ? relative.bias : encoding.score_bias(q, k, hooks);
   torch::Tensor context;  // (B, H, T, Dh)
   if (fused) {
-    // one pass per row (core/model/fused_attention.h); memory (B, T, H, Dh)
+    // core/model/fused_attention.h, with the scheme's relative rows if any; memory (B, T, H, Dh)
     context = fused_attention(q, k, v, encoding.attention_scale(), bias, mask, relative);
 #if TORCH_VERSION_MAJOR >= 2
   } else if (!probs_out && !encoding.has_value_term() && !q.device().is_cpu()) {

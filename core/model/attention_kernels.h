@@ -1,10 +1,13 @@
-// Fused CPU attention kernels (torch-free): softmax(q k^T * scale + additive tables) v and
-// its gradient, one (batch, head) pair at a time, without materializing the scores in
-// separate passes. Each row of scores is computed, masked, soft-maxed and multiplied by v
-// while it is in the L1 cache; the backward recomputes nothing but the saved probabilities.
-// At small head sizes (Dh = 8: the Ruoss et al. model) this replaces ~1000 tiny BLAS calls
-// per product with straight loops (see core/model/fused_attention.h for when it is used).
-// The loops are compiled for AVX-512, AVX2 + FMA and baseline x86-64, picked at run time.
+// Fused CPU attention kernels (torch-free): softmax(q k^T * scale + additive tables +
+// relative terms) v and its gradient, one (batch, head) pair at a time, in a per-thread
+// (T, T) scratch instead of (B, H, T, T) tensors for the raw, scaled and biased scores. The
+// products are register-tiled loops (a few query rows times two vectors of keys), the
+// relative terms (HF relative_key / relative_key_query, Shaw, Transformer-XL, DeBERTa) are
+// products with bands of per-offset tables shifted into place, and the backward works from
+// the saved probabilities. At small head sizes (Dh = 8: the Ruoss et al. model) this
+// replaces ~1000 tiny BLAS calls per product (see core/model/fused_attention.h for when it
+// is used). The loops are compiled for AVX-512, AVX2 + FMA and baseline x86-64, picked at
+// run time.
 #pragma once
 
 #include <cstdint>

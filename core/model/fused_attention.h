@@ -1,7 +1,8 @@
-// softmax(q k^T * scale + bias + mask) v as one autograd function on the CPU, computed by
-// the fused kernels of core/model/attention_kernels.h: no (B, H, T, T) tensors for the raw
-// scores, the scaled scores or the softmax input, one pass per row instead of five, and no
-// per-matrix BLAS calls. The probabilities are kept for the backward (as autograd would).
+// softmax(q k^T * scale + bias + mask + relative terms) v as one autograd function on the
+// CPU, computed by the fused kernels of core/model/attention_kernels.h: no (B, H, T, T)
+// tensors for the raw scores, the scaled scores, the softmax input or a relative scheme's
+// terms, and no per-matrix BLAS calls. The probabilities are kept for the backward (as
+// autograd would).
 #pragma once
 
 #include <torch/torch.h>
