@@ -189,12 +189,21 @@ CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, valu
   // relative schemes' rows (relative_rows) are checked against their score_bias / value_term
   Batch b = batch();
   auto task = test::default_task("reverse_string");
-  for (const char* scheme : {"none", "alibi", "t5_bias", "rope", "relative_key", "relative_key_query", "shaw",
-                             "transformer_xl", "deberta"}) {
+  // (clip 2: clipped tables, whose far offsets share the end rows, at this batch's length 10)
+  const std::vector<std::vector<std::string>> schemes = {
+      {"encoding.name=none"},         {"encoding.name=alibi"},
+      {"encoding.name=t5_bias"},      {"encoding.name=rope"},
+      {"encoding.name=relative_key"}, {"encoding.name=relative_key", "encoding.clip=2"},
+      {"encoding.name=relative_key_query"}, {"encoding.name=shaw"},
+      {"encoding.name=shaw", "encoding.clip=2"}, {"encoding.name=transformer_xl"},
+      {"encoding.name=deberta"}};
+  for (const auto& scheme : schemes) {
     CATCH_CAPTURE(scheme);
     for (const char* causal : {"model.causal=false", "model.causal=true"}) {
       CATCH_CAPTURE(causal);
-      auto config = test::tiny_config({std::string("encoding.name=") + scheme, causal});
+      auto overrides = scheme;
+      overrides.push_back(causal);
+      auto config = test::tiny_config(overrides);
       torch::manual_seed(0);
       Encoder model(config.model, config.encoding, task->vocab_size(), task->num_classes());
       model->eval();
@@ -220,43 +229,50 @@ CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, valu
 CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embeddings, values and gradients",
                 "[encoder]") {
   // scores = s (q k^T + q' . Rq[i - j] + k_j . Rk[i - j]), out = p (v + Rv[i - j]), each
-  // term alone and all together, tables shared by the heads or per head, q' = q or its own
+  // term alone and all together, tables shared by the heads or per head, q' = q or its own;
+  // with clip > 0 the query and value tables have 2 clip + 1 rows (Shaw's clipping)
   struct Case {
     bool query, key, value, per_head, offset_query;
+    int64_t clip;
   };
-  const std::vector<Case> cases = {{true, false, false, false, false}, {false, true, false, true, false},
-                                   {false, false, true, false, false}, {true, true, false, true, false},
-                                   {true, false, true, false, false},  {true, true, true, true, true}};
+  const std::vector<Case> cases = {{true, false, false, false, false, 0}, {false, true, false, true, false, 0},
+                                   {false, false, true, false, false, 0}, {true, true, false, true, false, 0},
+                                   {true, false, true, false, false, 0},  {true, true, true, true, true, 0},
+                                   {true, false, true, false, false, 3},  {true, true, true, true, true, 3},
+                                   {false, false, true, true, false, 9}};
   for (const auto& isa : kernels::supported_instruction_sets()) {
     kernels::use_instruction_set(isa);
     for (int64_t T : {5, 17, 40}) {
       for (int64_t Dh : {8, 6}) {
         for (const auto& c : cases) {
-          CATCH_CAPTURE(isa, T, Dh, c.query, c.key, c.value, c.per_head, c.offset_query);
+          CATCH_CAPTURE(isa, T, Dh, c.query, c.key, c.value, c.per_head, c.offset_query, c.clip);
           torch::manual_seed(T + Dh);
           const int64_t B = 2, H = 3;
           auto q = torch::randn({B, H, T, Dh}).requires_grad_(), k = torch::randn({B, H, T, Dh}).requires_grad_(),
                v = torch::randn({B, H, T, Dh}).requires_grad_(), q2 = torch::randn({B, H, T, Dh}).requires_grad_();
-          auto table = [&](bool used) {  // offsets -(T - 1) .. T - 1
+          auto table = [&](bool used, int64_t rows) {  // ascending offsets
             if (!used) return torch::Tensor();
-            return (c.per_head ? torch::randn({H, 2 * T - 1, Dh}) : torch::randn({2 * T - 1, Dh})).requires_grad_();
+            return (c.per_head ? torch::randn({H, rows, Dh}) : torch::randn({rows, Dh})).requires_grad_();
           };
-          RelativeRows rows{table(c.query), table(c.key), table(c.value), c.offset_query ? q2 : torch::Tensor(), {}};
+          const int64_t clipped_rows = c.clip > 0 ? 2 * c.clip + 1 : 2 * T - 1;
+          RelativeRows rows{table(c.query, clipped_rows), table(c.key, 2 * T - 1), table(c.value, clipped_rows),
+                            c.offset_query ? q2 : torch::Tensor(), {}, c.clip};
           const auto mask = attention_mask(torch::zeros({B, T}, torch::kBool), T % 2 == 1);
           const double scale = 1.0 / std::sqrt(double(Dh));
           // HF's way: the (T, T, Dh) embeddings of query - key (per head: (H, T, T, Dh)), einsums
           auto i = torch::arange(T);
-          auto offset_index = (i.view({T, 1}) - i.view({1, T}) + (T - 1)).reshape(-1);
-          auto embeddings = [&](const torch::Tensor& t) {
-            auto picked = t.index_select(-2, offset_index);
+          auto offsets = i.view({T, 1}) - i.view({1, T});
+          auto embeddings = [&](const torch::Tensor& t, bool clipped) {
+            auto index = clipped && c.clip > 0 ? offsets.clamp(-c.clip, c.clip) + c.clip : offsets + (T - 1);
+            auto picked = t.index_select(-2, index.reshape(-1));
             return c.per_head ? picked.view({1, H, T, T, Dh}) : picked.view({1, 1, T, T, Dh});
           };
           auto scores = torch::matmul(q, k.transpose(-2, -1));
-          if (c.query) scores = scores + ((c.offset_query ? q2 : q).unsqueeze(3) * embeddings(rows.query)).sum(-1);
-          if (c.key) scores = scores + (k.unsqueeze(2) * embeddings(rows.key)).sum(-1);
+          if (c.query) scores = scores + ((c.offset_query ? q2 : q).unsqueeze(3) * embeddings(rows.query, true)).sum(-1);
+          if (c.key) scores = scores + (k.unsqueeze(2) * embeddings(rows.key, false)).sum(-1);
           auto probs = torch::softmax(scores * scale + mask, -1);
           auto expected = torch::matmul(probs, v);
-          if (c.value) expected = expected + (probs.unsqueeze(-1) * embeddings(rows.value)).sum(3);
+          if (c.value) expected = expected + (probs.unsqueeze(-1) * embeddings(rows.value, true)).sum(3);
           auto out = fused_attention(q, k, v, scale, {}, mask, rows);
           CATCH_CHECK(torch::allclose(out, expected, 1e-5, 1e-6));
           auto weights = torch::randn_like(expected);
@@ -278,6 +294,8 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
   auto x = torch::randn({1, 2, 4, 8});
   CATCH_CHECK_THROWS_WITH(fused_attention(x, x, x, 1.0, {}, {}, {torch::randn({6, 8})}),
                           Catch::Matchers::Contains("query rows must be (2T - 1, Dh) = (7, 8) or (H, 2T - 1, Dh) = (2, 7, 8)"));
+  CATCH_CHECK_THROWS_WITH(fused_attention(x, x, x, 1.0, {}, {}, {{}, {}, torch::randn({7, 8}), {}, {}, 2}),
+                          Catch::Matchers::Contains("value rows must be (2 clip + 1, Dh) = (5, 8)"));
   CATCH_CHECK_THROWS_WITH(fused_attention(x, x, x, 1.0, {}, {}, {{}, torch::randn({3, 7, 8})}),
                           Catch::Matchers::Contains("key rows must be"));
   CATCH_CHECK_THROWS_WITH(fused_attention(x, torch::randn({1, 2, 5, 8}), torch::randn({1, 2, 5, 8}), 1.0, {}, {},

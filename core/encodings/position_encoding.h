@@ -53,11 +53,14 @@ struct AttentionContext {
 //   scores[i, j] = s (q_i . k_j + q'_i . query[i - j] + k_j . key[i - j]) + bias[i, j] + mask
 //   out_i = sum_j p_ij (v_j + value[i - j])
 // q' is offset_query ((B, H, T, Dh); undefined: q itself), bias (B|1, H|1, T|1, T) what is
-// left of the scheme's score bias (undefined: none).
+// left of the scheme's score bias (undefined: none). clip > 0: the query and value tables
+// have 2 clip + 1 rows instead, for the offsets -clip .. clip, farther offsets using the end
+// rows (Shaw), which the kernel exploits: a few rows instead of 2T - 1.
 struct RelativeRows {
   torch::Tensor query, key, value;
   torch::Tensor offset_query;
   torch::Tensor bias;
+  int64_t clip = 0;
   bool defined() const { return query.defined() || key.defined() || value.defined(); }
 };
 

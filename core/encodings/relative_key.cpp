@@ -48,6 +48,11 @@ RelativeRows RelativeKeyImpl::relative_rows(const torch::Tensor& q, const torch:
   const RelativeGeometry geometry(attention.positions);
   if (!geometry.contiguous()) return {};
   RelativeRows terms;
+  if (clip_ > 0 && !key_term_) {  // the 2 clip + 1 rows; the kernel spreads the end rows over farther keys
+    terms.clip = clip_;
+    terms.query = tables_[attention.layer].index_select(0, table_row(torch::arange(-clip_, clip_ + 1, geometry.offsets().options())));
+    return terms;
+  }
   terms.query = tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (2T - 1, Dh)
   if (key_term_) terms.key = terms.query;  // the same rows: their gradients add up
   return terms;

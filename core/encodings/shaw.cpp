@@ -40,8 +40,10 @@ RelativeRows ShawImpl::relative_rows(const torch::Tensor& q, const torch::Tensor
                                      const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
   if (!geometry.contiguous()) return {};
-  const auto rows = table_row(geometry.offsets());  // (2T - 1)
+  // the 2k + 1 rows of the offsets -k .. k: the kernel spreads the end rows over farther keys
+  const auto rows = table_row(torch::arange(-clip_, clip_ + 1, geometry.offsets().options()));
   RelativeRows terms;
+  terms.clip = clip_;
   terms.query = key_tables_[attention.layer].index_select(0, rows);  // aK: e_ij = s q_i . (k_j + aK_ij)
   if (!value_tables_.empty()) terms.value = value_tables_[attention.layer].index_select(0, rows);  // aV
   return terms;

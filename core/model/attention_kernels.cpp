@@ -159,17 +159,18 @@ PELAB_INLINE void transpose_rows(const Strided& s, int64_t b, int64_t h, int64_t
   transpose(rows, d, s.at(b, h, 0), s.row, t, ld);
 }
 
-// sum_j x[j] for j < n, n a multiple of kLanes; and sum_j x[j] y[j] for any n (four
-// independent chains of vector adds or FMAs, not one).
+// sum_j x[j] and sum_j x[j] y[j] for j < n (four independent chains of vector adds or
+// FMAs, not one).
 PELAB_INLINE float sum_of(const float* x, int64_t n) {
   Float16 sums[4] = {};
   int64_t j = 0;
   for (; j + 4 * kLanes <= n; j += 4 * kLanes)
     for (int c = 0; c < 4; ++c) sums[c] += load<Float16>(x + j + c * kLanes);
-  for (; j < n; j += kLanes) sums[0] += load<Float16>(x + j);
+  for (; j + kLanes <= n; j += kLanes) sums[0] += load<Float16>(x + j);
   const Float16 total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
   float sum = 0.0f;
   for (int64_t c = 0; c < kLanes; ++c) sum += total[c];
+  for (; j < n; ++j) sum += x[j];
   return sum;
 }
 PELAB_INLINE float dot(const float* x, const float* y, int64_t n) {
@@ -267,6 +268,38 @@ PELAB_INLINE void add_skewed_outer(int64_t rows, int64_t width, Matrix w, const 
   }
 }
 
+// Clipped tables (AttentionInputs::clip = c > 0): query i meets table row c - clamp(i - j,
+// -c, c) at key j (descending: row 0 is offset c and every farther past key, row 2c offset
+// -c and every farther future key). The keys [0, width) split into the far past (row 0),
+// the 2c - 1 near keys (one row each) and the far future (row 2c).
+struct ClippedRanges {
+  int64_t near_begin, near_end;
+  ClippedRanges(int64_t c, int64_t i, int64_t width)
+      : near_begin(std::clamp<int64_t>(i - c + 1, 0, width)),
+        near_end(std::clamp<int64_t>(i + c, near_begin, width)) {}
+};
+
+// row[j] += u[row of (i, j)] for j < width: u (2c + 1) the products of query i with the rows.
+PELAB_INLINE void spread_clipped(const float* __restrict u, int64_t c, int64_t i, float* __restrict row,
+                                 int64_t width) {
+  const ClippedRanges ranges(c, i, width);
+  const float past = u[0], future = u[2 * c];
+  for (int64_t j = 0; j < ranges.near_begin; ++j) row[j] += past;
+  for (int64_t j = ranges.near_begin; j < ranges.near_end; ++j) row[j] += u[c - i + j];
+  for (int64_t j = ranges.near_end; j < width; ++j) row[j] += future;
+}
+
+// m[r] = sum of w[j] over the keys j < width that meet row r (2c + 1 sums): the transpose of
+// spread_clipped (weights per table row, for products with the rows).
+PELAB_INLINE void collect_clipped(const float* __restrict w, int64_t c, int64_t i, float* __restrict m,
+                                  int64_t width) {
+  const ClippedRanges ranges(c, i, width);
+  std::fill(m, m + 2 * c + 1, 0.0f);
+  for (int64_t j = ranges.near_begin; j < ranges.near_end; ++j) m[c - i + j] = w[j];
+  m[0] += sum_of(w, ranges.near_begin);
+  m[2 * c] += sum_of(w + ranges.near_end, width - ranges.near_end);
+}
+
 // A head's offset table (W = 2T - 1 rows of Dh, descending offsets) laid out as columns
 // (Dh, ld) times a factor, zero padded, in descending or ascending offset order: the keys'
 // role in add_skewed_product. Rebuilt only when the head's table changes (never, for a
@@ -309,11 +342,12 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
                                 float* probs, const MutableStrided& out) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
+  const int64_t c = in.clip, clipped_rows = 2 * c + 1, query_table_rows = c > 0 ? clipped_rows : W;
   std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), queries(Tq * Dh), offset_queries, scores(Tq * Tkp),
-      keys, scratch;
+      keys, per_row(c > 0 ? Tq * clipped_rows : 0), scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   if (in.key_rows.data) keys.resize(Tk * Dh);
-  OffsetColumns query_columns(in.query_rows, W, Dh, 1.0f, /*ascending=*/false);
+  OffsetColumns query_columns(in.query_rows, query_table_rows, Dh, 1.0f, /*ascending=*/false);
   OffsetColumns key_columns_relative(in.key_rows, W, Dh, in.scale, /*ascending=*/true);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
@@ -340,8 +374,16 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
         gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data(), in.scale);
         scaled = offset_queries.data();
       }
-      add_skewed_product<T>(Tq, Dh, {scaled, Dh}, query_columns.for_head(h), query_columns.ld(), first0,
-                            scores.data(), Tkp, 1, Tkp, scratch);
+      if (c > 0) {  // the products with the 2c + 1 rows, spread over each score row
+        std::fill(per_row.begin(), per_row.end(), 0.0f);
+        add_product<T::R, T::C>(Tq, Dh, {scaled, Dh}, query_columns.for_head(h), query_columns.ld(), per_row.data(),
+                                clipped_rows, clipped_rows);
+        for (int64_t i = 0; i < Tq; ++i)
+          spread_clipped(per_row.data() + i * clipped_rows, c, i, scores.data() + i * Tkp, Tk);
+      } else {
+        add_skewed_product<T>(Tq, Dh, {scaled, Dh}, query_columns.for_head(h), query_columns.ld(), first0,
+                              scores.data(), Tkp, 1, Tkp, scratch);
+      }
     }
     if (in.key_rows.data) {  // scale k_j . Rk[i - j], key-major, written transposed into the scores
       gather_rows(in.k, b, h, Tk, Dh, keys.data());
@@ -359,9 +401,14 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
     float* o = out.at(b, h, 0);
     for (int64_t i = 0; i < Tq; ++i) std::fill(o + i * out.row, o + i * out.row + Dh, 0.0f);
     add_product<T::R, T::C>(Tq, Tk, {scores.data(), Tkp}, values.data(), Dh, o, out.row, Dh);
-    if (in.value_rows.data)
+    if (in.value_rows.data && c > 0) {  // p collected per table row, times the 2c + 1 rows
+      for (int64_t i = 0; i < Tq; ++i) collect_clipped(scores.data() + i * Tkp, c, i, per_row.data() + i * clipped_rows, Tk);
+      add_product<T::R, T::C>(Tq, clipped_rows, {per_row.data(), clipped_rows}, in.value_rows.at(h), Dh, o, out.row,
+                              Dh);
+    } else if (in.value_rows.data) {
       add_skewed_weighted_rows<T>(Tq, Tk, {scores.data(), Tkp}, in.value_rows.at(h), Dh, first0, o, out.row, Dh,
                                   scratch);
+    }
   }
 }
 
@@ -370,10 +417,11 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                                  const float* probs, const Strided& grad_out, const AttentionGradients& grad) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
+  const int64_t c = in.clip, clipped_rows = 2 * c + 1, table_rows = c > 0 ? clipped_rows : W;  // query, value tables
   std::vector<float> value_columns(Dh * Tkp, 0.0f), keys(Tk * Dh), queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
-      grad_scores(Tq * Tkp), transposed_grad(Dh * Tkp), scratch;
+      grad_scores(Tq * Tkp), transposed_grad(Dh * Tkp), per_row(c > 0 ? Tq * clipped_rows : 0), scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
-  OffsetColumns value_columns_relative(in.value_rows, W, Dh, 1.0f, /*ascending=*/false);
+  OffsetColumns value_columns_relative(in.value_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
     const float* p = probs + pair * Tq * Tk;
@@ -384,9 +432,16 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     // dP = dO (v + Rv[i - .])^T
     std::fill(grad_scores.begin(), grad_scores.end(), 0.0f);
     add_product<T::R, T::C>(Tq, Dh, {grad_outs.data(), Dh}, value_columns.data(), Tkp, grad_scores.data(), Tkp, Tkp);
-    if (in.value_rows.data)
+    if (in.value_rows.data && c > 0) {
+      std::fill(per_row.begin(), per_row.end(), 0.0f);
+      add_product<T::R, T::C>(Tq, Dh, {grad_outs.data(), Dh}, value_columns_relative.for_head(h),
+                              value_columns_relative.ld(), per_row.data(), clipped_rows, clipped_rows);
+      for (int64_t i = 0; i < Tq; ++i)
+        spread_clipped(per_row.data() + i * clipped_rows, c, i, grad_scores.data() + i * Tkp, Tk);
+    } else if (in.value_rows.data) {
       add_skewed_product<T>(Tq, Dh, {grad_outs.data(), Dh}, value_columns_relative.for_head(h),
                             value_columns_relative.ld(), first0, grad_scores.data(), Tkp, 1, Tkp, scratch);
+    }
     // dS = P * (dP - <P, dP>) row by row; then scale dS, the factor of every product below
     for (int64_t i = 0; i < Tq; ++i) {
       const float* __restrict pi = p + i * Tk;
@@ -404,14 +459,22 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     if (in.query_rows.data) {
       float* dqp = in.offset_query.data ? grad.offset_query + pair * Tq * Dh : dq;
       if (in.offset_query.data) std::fill(dqp, dqp + Tq * Dh, 0.0f);
-      add_skewed_weighted_rows<T>(Tq, Tk, dS, in.query_rows.at(h), Dh, first0, dqp, Dh, Dh, scratch);
       const float* qp = queries.data();
       if (in.offset_query.data) {
         gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data());
         qp = offset_queries.data();
       }
-      add_skewed_outer<T>(Tq, Tk, dS, qp, Dh, head_rows(grad.query_rows, in.query_rows, h, W, Dh), Dh, first0,
-                          Dh, scratch);
+      float* dRq = head_rows(grad.query_rows, in.query_rows, h, table_rows, Dh);
+      if (c > 0) {  // dS collected per table row: dQ' += M Rq, dRq += M^T q'
+        for (int64_t i = 0; i < Tq; ++i)
+          collect_clipped(grad_scores.data() + i * Tkp, c, i, per_row.data() + i * clipped_rows, Tk);
+        const Matrix collected{per_row.data(), clipped_rows};
+        add_product<T::R, T::C>(Tq, clipped_rows, collected, in.query_rows.at(h), Dh, dqp, Dh, Dh);
+        add_product<T::R, T::C>(clipped_rows, Tq, collected.transposed(), qp, Dh, dRq, Dh, Dh);
+      } else {
+        add_skewed_weighted_rows<T>(Tq, Tk, dS, in.query_rows.at(h), Dh, first0, dqp, Dh, Dh, scratch);
+        add_skewed_outer<T>(Tq, Tk, dS, qp, Dh, dRq, Dh, first0, Dh, scratch);
+      }
     }
     // dV = P^T dO; dRv[i - j] += P_ij dO_i
     float* dv = grad.v + pair * Tk * Dh;
@@ -421,9 +484,16 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     std::fill(transposed_grad.begin(), transposed_grad.end(), 0.0f);
     add_product<T::R, T::C>(Dh, Tq, Matrix{grad_outs.data(), Dh}.transposed(), p, Tk, transposed_grad.data(), Tkp, Tk);
     transpose(Dh, Tk, transposed_grad.data(), Tkp, dv, Dh);
-    if (in.value_rows.data)
-      add_skewed_outer<T>(Tq, Tk, P, grad_outs.data(), Dh, head_rows(grad.value_rows, in.value_rows, h, W, Dh), Dh,
-                          first0, Dh, scratch);
+    if (in.value_rows.data) {
+      float* dRv = head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh);
+      if (c > 0) {  // dRv += M^T dO, M: P collected per table row
+        for (int64_t i = 0; i < Tq; ++i) collect_clipped(p + i * Tk, c, i, per_row.data() + i * clipped_rows, Tk);
+        add_product<T::R, T::C>(clipped_rows, Tq, Matrix{per_row.data(), clipped_rows}.transposed(),
+                                grad_outs.data(), Dh, dRv, Dh, Dh);
+      } else {
+        add_skewed_outer<T>(Tq, Tk, P, grad_outs.data(), Dh, dRv, Dh, first0, Dh, scratch);
+      }
+    }
     // dK = scale dS^T q; key-major with an ascending table (rows read backwards from the
     // last descending one): dK_j += scale dS_ij Rk[i - j], dRk[i - j] += scale dS_ij k_j
     float* dk = grad.k + pair * Tk * Dh;

@@ -56,6 +56,11 @@ struct AttentionInputs {
   Strided bias, mask;
   OffsetTable query_rows, key_rows, value_rows;
   Strided offset_query;
+  // > 0: the query and value tables have 2 clip + 1 rows, for the offsets clip down to
+  // -clip (descending; farther offsets use the end rows: Shaw's clipping), and those terms
+  // are products with the few rows, spread over each score row (the key table, if any,
+  // stays (2T - 1, Dh))
+  int64_t clip = 0;
   bool relative() const { return query_rows.data || key_rows.data || value_rows.data; }
 };
 

@@ -40,14 +40,16 @@ torch::Tensor additive_table(const torch::Tensor& t, const char* what, int64_t B
   return unit_last_stride(table.to(torch::kFloat32));
 }
 
-// A relative table, (2T - 1, Dh) shared by the heads or (H, 2T - 1, Dh), ascending offsets
-// -> contiguous, descending (as the kernels read it); an empty tensor stays empty (absent).
-torch::Tensor descending_table(const torch::Tensor& t, const char* what, int64_t H, int64_t T, int64_t Dh) {
+// A relative table, (W, Dh) shared by the heads or (H, W, Dh), ascending offsets -> contiguous,
+// descending (as the kernels read it); an empty tensor stays empty (absent). W = 2T - 1, or
+// 2 clip + 1 for a clipped query or value table.
+torch::Tensor descending_table(const torch::Tensor& t, const char* what, int64_t H, int64_t W, const char* w_name,
+                               int64_t Dh) {
   if (t.numel() == 0) return t;
   const bool shared = t.dim() == 2, per_head = t.dim() == 3 && t.size(0) == H;
-  TORCH_CHECK((shared || per_head) && t.size(-2) == 2 * T - 1 && t.size(-1) == Dh, "fused_attention: ", what,
-              " rows must be (2T - 1, Dh) = (", 2 * T - 1, ", ", Dh, ") or (H, 2T - 1, Dh) = (", H, ", ", 2 * T - 1,
-              ", ", Dh, ") for T queries and keys, got ", t.sizes());
+  TORCH_CHECK((shared || per_head) && t.size(-2) == W && t.size(-1) == Dh, "fused_attention: ", what, " rows must be (",
+              w_name, ", Dh) = (", W, ", ", Dh, ") or (H, ", w_name, ", Dh) = (", H, ", ", W, ", ", Dh, "), got ",
+              t.sizes());
   return t.to(torch::kFloat32).flip(-2).contiguous();
 }
 
@@ -67,7 +69,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                                const torch::Tensor& k_in, const torch::Tensor& v_in, const torch::Tensor& bias_in,
                                const torch::Tensor& mask_in, const torch::Tensor& query_rows_in,
                                const torch::Tensor& key_rows_in, const torch::Tensor& value_rows_in,
-                               const torch::Tensor& offset_query_in, double scale) {
+                               const torch::Tensor& offset_query_in, double scale, int64_t clip) {
     TORCH_CHECK(q_in.dim() == 4 && k_in.dim() == 4 && v_in.dim() == 4, "fused_attention: q, k, v must be (B, H, T, Dh)");
     const auto q = unit_last_stride(q_in), k = unit_last_stride(k_in), v = unit_last_stride(v_in);
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
@@ -76,12 +78,16 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                 "fused_attention: shapes differ: q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
     const auto bias = additive_table(bias_in, "bias", dims.batch, dims.heads, dims.queries, dims.keys);
     const auto mask = additive_table(mask_in, "mask", dims.batch, dims.heads, dims.queries, dims.keys);
+    TORCH_CHECK(clip >= 0, "fused_attention: clip must be >= 0, got ", clip);
     const torch::Tensor* rows_in[kRelativeInputs] = {&query_rows_in, &key_rows_in, &value_rows_in};
     std::vector<torch::Tensor> rows;  // descending, as the kernels read them
     for (int r = 0; r < kRelativeInputs; ++r) {
       TORCH_CHECK(rows_in[r]->numel() == 0 || dims.queries == dims.keys, "fused_attention: relative ",
                   kRelativeInputNames[r], " rows need as many queries as keys, got ", dims.queries, " and ", dims.keys);
-      rows.push_back(descending_table(*rows_in[r], kRelativeInputNames[r], dims.heads, dims.keys, dims.head_dim));
+      const bool clipped = clip > 0 && r != kKeyRows;
+      rows.push_back(descending_table(*rows_in[r], kRelativeInputNames[r], dims.heads,
+                                      clipped ? 2 * clip + 1 : 2 * dims.keys - 1,
+                                      clipped ? "2 clip + 1" : "2T - 1", dims.head_dim));
     }
     const auto offset_query = offset_query_in.numel() > 0 ? unit_last_stride(offset_query_in) : offset_query_in;
     TORCH_CHECK(offset_query.numel() == 0 || offset_query.sizes() == q.sizes(),
@@ -90,7 +96,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     kernels::AttentionInputs in{strided_view(q),    strided_view(k),    strided_view(v),
                                 static_cast<float>(scale), strided_view(bias), strided_view(mask),
                                 table_view(rows[kQueryRows]), table_view(rows[kKeyRows]), table_view(rows[kValueRows]),
-                                offset_query.numel() > 0 ? strided_view(offset_query) : kernels::Strided{}};
+                                offset_query.numel() > 0 ? strided_view(offset_query) : kernels::Strided{}, clip};
     auto probs = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
     auto out = torch::empty({dims.batch, dims.queries, dims.heads, dims.head_dim}, q.options());
     const kernels::MutableStrided out_view{out.data_ptr<float>(), out.stride(0), out.stride(2), out.stride(1)};
@@ -100,6 +106,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     context->save_for_backward({q, k, v, rows[kQueryRows], rows[kKeyRows], rows[kValueRows], offset_query});
     context->saved_data["probs"] = probs;
     context->saved_data["scale"] = scale;
+    context->saved_data["clip"] = clip;
     context->saved_data["bias_sizes"] = bias_in.sizes().vec();
     return out.permute({0, 2, 1, 3});
   }
@@ -123,7 +130,8 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                                 table_view(rows[kQueryRows]),
                                 table_view(rows[kKeyRows]),
                                 table_view(rows[kValueRows]),
-                                separate_offset_query ? strided_view(offset_query) : kernels::Strided{}};
+                                separate_offset_query ? strided_view(offset_query) : kernels::Strided{},
+                                context->saved_data["clip"].toInt()};
     auto grad_q = torch::empty(q.sizes(), q.options());
     auto grad_k = torch::empty(k.sizes(), k.options());
     auto grad_v = torch::empty(v.sizes(), v.options());
@@ -160,6 +168,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
             grad_rows[kKeyRows],
             grad_rows[kValueRows],
             grad_offset_query,
+            torch::Tensor(),
             torch::Tensor()};
   }
 };
@@ -179,7 +188,7 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, co
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
   return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask), or_absent(relative.query),
                                or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
-                               scale);
+                               scale, relative.clip);
 }
 
 }  // namespace pelab
