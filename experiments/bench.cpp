@@ -140,7 +140,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
                      "each scheme, {} round(s)\n",
                      options.d_model, options.num_layers, options.num_heads, options.d_ff, options.batch,
                      options.causal ? "causal" : "bidirectional", options.repeats, options.warmup, options.rounds);
-  const double peak = matmul_peak_gflops(options.threads, 1024);
+  double peak = matmul_peak_gflops(options.threads, 1024);
   const std::string blas = openblas_core();
   out << fmt::format("matmul peak of this machine: {:.1f} GFLOP/s (1024 x 1024 float32 torch::mm, {} threads, best "
                      "of 10; BLAS: {})\n", peak, torch::get_num_threads(),
@@ -213,6 +213,12 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     }
   }
 
+  // measured again at the end, the higher one counts: a slow moment of this shared machine
+  // during one measurement would otherwise inflate every "% of matmul peak"
+  const double peak_after = matmul_peak_gflops(options.threads, 1024);
+  out << fmt::format("matmul peak again: {:.1f} GFLOP/s; the table uses {:.1f}\n", peak_after,
+                     std::max(peak, peak_after));
+  peak = std::max(peak, peak_after);
   std::string table = fmt::format(
       "\n| scheme | T | step ms | x none | peak MB | x none | tokens/s | GFLOP/s | % of matmul peak |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
