@@ -50,7 +50,8 @@ RelativeRows RelativeKeyImpl::relative_rows(const torch::Tensor& q, const torch:
   RelativeRows terms;
   if (clip_ > 0 && !key_term_) {  // the 2 clip + 1 rows; the kernel spreads the end rows over farther keys
     terms.clip = clip_;
-    terms.query = tables_[attention.layer].index_select(0, table_row(torch::arange(-clip_, clip_ + 1, geometry.offsets().options())));
+    const auto offsets = torch::arange(-clip_, clip_ + 1, geometry.offsets().options());
+    terms.query = tables_[attention.layer].index_select(0, table_row(offsets));  // (2 clip + 1, Dh)
     return terms;
   }
   terms.query = tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (2T - 1, Dh)
