@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <map>
 
+#include "core/cpu_features.h"
+
 namespace pelab {
 
 namespace {
@@ -34,16 +36,12 @@ std::string better_openblas_core(const std::string& current) {
   const int have = rank_of(current);
   if (have == 0) return "";  // not OpenBLAS, or a family this table does not know: keep it
   std::string best;
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    best = "SkylakeX";
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    best = "Haswell";
-  else if (__builtin_cpu_supports("avx"))
-    best = "Sandybridge";
-#endif
+  switch (widest_vector_instructions()) {
+    case VectorInstructions::avx512: best = "SkylakeX"; break;
+    case VectorInstructions::avx2_fma: best = "Haswell"; break;
+    case VectorInstructions::avx: best = "Sandybridge"; break;
+    case VectorInstructions::baseline: break;
+  }
   return rank_of(best) > have ? best : "";
 }
 

@@ -119,6 +119,20 @@ torch::Tensor reference_attention(const torch::Tensor& q, const torch::Tensor& k
   if (mask.defined()) scores = scores + mask;
   return torch::matmul(torch::softmax(scores, -1), v);
 }
+
+// out and expected, both functions of `inputs`, have the same gradients with respect to
+// each input (through a random weighting of their elements).
+void check_same_gradients(const torch::Tensor& out, const torch::Tensor& expected,
+                          const std::vector<torch::Tensor>& inputs) {
+  auto weights = torch::randn_like(expected);
+  auto grads = torch::autograd::grad({(out * weights).sum()}, inputs);
+  auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, inputs);
+  for (size_t n = 0; n < inputs.size(); ++n) {
+    CATCH_CAPTURE(n);
+    CATCH_REQUIRE(grads[n].sizes() == inputs[n].sizes());
+    CATCH_CHECK(torch::allclose(grads[n], expected_grads[n], 1e-4, 1e-5));
+  }
+}
 }  // namespace
 
 CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values and gradients", "[encoder]") {
@@ -160,16 +174,9 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
     // the output's memory is (B, T, H, Dh): merging the heads is a view
     CATCH_CHECK(out.transpose(1, 2).is_contiguous());
 
-    auto weights = torch::randn_like(expected);
     std::vector<torch::Tensor> inputs = {q, k, v};
     if (bias.defined()) inputs.push_back(bias);
-    auto grads = torch::autograd::grad({(out * weights).sum()}, inputs);
-    auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, inputs);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      CATCH_CAPTURE(i);
-      CATCH_REQUIRE(grads[i].sizes() == inputs[i].sizes());
-      CATCH_CHECK(torch::allclose(grads[i], expected_grads[i], 1e-4, 1e-5));
-    }
+    check_same_gradients(out, expected, inputs);
   }
   kernels::use_instruction_set(instruction_sets.back());
   CATCH_CHECK_THROWS_WITH(kernels::use_instruction_set("sse9"),
@@ -275,17 +282,10 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
           if (c.value) expected = expected + (probs.unsqueeze(-1) * embeddings(rows.value, true)).sum(3);
           auto out = fused_attention(q, k, v, scale, {}, mask, rows);
           CATCH_CHECK(torch::allclose(out, expected, 1e-5, 1e-6));
-          auto weights = torch::randn_like(expected);
           std::vector<torch::Tensor> inputs = {q, k, v};
           for (const auto& t : {rows.query, rows.key, rows.value, rows.offset_query})
             if (t.defined()) inputs.push_back(t);
-          auto grads = torch::autograd::grad({(out * weights).sum()}, inputs);
-          auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, inputs);
-          for (size_t n = 0; n < grads.size(); ++n) {
-            CATCH_CAPTURE(n);
-            CATCH_REQUIRE(grads[n].sizes() == inputs[n].sizes());
-            CATCH_CHECK(torch::allclose(grads[n], expected_grads[n], 1e-4, 1e-5));
-          }
+          check_same_gradients(out, expected, inputs);
         }
       }
     }

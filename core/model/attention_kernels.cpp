@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/cpu_features.h"
+
 // The work is small matrix products (scores = q k^T, p v, and their gradients) done by one
 // register-tiled loop (product_tile: a few rows times two vectors of columns, so that each
 // load of the right-hand matrix feeds several FMAs), plus row-wise softmax; the relative
@@ -201,73 +203,6 @@ PELAB_INLINE void softmax_padded(float* row, int64_t np) {
   for (int64_t j = 0; j < np; ++j) row[j] *= inverse;
 }
 
-// The relative terms, for rows r (queries i, or keys j in key-major order) that meet table
-// row first0 - r + n at column n (first0 = T - 1: a descending table for queries, row
-// T - 1 - i + j = offset i - j; an ascending one for keys, row T - 1 - j + i). Rows are
-// taken kBlock at a time: a block [r0, r0 + b) meets the b + n - 1 table rows from
-// base = first0 - (r0 + b - 1) on, so each term is one product over that band plus a shift
-// (the Transformer-XL relative shift, done by addressing).
-
-// out[r * out_row + n * out_column] += sum_d x(r, d) columns[d * ldc + first0 - r + n] for
-// r < rows, n < width: x times a table laid out as columns (OffsetColumns); out may be
-// transposed (out_row = 1: the key term, computed key-major, lands in (query, key) scores).
-template <class T>
-PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, const float* columns, int64_t ldc,
-                                     int64_t first0, float* out, int64_t out_row, int64_t out_column, int64_t width,
-                                     std::vector<float>& band) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1),
-                  band_width = round_up_to_lanes(width + b - 1);
-    band.resize(std::max<size_t>(band.size(), b * band_width));
-    std::memset(band.data(), 0, sizeof(float) * b * band_width);
-    add_product<T::R, T::C>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
-                            band_width);
-    if (out_column == 1) {
-      for (int64_t r = 0; r < b; ++r) {
-        const float* shifted = band.data() + r * band_width + (b - 1 - r);
-        float* o = out + (r0 + r) * out_row;
-        for (int64_t n = 0; n < width; ++n) o[n] += shifted[n];
-      }
-    } else {  // a column of the output at a time: its b rows are one run of memory when out_row = 1
-      for (int64_t n = 0; n < width; ++n)
-        for (int64_t r = 0; r < b; ++r)
-          out[(r0 + r) * out_row + n * out_column] += band[r * band_width + (b - 1 - r) + n];
-    }
-  }
-}
-
-// out[r * ldo + (0, Dh)] += sum_n w(r, n) table[(first0 - r + n) * stride + (0, Dh)] for
-// r < rows, n < width: weights times table rows (stride < 0: read in descending order).
-template <class T>
-PELAB_INLINE void add_skewed_weighted_rows(int64_t rows, int64_t width, Matrix w, const float* table, int64_t stride,
-                                           int64_t first0, float* out, int64_t ldo, int64_t Dh,
-                                           std::vector<float>& mass) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
-    mass.resize(std::max<size_t>(mass.size(), b * depth));  // the weights laid into their (row, table row) cells
-    std::memset(mass.data(), 0, sizeof(float) * b * depth);
-    for (int64_t n = 0; n < width; ++n)
-      for (int64_t r = 0; r < b; ++r) mass[r * depth + (b - 1 - r) + n] = *w.at(r0 + r, n);
-    add_product<T::R, T::C>(b, depth, {mass.data(), depth}, table + base * stride, stride, out + r0 * ldo, ldo, Dh);
-  }
-}
-
-// table[(first0 - r + n) * stride + (0, Dh)] += w(r, n) x[r * ldx + (0, Dh)] for r < rows,
-// n < width: the gradient of a table from add_skewed_product's or add_skewed_weighted_rows's
-// other factor.
-template <class T>
-PELAB_INLINE void add_skewed_outer(int64_t rows, int64_t width, Matrix w, const float* x, int64_t ldx, float* table,
-                                   int64_t stride, int64_t first0, int64_t Dh, std::vector<float>& mass) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
-    mass.resize(std::max<size_t>(mass.size(), depth * b));  // transposed: (table row, row)
-    std::memset(mass.data(), 0, sizeof(float) * depth * b);
-    for (int64_t n = 0; n < width; ++n)
-      for (int64_t r = 0; r < b; ++r) mass[(b - 1 - r + n) * b + r] = *w.at(r0 + r, n);
-    add_product<T::R, T::C>(depth, b, {mass.data(), b}, x + r0 * ldx, ldx, table + base * stride, stride, Dh);
-  }
-}
-
 // Clipped tables (AttentionInputs::clip = c > 0): query i meets table row c - clamp(i - j,
 // -c, c) at key j (descending: row 0 is offset c and every farther past key, row 2c offset
 // -c and every farther future key). The keys [0, width) split into the far past (row 0),
@@ -298,6 +233,103 @@ PELAB_INLINE void collect_clipped(const float* __restrict w, int64_t c, int64_t 
   for (int64_t j = ranges.near_begin; j < ranges.near_end; ++j) m[c - i + j] = w[j];
   m[0] += sum_of(w, ranges.near_begin);
   m[2 * c] += sum_of(w + ranges.near_end, width - ranges.near_end);
+}
+
+// Every row of w (rows, width), row-major, collected per clipped table row: (rows, 2c + 1)
+// into `collected`.
+PELAB_INLINE const float* collect_clipped_rows(int64_t rows, int64_t width, Matrix w, int64_t c,
+                                               std::vector<float>& collected) {
+  collected.resize(std::max<size_t>(collected.size(), rows * (2 * c + 1)));
+  for (int64_t r = 0; r < rows; ++r) collect_clipped(w.at(r, 0), c, r, collected.data() + r * (2 * c + 1), width);
+  return collected.data();
+}
+
+// The relative terms, for rows r (queries i, or keys j in key-major order) that meet table
+// row first0 - r + n at column n (first0 = T - 1: a descending table for queries, row
+// T - 1 - i + j = offset i - j; an ascending one for keys, row T - 1 - j + i). Rows are
+// taken kBlock at a time: a block [r0, r0 + b) meets the b + n - 1 table rows from
+// base = first0 - (r0 + b - 1) on, so each term is one product over that band plus a shift
+// (the Transformer-XL relative shift, done by addressing). With clip c > 0 (query-major
+// terms only: first0 = T - 1, out and w row-major) the table has the 2c + 1 clipped rows
+// instead, and each term is a product with those rows, spread over (or collected from) the
+// score rows.
+
+// out[r * out_row + n * out_column] += sum_d x(r, d) columns[d * ldc + first0 - r + n] for
+// r < rows, n < width: x times a table laid out as columns (OffsetColumns); out may be
+// transposed (out_row = 1: the key term, computed key-major, lands in (query, key) scores).
+template <class T>
+PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, const float* columns, int64_t ldc,
+                                     int64_t first0, int64_t clip, float* out, int64_t out_row, int64_t out_column,
+                                     int64_t width, std::vector<float>& band) {
+  if (clip > 0) {  // the products with the 2c + 1 rows, spread over each row of out
+    const int64_t clipped_rows = 2 * clip + 1;
+    band.assign(rows * clipped_rows, 0.0f);
+    add_product<T::R, T::C>(rows, depth, x, columns, ldc, band.data(), clipped_rows, clipped_rows);
+    for (int64_t r = 0; r < rows; ++r) spread_clipped(band.data() + r * clipped_rows, clip, r, out + r * out_row, width);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1),
+                  band_width = round_up_to_lanes(width + b - 1);
+    band.resize(std::max<size_t>(band.size(), b * band_width));
+    std::memset(band.data(), 0, sizeof(float) * b * band_width);
+    add_product<T::R, T::C>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
+                            band_width);
+    if (out_column == 1) {
+      for (int64_t r = 0; r < b; ++r) {
+        const float* shifted = band.data() + r * band_width + (b - 1 - r);
+        float* o = out + (r0 + r) * out_row;
+        for (int64_t n = 0; n < width; ++n) o[n] += shifted[n];
+      }
+    } else {  // a column of the output at a time: its b rows are one run of memory when out_row = 1
+      for (int64_t n = 0; n < width; ++n)
+        for (int64_t r = 0; r < b; ++r)
+          out[(r0 + r) * out_row + n * out_column] += band[r * band_width + (b - 1 - r) + n];
+    }
+  }
+}
+
+// out[r * ldo + (0, Dh)] += sum_n w(r, n) table[(first0 - r + n) * stride + (0, Dh)] for
+// r < rows, n < width: weights times table rows (stride < 0: read in descending order).
+template <class T>
+PELAB_INLINE void add_skewed_weighted_rows(int64_t rows, int64_t width, Matrix w, const float* table, int64_t stride,
+                                           int64_t first0, int64_t clip, float* out, int64_t ldo, int64_t Dh,
+                                           std::vector<float>& mass) {
+  if (clip > 0) {  // w collected per table row, times the 2c + 1 rows
+    const float* collected = collect_clipped_rows(rows, width, w, clip, mass);
+    add_product<T::R, T::C>(rows, 2 * clip + 1, {collected, 2 * clip + 1}, table, stride, out, ldo, Dh);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
+    mass.resize(std::max<size_t>(mass.size(), b * depth));  // the weights laid into their (row, table row) cells
+    std::memset(mass.data(), 0, sizeof(float) * b * depth);
+    for (int64_t n = 0; n < width; ++n)
+      for (int64_t r = 0; r < b; ++r) mass[r * depth + (b - 1 - r) + n] = *w.at(r0 + r, n);
+    add_product<T::R, T::C>(b, depth, {mass.data(), depth}, table + base * stride, stride, out + r0 * ldo, ldo, Dh);
+  }
+}
+
+// table[(first0 - r + n) * stride + (0, Dh)] += w(r, n) x[r * ldx + (0, Dh)] for r < rows,
+// n < width: the gradient of a table from add_skewed_product's or add_skewed_weighted_rows's
+// other factor.
+template <class T>
+PELAB_INLINE void add_skewed_outer(int64_t rows, int64_t width, Matrix w, const float* x, int64_t ldx, float* table,
+                                   int64_t stride, int64_t first0, int64_t clip, int64_t Dh, std::vector<float>& mass) {
+  if (clip > 0) {  // the collected weights' transpose times x
+    const float* collected = collect_clipped_rows(rows, width, w, clip, mass);
+    add_product<T::R, T::C>(2 * clip + 1, rows, Matrix{collected, 2 * clip + 1}.transposed(), x, ldx, table, stride,
+                            Dh);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
+    mass.resize(std::max<size_t>(mass.size(), depth * b));  // transposed: (table row, row)
+    std::memset(mass.data(), 0, sizeof(float) * depth * b);
+    for (int64_t n = 0; n < width; ++n)
+      for (int64_t r = 0; r < b; ++r) mass[(b - 1 - r + n) * b + r] = *w.at(r0 + r, n);
+    add_product<T::R, T::C>(depth, b, {mass.data(), b}, x + r0 * ldx, ldx, table + base * stride, stride, Dh);
+  }
 }
 
 // A head's offset table (W = 2T - 1 rows of Dh, descending offsets) laid out as columns
@@ -342,12 +374,12 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
                                 float* probs, const MutableStrided& out) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
-  const int64_t c = in.clip, clipped_rows = 2 * c + 1, query_table_rows = c > 0 ? clipped_rows : W;
+  const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
   std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), queries(Tq * Dh), offset_queries, scores(Tq * Tkp),
-      keys, per_row(c > 0 ? Tq * clipped_rows : 0), scratch;
+      keys, scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   if (in.key_rows.data) keys.resize(Tk * Dh);
-  OffsetColumns query_columns(in.query_rows, query_table_rows, Dh, 1.0f, /*ascending=*/false);
+  OffsetColumns query_columns(in.query_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   OffsetColumns key_columns_relative(in.key_rows, W, Dh, in.scale, /*ascending=*/true);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
@@ -374,21 +406,13 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
         gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data(), in.scale);
         scaled = offset_queries.data();
       }
-      if (c > 0) {  // the products with the 2c + 1 rows, spread over each score row
-        std::fill(per_row.begin(), per_row.end(), 0.0f);
-        add_product<T::R, T::C>(Tq, Dh, {scaled, Dh}, query_columns.for_head(h), query_columns.ld(), per_row.data(),
-                                clipped_rows, clipped_rows);
-        for (int64_t i = 0; i < Tq; ++i)
-          spread_clipped(per_row.data() + i * clipped_rows, c, i, scores.data() + i * Tkp, Tk);
-      } else {
-        add_skewed_product<T>(Tq, Dh, {scaled, Dh}, query_columns.for_head(h), query_columns.ld(), first0,
-                              scores.data(), Tkp, 1, Tkp, scratch);
-      }
+      add_skewed_product<T>(Tq, Dh, {scaled, Dh}, query_columns.for_head(h), query_columns.ld(), first0, c,
+                            scores.data(), Tkp, 1, Tkp, scratch);
     }
     if (in.key_rows.data) {  // scale k_j . Rk[i - j], key-major, written transposed into the scores
       gather_rows(in.k, b, h, Tk, Dh, keys.data());
       add_skewed_product<T>(Tk, Dh, {keys.data(), Dh}, key_columns_relative.for_head(h), key_columns_relative.ld(),
-                            first0, scores.data(), 1, Tkp, Tq, scratch);
+                            first0, /*clip=*/0, scores.data(), 1, Tkp, Tq, scratch);
     }
     float* p = probs + pair * Tq * Tk;
     for (int64_t i = 0; i < Tq; ++i) {
@@ -401,14 +425,9 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
     float* o = out.at(b, h, 0);
     for (int64_t i = 0; i < Tq; ++i) std::fill(o + i * out.row, o + i * out.row + Dh, 0.0f);
     add_product<T::R, T::C>(Tq, Tk, {scores.data(), Tkp}, values.data(), Dh, o, out.row, Dh);
-    if (in.value_rows.data && c > 0) {  // p collected per table row, times the 2c + 1 rows
-      for (int64_t i = 0; i < Tq; ++i) collect_clipped(scores.data() + i * Tkp, c, i, per_row.data() + i * clipped_rows, Tk);
-      add_product<T::R, T::C>(Tq, clipped_rows, {per_row.data(), clipped_rows}, in.value_rows.at(h), Dh, o, out.row,
-                              Dh);
-    } else if (in.value_rows.data) {
-      add_skewed_weighted_rows<T>(Tq, Tk, {scores.data(), Tkp}, in.value_rows.at(h), Dh, first0, o, out.row, Dh,
+    if (in.value_rows.data)
+      add_skewed_weighted_rows<T>(Tq, Tk, {scores.data(), Tkp}, in.value_rows.at(h), Dh, first0, c, o, out.row, Dh,
                                   scratch);
-    }
   }
 }
 
@@ -417,9 +436,9 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                                  const float* probs, const Strided& grad_out, const AttentionGradients& grad) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
-  const int64_t c = in.clip, clipped_rows = 2 * c + 1, table_rows = c > 0 ? clipped_rows : W;  // query, value tables
+  const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
   std::vector<float> value_columns(Dh * Tkp, 0.0f), keys(Tk * Dh), queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
-      grad_scores(Tq * Tkp), transposed_grad(Dh * Tkp), per_row(c > 0 ? Tq * clipped_rows : 0), scratch;
+      grad_scores(Tq * Tkp), transposed_grad(Dh * Tkp), scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   OffsetColumns value_columns_relative(in.value_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   for (int64_t pair = begin; pair < end; ++pair) {
@@ -432,16 +451,10 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     // dP = dO (v + Rv[i - .])^T
     std::fill(grad_scores.begin(), grad_scores.end(), 0.0f);
     add_product<T::R, T::C>(Tq, Dh, {grad_outs.data(), Dh}, value_columns.data(), Tkp, grad_scores.data(), Tkp, Tkp);
-    if (in.value_rows.data && c > 0) {
-      std::fill(per_row.begin(), per_row.end(), 0.0f);
-      add_product<T::R, T::C>(Tq, Dh, {grad_outs.data(), Dh}, value_columns_relative.for_head(h),
-                              value_columns_relative.ld(), per_row.data(), clipped_rows, clipped_rows);
-      for (int64_t i = 0; i < Tq; ++i)
-        spread_clipped(per_row.data() + i * clipped_rows, c, i, grad_scores.data() + i * Tkp, Tk);
-    } else if (in.value_rows.data) {
+    if (in.value_rows.data)
       add_skewed_product<T>(Tq, Dh, {grad_outs.data(), Dh}, value_columns_relative.for_head(h),
-                            value_columns_relative.ld(), first0, grad_scores.data(), Tkp, 1, Tkp, scratch);
-    }
+                            value_columns_relative.ld(), first0, c, grad_scores.data(), Tkp, 1, Tkp,
+                            scratch);
     // dS = P * (dP - <P, dP>) row by row; then scale dS, the factor of every product below
     for (int64_t i = 0; i < Tq; ++i) {
       const float* __restrict pi = p + i * Tk;
@@ -464,17 +477,9 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
         gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data());
         qp = offset_queries.data();
       }
-      float* dRq = head_rows(grad.query_rows, in.query_rows, h, table_rows, Dh);
-      if (c > 0) {  // dS collected per table row: dQ' += M Rq, dRq += M^T q'
-        for (int64_t i = 0; i < Tq; ++i)
-          collect_clipped(grad_scores.data() + i * Tkp, c, i, per_row.data() + i * clipped_rows, Tk);
-        const Matrix collected{per_row.data(), clipped_rows};
-        add_product<T::R, T::C>(Tq, clipped_rows, collected, in.query_rows.at(h), Dh, dqp, Dh, Dh);
-        add_product<T::R, T::C>(clipped_rows, Tq, collected.transposed(), qp, Dh, dRq, Dh, Dh);
-      } else {
-        add_skewed_weighted_rows<T>(Tq, Tk, dS, in.query_rows.at(h), Dh, first0, dqp, Dh, Dh, scratch);
-        add_skewed_outer<T>(Tq, Tk, dS, qp, Dh, dRq, Dh, first0, Dh, scratch);
-      }
+      add_skewed_weighted_rows<T>(Tq, Tk, dS, in.query_rows.at(h), Dh, first0, c, dqp, Dh, Dh, scratch);
+      add_skewed_outer<T>(Tq, Tk, dS, qp, Dh, head_rows(grad.query_rows, in.query_rows, h, table_rows, Dh), Dh, first0,
+                          c, Dh, scratch);
     }
     // dV = P^T dO; dRv[i - j] += P_ij dO_i
     float* dv = grad.v + pair * Tk * Dh;
@@ -484,16 +489,9 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     std::fill(transposed_grad.begin(), transposed_grad.end(), 0.0f);
     add_product<T::R, T::C>(Dh, Tq, Matrix{grad_outs.data(), Dh}.transposed(), p, Tk, transposed_grad.data(), Tkp, Tk);
     transpose(Dh, Tk, transposed_grad.data(), Tkp, dv, Dh);
-    if (in.value_rows.data) {
-      float* dRv = head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh);
-      if (c > 0) {  // dRv += M^T dO, M: P collected per table row
-        for (int64_t i = 0; i < Tq; ++i) collect_clipped(p + i * Tk, c, i, per_row.data() + i * clipped_rows, Tk);
-        add_product<T::R, T::C>(clipped_rows, Tq, Matrix{per_row.data(), clipped_rows}.transposed(),
-                                grad_outs.data(), Dh, dRv, Dh, Dh);
-      } else {
-        add_skewed_outer<T>(Tq, Tk, P, grad_outs.data(), Dh, dRv, Dh, first0, Dh, scratch);
-      }
-    }
+    if (in.value_rows.data)
+      add_skewed_outer<T>(Tq, Tk, P, grad_outs.data(), Dh, head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh),
+                          Dh, first0, c, Dh, scratch);
     // dK = scale dS^T q; key-major with an ascending table (rows read backwards from the
     // last descending one): dK_j += scale dS_ij Rk[i - j], dRk[i - j] += scale dS_ij k_j
     float* dk = grad.k + pair * Tk * Dh;
@@ -502,10 +500,11 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                             transposed_grad.data(), Tkp, Tk);
     transpose(Dh, Tk, transposed_grad.data(), Tkp, dk, Dh);
     if (in.key_rows.data) {
-      add_skewed_weighted_rows<T>(Tk, Tq, dS.transposed(), in.key_rows.at(h) + (W - 1) * Dh, -Dh, first0, dk, Dh, Dh,
-                                  scratch);
+      add_skewed_weighted_rows<T>(Tk, Tq, dS.transposed(), in.key_rows.at(h) + (W - 1) * Dh, -Dh, first0, /*clip=*/0,
+                                  dk, Dh, Dh, scratch);
       add_skewed_outer<T>(Tk, Tq, dS.transposed(), keys.data(), Dh,
-                          head_rows(grad.key_rows, in.key_rows, h, W, Dh) + (W - 1) * Dh, -Dh, first0, Dh, scratch);
+                          head_rows(grad.key_rows, in.key_rows, h, W, Dh) + (W - 1) * Dh, -Dh, first0, /*clip=*/0, Dh,
+                          scratch);
     }
   }
 }
@@ -539,11 +538,12 @@ const char* const kInstructionSetNames[] = {"baseline", "avx2", "avx512"};
 
 InstructionSet best_instruction_set() {
 #ifdef PELAB_X86_DISPATCH
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
-    return InstructionSet::avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return InstructionSet::avx2;
+  switch (widest_vector_instructions()) {
+    case VectorInstructions::avx512: return InstructionSet::avx512;
+    case VectorInstructions::avx2_fma: return InstructionSet::avx2;
+    case VectorInstructions::avx:
+    case VectorInstructions::baseline: break;
+  }
 #endif
   return InstructionSet::baseline;
 }

@@ -61,7 +61,6 @@ struct AttentionInputs {
   // are products with the few rows, spread over each score row (the key table, if any,
   // stays (2T - 1, Dh))
   int64_t clip = 0;
-  bool relative() const { return query_rows.data || key_rows.data || value_rows.data; }
 };
 
 // Where the backward writes. q, k, v: contiguous (B, H, T, Dh), written. scores (may be

@@ -62,6 +62,30 @@ kernels::OffsetTable table_view(const torch::Tensor& descending) {
 enum RelativeInput { kQueryRows, kKeyRows, kValueRows, kRelativeInputs };
 const char* const kRelativeInputNames[] = {"query", "key", "value"};
 
+// The kernels' view of the checked inputs: rows descending (kRelativeInputs of them); an
+// undefined bias or mask and an empty table or offset query are absent.
+kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                       double scale, const torch::Tensor& bias, const torch::Tensor& mask,
+                                       const std::vector<torch::Tensor>& rows, const torch::Tensor& offset_query,
+                                       int64_t clip) {
+  return {strided_view(q),
+          strided_view(k),
+          strided_view(v),
+          static_cast<float>(scale),
+          strided_view(bias),
+          strided_view(mask),
+          table_view(rows[kQueryRows]),
+          table_view(rows[kKeyRows]),
+          table_view(rows[kValueRows]),
+          offset_query.numel() > 0 ? strided_view(offset_query) : kernels::Strided{},
+          clip};
+}
+
+// A zero gradient shaped like a table, or none for an absent (empty) one.
+torch::Tensor zero_gradient(const torch::Tensor& table) {
+  return table.numel() > 0 ? torch::zeros_like(table) : torch::Tensor();
+}
+
 struct FusedAttention : torch::autograd::Function<FusedAttention> {
   // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh); rows: (H|-, 2T - 1, Dh) ascending or empty;
   // offset_query: (B, H, T, Dh) or empty -> (B, H, Tq, Dh) (memory (B, Tq, H, Dh))
@@ -93,10 +117,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     TORCH_CHECK(offset_query.numel() == 0 || offset_query.sizes() == q.sizes(),
                 "fused_attention: the offset query must be shaped like q ", q.sizes(), ", got ", offset_query.sizes());
 
-    kernels::AttentionInputs in{strided_view(q),    strided_view(k),    strided_view(v),
-                                static_cast<float>(scale), strided_view(bias), strided_view(mask),
-                                table_view(rows[kQueryRows]), table_view(rows[kKeyRows]), table_view(rows[kValueRows]),
-                                offset_query.numel() > 0 ? strided_view(offset_query) : kernels::Strided{}, clip};
+    const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip);
     auto probs = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
     auto out = torch::empty({dims.batch, dims.queries, dims.heads, dims.head_dim}, q.options());
     const kernels::MutableStrided out_view{out.data_ptr<float>(), out.stride(0), out.stride(2), out.stride(1)};
@@ -121,17 +142,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const double scale = context->saved_data["scale"].toDouble();
     const auto grad_out = unit_last_stride(gradients[0]);
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-    kernels::AttentionInputs in{strided_view(q),
-                                strided_view(k),
-                                strided_view(v),
-                                static_cast<float>(scale),
-                                {},
-                                {},
-                                table_view(rows[kQueryRows]),
-                                table_view(rows[kKeyRows]),
-                                table_view(rows[kValueRows]),
-                                separate_offset_query ? strided_view(offset_query) : kernels::Strided{},
-                                context->saved_data["clip"].toInt()};
+    const auto in = kernel_inputs(q, k, v, scale, {}, {}, rows, offset_query, context->saved_data["clip"].toInt());
     auto grad_q = torch::empty(q.sizes(), q.options());
     auto grad_k = torch::empty(k.sizes(), k.options());
     auto grad_v = torch::empty(v.sizes(), v.options());
@@ -140,11 +151,11 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     if (bias_needs_grad) grad_scores = torch::empty(probs.sizes(), probs.options());
     if (separate_offset_query) grad_offset_query = torch::empty(q.sizes(), q.options());
     std::vector<torch::Tensor> grad_rows;  // descending, summed over the threads
-    for (const auto& table : rows) grad_rows.push_back(table.numel() > 0 ? torch::zeros_like(table) : torch::Tensor());
+    for (const auto& table : rows) grad_rows.push_back(zero_gradient(table));
     std::mutex sum_rows;
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
       std::vector<torch::Tensor> mine;  // this thread's share of the tables' gradients
-      for (const auto& table : rows) mine.push_back(table.numel() > 0 ? torch::zeros_like(table) : torch::Tensor());
+      for (const auto& table : rows) mine.push_back(zero_gradient(table));
       auto pointer = [](const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; };
       const kernels::AttentionGradients grad{grad_q.data_ptr<float>(),  grad_k.data_ptr<float>(),
                                              grad_v.data_ptr<float>(),  pointer(grad_scores),
