@@ -11,6 +11,8 @@
 #include <map>
 #include <sstream>
 
+#include <torch/csrc/autograd/profiler_legacy.h>
+
 #include "core/blas_core.h"
 #include "core/encodings/registry.h"
 #include "core/model/flops.h"
@@ -104,6 +106,10 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (i >= options.warmup) times.push_back(ms);
   }
+  if (!options.trace.empty()) {
+    torch::autograd::profiler::RecordProfile profile(options.trace);  // written when it goes out of scope
+    step();
+  }
   r.median_ms = median(times);
   r.min_ms = *std::min_element(times.begin(), times.end());
   r.peak_mb = peak_resident_mb() - resident_before;
@@ -127,6 +133,10 @@ int command_bench_worker(const BenchOptions& options, const std::string& scheme,
 }
 
 int command_bench(const BenchOptions& options, const std::string& self_executable, std::ostream& out) {
+  if (!options.trace.empty() && (options.schemes.size() != 1 || options.lengths.size() != 1)) {
+    out << "pelab bench: --trace profiles one scheme at one length; give --schemes and --lengths one value each\n";
+    return 2;
+  }
   std::vector<std::string> schemes = options.schemes;
   if (schemes.empty())
     for (const auto& e : scheme_registry())
@@ -162,12 +172,18 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     }
   };
   std::map<std::pair<int64_t, std::string>, Samples> samples;
+  bool trace_pending = !options.trace.empty();  // the first worker of the named scheme writes it
   auto measure = [&](const std::string& scheme, int64_t length) {
+    std::string trace;
+    if (trace_pending && scheme == options.schemes.front()) {
+      trace = fmt::format(" --trace '{}'", options.trace);
+      trace_pending = false;
+    }
     const std::string command = fmt::format(
         "'{}' bench --worker --scheme {} --lengths {} --d-model {} --layers {} --heads {} --d-ff {} --batch {} "
-        "--warmup {} --repeats {} --threads {}{} 2>&1",
+        "--warmup {} --repeats {} --threads {}{}{} 2>&1",
         self_executable, scheme, length, options.d_model, options.num_layers, options.num_heads, options.d_ff,
-        options.batch, options.warmup, options.repeats, options.threads, options.causal ? " --causal" : "");
+        options.batch, options.warmup, options.repeats, options.threads, options.causal ? " --causal" : "", trace);
     BenchResult r;
     r.scheme = scheme;
     r.length = length;

@@ -18,6 +18,7 @@ struct BenchOptions {
   int64_t rounds = 1;                      // each: `none` right before every other scheme
   bool causal = false;
   std::string csv;                         // also write the table here
+  std::string trace;                       // one more step under LibTorch's profiler, as a Chrome trace here
 };
 
 struct BenchResult {

@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
                         "the median of those paired ratios")->capture_default_str()->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--causal", bench.causal, "causal attention");
   bench_cmd->add_option("--csv", bench.csv, "also write the table as CSV");
+  bench_cmd->add_option("--trace", bench.trace, "with one scheme and one length: profile one more step in the worker "
+                        "and write LibTorch's Chrome trace (chrome://tracing, Perfetto) here");
   bench_cmd->add_flag("--worker", bench_worker, "internal: measure one scheme in this process")->group("");
   bench_cmd->add_option("--scheme", bench_scheme, "internal: the scheme a worker measures")->group("");
 

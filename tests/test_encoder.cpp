@@ -130,14 +130,17 @@ void check_same_gradients(const torch::Tensor& out, const torch::Tensor& expecte
   for (size_t n = 0; n < inputs.size(); ++n) {
     CATCH_CAPTURE(n);
     CATCH_REQUIRE(grads[n].sizes() == inputs[n].sizes());
-    CATCH_CHECK(torch::allclose(grads[n], expected_grads[n], 1e-4, 1e-5));
+    // a gradient summed over many terms (a clipped table's end rows: over ~T^2 / 2 scores)
+    // is as exact as its largest elements allow
+    const double scale = std::max(1.0, expected_grads[n].abs().max().item<double>());
+    CATCH_CHECK(torch::allclose(grads[n], expected_grads[n], 1e-4, 1e-5 * scale));
   }
 }
 }  // namespace
 
 CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values and gradients", "[encoder]") {
-  // head sizes with a compile-time kernel (8, 32) and without (12), lengths on and off the
-  // 16-lane blocks, biases broadcast over batch or heads, padding and causal masks
+  // head sizes on and off the vector width, lengths on and off the 16-lane blocks, biases
+  // broadcast over batch or heads, padding and causal masks
   struct Case {
     int64_t B, H, T, Dh;
     std::vector<int64_t> bias_shape;  // empty: no bias
@@ -145,7 +148,10 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
   };
   const std::vector<Case> cases = {{2, 3, 7, 8, {}, false, false},      {3, 2, 16, 8, {1, 2, 16, 16}, true, false},
                                    {2, 4, 21, 12, {2, 1, 21, 21}, false, true}, {1, 2, 40, 32, {1, 2, 40, 40}, true, true},
-                                   {2, 2, 5, 3, {2, 2, 5, 5}, false, true}};
+                                   {2, 2, 5, 3, {2, 2, 5, 5}, false, true},
+                                   // several query blocks (the last one partial) and products
+                                   // longer than one depth block (kQueryBlock, kDepthBlock)
+                                   {1, 2, 150, 16, {1, 2, 150, 150}, true, true}};
   // every copy of the kernels this CPU can run (AVX-512, AVX2 + FMA, baseline)
   const auto instruction_sets = kernels::supported_instruction_sets();
   CATCH_REQUIRE(instruction_sets.front() == "baseline");
@@ -249,7 +255,7 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
                                    {false, false, true, true, false, 9}};
   for (const auto& isa : kernels::supported_instruction_sets()) {
     kernels::use_instruction_set(isa);
-    for (int64_t T : {5, 17, 40}) {
+    for (int64_t T : {5, 17, 40, 150}) {  // 150: several query blocks, the last one partial
       for (int64_t Dh : {8, 6}) {
         for (const auto& c : cases) {
           CATCH_CAPTURE(isa, T, Dh, c.query, c.key, c.value, c.per_head, c.offset_query, c.clip);

@@ -22,9 +22,12 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
                                               const Positions& positions, PositionEncodingImpl& encoding,
                                               torch::Tensor* probs_out) {
   const int64_t B = x.size(0), T = x.size(1), D = x.size(2), H = num_heads_, Dh = D / H;
-  // project: (B, T, 3D) -> 3 x (B, H, T, Dh)
-  auto qkv = qkv_->forward(x).view({B, T, 3, H, Dh}).permute({2, 0, 3, 1, 4});
-  torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
+  // project: (B, T, 3D) -> 3 x (B, H, T, Dh), views. (Split, not indexed: the backward of an
+  // index makes a zero (B, T, 3D) gradient for each of q, k, v and adds them; a split's
+  // concatenates.)
+  const auto projected = qkv_->forward(x).chunk(3, -1);
+  auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, Dh}).transpose(1, 2); };
+  torch::Tensor q = heads(projected[0]), k = heads(projected[1]), v = heads(projected[2]);
   const AttentionContext hooks{positions, layer_, qkv_->weight, qkv_->bias};
   std::tie(q, k) = encoding.rotate(q, k, hooks);
 

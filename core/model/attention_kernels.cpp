@@ -105,9 +105,12 @@ PELAB_INLINE void product_rows(int64_t rows, int64_t depth, Matrix x, const floa
 // Y (rows, n) += X (rows, depth) M (depth, n), M and Y row-major with leading dimensions
 // ldm, ldy: column blocks of C Float16s (the tile's width), then 16, 8 and single columns.
 // The tile is R rows by C vectors: sized to the instruction set's registers (Tile below).
+// Long products go kDepthBlock steps at a time, so that the panel of M every row tile reads
+// (kDepthBlock x C Float16s: 16 KB for AVX-512) stays in the L1 cache.
+constexpr int64_t kDepthBlock = 128;
 template <int R, int C>
-PELAB_INLINE void add_product(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y, int64_t ldy,
-                              int64_t n) {
+PELAB_INLINE void add_product_columns(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y,
+                                      int64_t ldy, int64_t n) {
   int64_t c = 0;
   for (; c + C * kLanes <= n; c += C * kLanes) product_rows<R, C, Float16>(rows, depth, x, m + c, ldm, y + c, ldy);
   for (; c + kLanes <= n; c += kLanes) product_rows<R, 1, Float16>(rows, depth, x, m + c, ldm, y + c, ldy);
@@ -121,6 +124,13 @@ PELAB_INLINE void add_product(int64_t rows, int64_t depth, Matrix x, const float
       for (int64_t p = 0; p < depth; ++p) sum += *x.at(r, p) * m[p * ldm + c];
       y[r * ldy + c] = sum;
     }
+}
+template <int R, int C>
+PELAB_INLINE void add_product(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y, int64_t ldy,
+                              int64_t n) {
+  for (int64_t p0 = 0; p0 < depth; p0 += kDepthBlock)
+    add_product_columns<R, C>(rows, std::min(kDepthBlock, depth - p0), {x.at(0, p0), x.row, x.column}, m + p0 * ldm,
+                              ldm, y, ldy, n);
 }
 
 // Rows and columns a tile covers, per instruction set: 8 rows x 2 Float16 = 16 of the 32
@@ -138,12 +148,19 @@ constexpr int64_t kBlock = 16;  // rows per band of a relative term (see add_ske
 
 // dst (cols, rows) = src (rows, cols)^T, leading dimensions lds, ldd; 16 x 16 blocks, so
 // that the stores of a block fill 16 cache lines instead of touching one line per store.
+// With Accumulate, dst += src^T.
+template <bool Accumulate = false>
 PELAB_INLINE void transpose(int64_t rows, int64_t cols, const float* __restrict src, int64_t lds,
                             float* __restrict dst, int64_t ldd) {
   for (int64_t r0 = 0; r0 < rows; r0 += kLanes)
     for (int64_t c0 = 0; c0 < cols; c0 += kLanes)
       for (int64_t c = c0; c < std::min(cols, c0 + kLanes); ++c)
-        for (int64_t r = r0; r < std::min(rows, r0 + kLanes); ++r) dst[c * ldd + r] = src[r * lds + c];
+        for (int64_t r = r0; r < std::min(rows, r0 + kLanes); ++r) {
+          if (Accumulate)
+            dst[c * ldd + r] += src[r * lds + c];
+          else
+            dst[c * ldd + r] = src[r * lds + c];
+        }
 }
 
 // Rows of a (B, H, rows, Dh) view copied into a contiguous (rows, Dh) block, times `factor`.
@@ -188,19 +205,27 @@ PELAB_INLINE float dot(const float* x, const float* y, int64_t n) {
   return sum;
 }
 
-// Softmax of row[0, n) in place over the padded width np (row[n, np) must be -inf).
-PELAB_INLINE void softmax_padded(float* row, int64_t np) {
-  Float16 lane_max = load<Float16>(row);
-  for (int64_t j0 = kLanes; j0 < np; j0 += kLanes) {
+// The softmax of row[0, n) into probs[0, n); row is padded to np (row[n, np) must be
+// -inf) and left holding the exponentials.
+PELAB_INLINE void softmax_padded(float* __restrict row, int64_t n, int64_t np, float* __restrict probs) {
+  Float16 lane_max[4];
+  for (auto& m : lane_max) m = Float16{} + kNegativeInfinity;
+  int64_t j0 = 0;
+  for (; j0 + 4 * kLanes <= np; j0 += 4 * kLanes)  // four independent chains
+    for (int c = 0; c < 4; ++c) {
+      const Float16 x = load<Float16>(row + j0 + c * kLanes);
+      lane_max[c] = x > lane_max[c] ? x : lane_max[c];
+    }
+  for (; j0 < np; j0 += kLanes) {
     const Float16 x = load<Float16>(row + j0);
-    lane_max = x > lane_max ? x : lane_max;
+    lane_max[0] = x > lane_max[0] ? x : lane_max[0];
   }
   float maximum = kNegativeInfinity;
-  for (int64_t c = 0; c < kLanes; ++c) maximum = lane_max[c] > maximum ? lane_max[c] : maximum;
+  for (const auto& m : lane_max)
+    for (int64_t c = 0; c < kLanes; ++c) maximum = m[c] > maximum ? m[c] : maximum;
   for (int64_t j = 0; j < np; ++j) row[j] = exp_nonpositive(row[j] - maximum);
-  const float sum = sum_of(row, np);
-  const float inverse = 1.0f / sum;
-  for (int64_t j = 0; j < np; ++j) row[j] *= inverse;
+  const float inverse = 1.0f / sum_of(row, np);
+  for (int64_t j = 0; j < n; ++j) probs[j] = row[j] * inverse;
 }
 
 // Clipped tables (AttentionInputs::clip = c > 0): query i meets table row c - clamp(i - j,
@@ -235,41 +260,48 @@ PELAB_INLINE void collect_clipped(const float* __restrict w, int64_t c, int64_t 
   m[2 * c] += sum_of(w + ranges.near_end, width - ranges.near_end);
 }
 
-// Every row of w (rows, width), row-major, collected per clipped table row: (rows, 2c + 1)
-// into `collected`.
-PELAB_INLINE const float* collect_clipped_rows(int64_t rows, int64_t width, Matrix w, int64_t c,
+// Every row of w (rows, width), row-major, the rows of queries first_query, first_query +
+// 1, ..., collected per clipped table row: (rows, 2c + 1) into `collected`.
+PELAB_INLINE const float* collect_clipped_rows(int64_t rows, int64_t width, Matrix w, int64_t c, int64_t first_query,
                                                std::vector<float>& collected) {
   collected.resize(std::max<size_t>(collected.size(), rows * (2 * c + 1)));
-  for (int64_t r = 0; r < rows; ++r) collect_clipped(w.at(r, 0), c, r, collected.data() + r * (2 * c + 1), width);
+  for (int64_t r = 0; r < rows; ++r)
+    collect_clipped(w.at(r, 0), c, first_query + r, collected.data() + r * (2 * c + 1), width);
   return collected.data();
 }
 
 // The relative terms, for rows r (queries i, or keys j in key-major order) that meet table
-// row first0 - r + n at column n (first0 = T - 1: a descending table for queries, row
-// T - 1 - i + j = offset i - j; an ascending one for keys, row T - 1 - j + i). Rows are
-// taken kBlock at a time: a block [r0, r0 + b) meets the b + n - 1 table rows from
+// row first0 - r + n at column n (for the block of queries i0, i0 + 1, ...: first0 =
+// T - 1 - i0 for a descending table met by queries, row T - 1 - i + j = offset i - j;
+// first0 = T - 1 + i0 for an ascending one met by keys, row T - 1 - j + i). Rows are taken
+// kBlock at a time: a block [r0, r0 + b) meets the b + n - 1 table rows from
 // base = first0 - (r0 + b - 1) on, so each term is one product over that band plus a shift
 // (the Transformer-XL relative shift, done by addressing). With clip c > 0 (query-major
-// terms only: first0 = T - 1, out and w row-major) the table has the 2c + 1 clipped rows
-// instead, and each term is a product with those rows, spread over (or collected from) the
-// score rows.
+// terms only, out and w row-major; row r is query first_query + r, key n) the table has
+// the 2c + 1 clipped rows instead, and each term is a product with those rows, spread over
+// (or collected from) the score rows.
+struct Skew {
+  int64_t first0;
+  int64_t clip = 0, first_query = 0;
+};
 
 // out[r * out_row + n * out_column] += sum_d x(r, d) columns[d * ldc + first0 - r + n] for
 // r < rows, n < width: x times a table laid out as columns (OffsetColumns); out may be
 // transposed (out_row = 1: the key term, computed key-major, lands in (query, key) scores).
 template <class T>
 PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, const float* columns, int64_t ldc,
-                                     int64_t first0, int64_t clip, float* out, int64_t out_row, int64_t out_column,
-                                     int64_t width, std::vector<float>& band) {
-  if (clip > 0) {  // the products with the 2c + 1 rows, spread over each row of out
-    const int64_t clipped_rows = 2 * clip + 1;
+                                     Skew skew, float* out, int64_t out_row, int64_t out_column, int64_t width,
+                                     std::vector<float>& band) {
+  if (skew.clip > 0) {  // the products with the 2c + 1 rows, spread over each row of out
+    const int64_t clip = skew.clip, clipped_rows = 2 * clip + 1;
     band.assign(rows * clipped_rows, 0.0f);
     add_product<T::R, T::C>(rows, depth, x, columns, ldc, band.data(), clipped_rows, clipped_rows);
-    for (int64_t r = 0; r < rows; ++r) spread_clipped(band.data() + r * clipped_rows, clip, r, out + r * out_row, width);
+    for (int64_t r = 0; r < rows; ++r)
+      spread_clipped(band.data() + r * clipped_rows, clip, skew.first_query + r, out + r * out_row, width);
     return;
   }
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1),
+    const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1),
                   band_width = round_up_to_lanes(width + b - 1);
     band.resize(std::max<size_t>(band.size(), b * band_width));
     std::memset(band.data(), 0, sizeof(float) * b * band_width);
@@ -293,15 +325,15 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
 // r < rows, n < width: weights times table rows (stride < 0: read in descending order).
 template <class T>
 PELAB_INLINE void add_skewed_weighted_rows(int64_t rows, int64_t width, Matrix w, const float* table, int64_t stride,
-                                           int64_t first0, int64_t clip, float* out, int64_t ldo, int64_t Dh,
-                                           std::vector<float>& mass) {
-  if (clip > 0) {  // w collected per table row, times the 2c + 1 rows
-    const float* collected = collect_clipped_rows(rows, width, w, clip, mass);
-    add_product<T::R, T::C>(rows, 2 * clip + 1, {collected, 2 * clip + 1}, table, stride, out, ldo, Dh);
+                                           Skew skew, float* out, int64_t ldo, int64_t Dh, std::vector<float>& mass) {
+  if (skew.clip > 0) {  // w collected per table row, times the 2c + 1 rows
+    const int64_t clipped_rows = 2 * skew.clip + 1;
+    const float* collected = collect_clipped_rows(rows, width, w, skew.clip, skew.first_query, mass);
+    add_product<T::R, T::C>(rows, clipped_rows, {collected, clipped_rows}, table, stride, out, ldo, Dh);
     return;
   }
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
+    const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
     mass.resize(std::max<size_t>(mass.size(), b * depth));  // the weights laid into their (row, table row) cells
     std::memset(mass.data(), 0, sizeof(float) * b * depth);
     for (int64_t n = 0; n < width; ++n)
@@ -315,15 +347,16 @@ PELAB_INLINE void add_skewed_weighted_rows(int64_t rows, int64_t width, Matrix w
 // other factor.
 template <class T>
 PELAB_INLINE void add_skewed_outer(int64_t rows, int64_t width, Matrix w, const float* x, int64_t ldx, float* table,
-                                   int64_t stride, int64_t first0, int64_t clip, int64_t Dh, std::vector<float>& mass) {
-  if (clip > 0) {  // the collected weights' transpose times x
-    const float* collected = collect_clipped_rows(rows, width, w, clip, mass);
-    add_product<T::R, T::C>(2 * clip + 1, rows, Matrix{collected, 2 * clip + 1}.transposed(), x, ldx, table, stride,
+                                   int64_t stride, Skew skew, int64_t Dh, std::vector<float>& mass) {
+  if (skew.clip > 0) {  // the collected weights' transpose times x
+    const int64_t clipped_rows = 2 * skew.clip + 1;
+    const float* collected = collect_clipped_rows(rows, width, w, skew.clip, skew.first_query, mass);
+    add_product<T::R, T::C>(clipped_rows, rows, Matrix{collected, clipped_rows}.transposed(), x, ldx, table, stride,
                             Dh);
     return;
   }
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t b = std::min(kBlock, rows - r0), base = first0 - (r0 + b - 1), depth = width + b - 1;
+    const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
     mass.resize(std::max<size_t>(mass.size(), depth * b));  // transposed: (table row, row)
     std::memset(mass.data(), 0, sizeof(float) * depth * b);
     for (int64_t n = 0; n < width; ++n)
@@ -369,14 +402,21 @@ float* head_rows(float* gradient, const OffsetTable& table, int64_t h, int64_t W
   return gradient + (table.head ? h * W * Dh : 0);
 }
 
+// Queries per block: a pair's scores are computed, used and dropped kQueryBlock rows at a
+// time, so that the block's scores and gradients (kQueryBlock x T floats) stay in the L2
+// cache next to the pair's (T, Dh) operands, and the saved probabilities are written and
+// read back as one contiguous run per block. A multiple of kBlock and of every tile's rows.
+constexpr int64_t kQueryBlock = 64;
+
 template <class T>
 PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                 float* probs, const MutableStrided& out) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
   const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
-  std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), queries(Tq * Dh), offset_queries, scores(Tq * Tkp),
-      keys, scratch;
+  const int64_t block = std::min(kQueryBlock, Tq);
+  std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), queries(Tq * Dh), offset_queries,
+      scores(block * Tkp), keys, scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   if (in.key_rows.data) keys.resize(Tk * Dh);
   OffsetColumns query_columns(in.query_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
@@ -386,48 +426,50 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
     transpose_rows(in.k, b, h, Tk, Dh, key_columns.data(), Tkp);  // (Dh, Tkp), zero padded
     gather_rows(in.v, b, h, Tk, Dh, values.data());                // (Tk, Dh)
     gather_rows(in.q, b, h, Tq, Dh, queries.data(), in.scale);     // (Tq, Dh), scaled
-    // scores = bias + mask + scale q k^T, zero padded to Tkp columns
-    for (int64_t i = 0; i < Tq; ++i) {
-      float* __restrict row = scores.data() + i * Tkp;
-      const float* __restrict bi = in.bias.data ? in.bias.at(b, h, i) : nullptr;
-      const float* __restrict mi = in.mask.data ? in.mask.at(b, h, i) : nullptr;
-      if (bi && mi)
-        for (int64_t j = 0; j < Tk; ++j) row[j] = bi[j] + mi[j];
-      else if (bi || mi)
-        std::copy(bi ? bi : mi, (bi ? bi : mi) + Tk, row);
-      else
-        std::fill(row, row + Tk, 0.0f);
-      std::fill(row + Tk, row + Tkp, 0.0f);
+    const float* scaled_offset_queries = queries.data();           // q', scaled
+    if (in.query_rows.data && in.offset_query.data) {
+      gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data(), in.scale);
+      scaled_offset_queries = offset_queries.data();
     }
-    add_product<T::R, T::C>(Tq, Dh, {queries.data(), Dh}, key_columns.data(), Tkp, scores.data(), Tkp, Tkp);
-    if (in.query_rows.data) {  // scale q'_i . Rq[i - j]
-      const float* scaled = queries.data();
-      if (in.offset_query.data) {
-        gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data(), in.scale);
-        scaled = offset_queries.data();
-      }
-      add_skewed_product<T>(Tq, Dh, {scaled, Dh}, query_columns.for_head(h), query_columns.ld(), first0, c,
-                            scores.data(), Tkp, 1, Tkp, scratch);
-    }
-    if (in.key_rows.data) {  // scale k_j . Rk[i - j], key-major, written transposed into the scores
-      gather_rows(in.k, b, h, Tk, Dh, keys.data());
-      add_skewed_product<T>(Tk, Dh, {keys.data(), Dh}, key_columns_relative.for_head(h), key_columns_relative.ld(),
-                            first0, /*clip=*/0, scores.data(), 1, Tkp, Tq, scratch);
-    }
-    float* p = probs + pair * Tq * Tk;
-    for (int64_t i = 0; i < Tq; ++i) {
-      float* row = scores.data() + i * Tkp;
-      std::fill(row + Tk, row + Tkp, kNegativeInfinity);
-      softmax_padded(row, Tkp);
-      std::copy(row, row + Tk, p + i * Tk);
-    }
-    // out = p (v + Rv[i - .])
+    if (in.key_rows.data) gather_rows(in.k, b, h, Tk, Dh, keys.data());
     float* o = out.at(b, h, 0);
-    for (int64_t i = 0; i < Tq; ++i) std::fill(o + i * out.row, o + i * out.row + Dh, 0.0f);
-    add_product<T::R, T::C>(Tq, Tk, {scores.data(), Tkp}, values.data(), Dh, o, out.row, Dh);
-    if (in.value_rows.data)
-      add_skewed_weighted_rows<T>(Tq, Tk, {scores.data(), Tkp}, in.value_rows.at(h), Dh, first0, c, o, out.row, Dh,
-                                  scratch);
+    for (int64_t i0 = 0; i0 < Tq; i0 += block) {  // queries [i0, i0 + rows)
+      const int64_t rows = std::min(block, Tq - i0);
+      // scores = bias + mask + scale q k^T, zero padded to Tkp columns
+      for (int64_t i = 0; i < rows; ++i) {
+        float* __restrict row = scores.data() + i * Tkp;
+        const float* __restrict bi = in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr;
+        const float* __restrict mi = in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr;
+        if (bi && mi)
+          for (int64_t j = 0; j < Tk; ++j) row[j] = bi[j] + mi[j];
+        else if (bi || mi)
+          std::copy(bi ? bi : mi, (bi ? bi : mi) + Tk, row);
+        else
+          std::fill(row, row + Tk, 0.0f);
+        std::fill(row + Tk, row + Tkp, 0.0f);
+      }
+      add_product<T::R, T::C>(rows, Dh, {queries.data() + i0 * Dh, Dh}, key_columns.data(), Tkp, scores.data(), Tkp,
+                              Tkp);
+      if (in.query_rows.data)  // scale q'_i . Rq[i - j]
+        add_skewed_product<T>(rows, Dh, {scaled_offset_queries + i0 * Dh, Dh}, query_columns.for_head(h),
+                              query_columns.ld(), Skew{first0 - i0, c, i0}, scores.data(), Tkp, 1, Tkp, scratch);
+      if (in.key_rows.data)  // scale k_j . Rk[i - j], key-major, written transposed into the scores
+        add_skewed_product<T>(Tk, Dh, {keys.data(), Dh}, key_columns_relative.for_head(h), key_columns_relative.ld(),
+                              Skew{first0 + i0}, scores.data(), 1, Tkp, rows, scratch);
+      float* p = probs + (pair * Tq + i0) * Tk;
+      for (int64_t i = 0; i < rows; ++i) {
+        float* row = scores.data() + i * Tkp;
+        std::fill(row + Tk, row + Tkp, kNegativeInfinity);
+        softmax_padded(row, Tk, Tkp, p + i * Tk);
+      }
+      // out = p (v + Rv[i - .])
+      float* oi = o + i0 * out.row;
+      for (int64_t i = 0; i < rows; ++i) std::fill(oi + i * out.row, oi + i * out.row + Dh, 0.0f);
+      add_product<T::R, T::C>(rows, Tk, {p, Tk}, values.data(), Dh, oi, out.row, Dh);
+      if (in.value_rows.data)
+        add_skewed_weighted_rows<T>(rows, Tk, {p, Tk}, in.value_rows.at(h), Dh, Skew{first0 - i0, c, i0}, oi, out.row,
+                                    Dh, scratch);
+    }
   }
 }
 
@@ -437,75 +479,83 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
   const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
+  const int64_t block = std::min(kQueryBlock, Tq);
   std::vector<float> value_columns(Dh * Tkp, 0.0f), keys(Tk * Dh), queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
-      grad_scores(Tq * Tkp), transposed_grad(Dh * Tkp), scratch;
+      grad_scores(block * Tkp), grad_values_transposed(Dh * Tkp), grad_keys_transposed(Dh * Tkp), scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   OffsetColumns value_columns_relative(in.value_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
-    const float* p = probs + pair * Tq * Tk;
     transpose_rows(in.v, b, h, Tk, Dh, value_columns.data(), Tkp);
     gather_rows(in.k, b, h, Tk, Dh, keys.data());
     gather_rows(in.q, b, h, Tq, Dh, queries.data());
     gather_rows(grad_out, b, h, Tq, Dh, grad_outs.data());
-    // dP = dO (v + Rv[i - .])^T
-    std::fill(grad_scores.begin(), grad_scores.end(), 0.0f);
-    add_product<T::R, T::C>(Tq, Dh, {grad_outs.data(), Dh}, value_columns.data(), Tkp, grad_scores.data(), Tkp, Tkp);
-    if (in.value_rows.data)
-      add_skewed_product<T>(Tq, Dh, {grad_outs.data(), Dh}, value_columns_relative.for_head(h),
-                            value_columns_relative.ld(), first0, c, grad_scores.data(), Tkp, 1, Tkp,
-                            scratch);
-    // dS = P * (dP - <P, dP>) row by row; then scale dS, the factor of every product below
-    for (int64_t i = 0; i < Tq; ++i) {
-      const float* __restrict pi = p + i * Tk;
-      float* __restrict row = grad_scores.data() + i * Tkp;
-      const float expected = dot(pi, row, Tk);
-      for (int64_t j = 0; j < Tk; ++j) row[j] = pi[j] * (row[j] - expected);
-      if (grad.scores) std::copy(row, row + Tk, grad.scores + (pair * Tq + i) * Tk);
-      for (int64_t j = 0; j < Tk; ++j) row[j] *= in.scale;
+    const float* offset_query_rows = queries.data();  // q'
+    if (in.query_rows.data && in.offset_query.data) {
+      gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data());
+      offset_query_rows = offset_queries.data();
     }
-    const Matrix dS{grad_scores.data(), Tkp};  // scaled
-    // dQ = scale dS k; dQ' = scale dS Rq[i - .] (into dQ when q' = q); dRq[i - j] += scale dS_ij q'_i
-    float* dq = grad.q + pair * Tq * Dh;
-    std::fill(dq, dq + Tq * Dh, 0.0f);
-    add_product<T::R, T::C>(Tq, Tk, dS, keys.data(), Dh, dq, Dh, Dh);
-    if (in.query_rows.data) {
-      float* dqp = in.offset_query.data ? grad.offset_query + pair * Tq * Dh : dq;
-      if (in.offset_query.data) std::fill(dqp, dqp + Tq * Dh, 0.0f);
-      const float* qp = queries.data();
-      if (in.offset_query.data) {
-        gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data());
-        qp = offset_queries.data();
+    float *dq = grad.q.at(b, h, 0), *dk = grad.k.at(b, h, 0), *dv = grad.v.at(b, h, 0);
+    const int64_t ldq = grad.q.row, ldk = grad.k.row;
+    const bool separate_offset_query = in.query_rows.data && in.offset_query.data;
+    float* dqp = separate_offset_query ? grad.offset_query + pair * Tq * Dh : dq;  // dQ', rows ldqp apart
+    const int64_t ldqp = separate_offset_query ? Dh : ldq;
+    for (int64_t i = 0; i < Tq; ++i) std::fill(dq + i * ldq, dq + i * ldq + Dh, 0.0f);
+    for (int64_t j = 0; j < Tk; ++j) std::fill(dk + j * ldk, dk + j * ldk + Dh, 0.0f);
+    if (separate_offset_query) std::fill(dqp, dqp + Tq * Dh, 0.0f);
+    // dV and dK are summed over the query blocks as dV^T and dK^T (Dh, Tk): see below
+    std::fill(grad_values_transposed.begin(), grad_values_transposed.end(), 0.0f);
+    std::fill(grad_keys_transposed.begin(), grad_keys_transposed.end(), 0.0f);
+    for (int64_t i0 = 0; i0 < Tq; i0 += block) {  // queries [i0, i0 + rows)
+      const int64_t rows = std::min(block, Tq - i0);
+      const float* p = probs + (pair * Tq + i0) * Tk;
+      const float* grad_out_rows = grad_outs.data() + i0 * Dh;
+      const Skew query_skew{first0 - i0, c, i0}, key_skew{first0 + i0};
+      // dP = dO (v + Rv[i - .])^T
+      std::fill(grad_scores.begin(), grad_scores.begin() + rows * Tkp, 0.0f);
+      add_product<T::R, T::C>(rows, Dh, {grad_out_rows, Dh}, value_columns.data(), Tkp, grad_scores.data(), Tkp, Tkp);
+      if (in.value_rows.data)
+        add_skewed_product<T>(rows, Dh, {grad_out_rows, Dh}, value_columns_relative.for_head(h),
+                              value_columns_relative.ld(), query_skew, grad_scores.data(), Tkp, 1, Tkp, scratch);
+      // dS = P * (dP - <P, dP>) row by row; then scale dS, the factor of every product below
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* __restrict pi = p + i * Tk;
+        float* __restrict row = grad_scores.data() + i * Tkp;
+        const float expected = dot(pi, row, Tk);
+        for (int64_t j = 0; j < Tk; ++j) row[j] = pi[j] * (row[j] - expected);
+        if (grad.scores) std::copy(row, row + Tk, grad.scores + (pair * Tq + i0 + i) * Tk);
+        for (int64_t j = 0; j < Tk; ++j) row[j] *= in.scale;
       }
-      add_skewed_weighted_rows<T>(Tq, Tk, dS, in.query_rows.at(h), Dh, first0, c, dqp, Dh, Dh, scratch);
-      add_skewed_outer<T>(Tq, Tk, dS, qp, Dh, head_rows(grad.query_rows, in.query_rows, h, table_rows, Dh), Dh, first0,
-                          c, Dh, scratch);
+      const Matrix dS{grad_scores.data(), Tkp};  // scaled
+      // dQ = scale dS k; dQ' = scale dS Rq[i - .]; dRq[i - j] += scale dS_ij q'_i
+      add_product<T::R, T::C>(rows, Tk, dS, keys.data(), Dh, dq + i0 * ldq, ldq, Dh);
+      if (in.query_rows.data) {
+        add_skewed_weighted_rows<T>(rows, Tk, dS, in.query_rows.at(h), Dh, query_skew, dqp + i0 * ldqp, ldqp, Dh,
+                                    scratch);
+        add_skewed_outer<T>(rows, Tk, dS, offset_query_rows + i0 * Dh, Dh,
+                            head_rows(grad.query_rows, in.query_rows, h, table_rows, Dh), Dh, query_skew, Dh, scratch);
+      }
+      // dV = P^T dO, as dV^T += dO^T P (the long rows of P read along their length, not
+      // down its columns); dRv[i - j] += P_ij dO_i
+      add_product<T::R, T::C>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p, Tk, grad_values_transposed.data(),
+                              Tkp, Tk);
+      if (in.value_rows.data)
+        add_skewed_outer<T>(rows, Tk, {p, Tk}, grad_out_rows, Dh,
+                            head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh), Dh, query_skew, Dh, scratch);
+      // dK = scale dS^T q, as dK^T += q^T dS; key-major with an ascending table (rows read
+      // backwards from the last descending one): dK_j += scale dS_ij Rk[i - j],
+      // dRk[i - j] += scale dS_ij k_j
+      add_product<T::R, T::C>(Dh, rows, Matrix{queries.data() + i0 * Dh, Dh}.transposed(), grad_scores.data(), Tkp,
+                              grad_keys_transposed.data(), Tkp, Tk);
+      if (in.key_rows.data) {
+        add_skewed_weighted_rows<T>(Tk, rows, dS.transposed(), in.key_rows.at(h) + (W - 1) * Dh, -Dh, key_skew, dk, ldk,
+                                    Dh, scratch);
+        add_skewed_outer<T>(Tk, rows, dS.transposed(), keys.data(), Dh,
+                            head_rows(grad.key_rows, in.key_rows, h, W, Dh) + (W - 1) * Dh, -Dh, key_skew, Dh, scratch);
+      }
     }
-    // dV = P^T dO; dRv[i - j] += P_ij dO_i
-    float* dv = grad.v + pair * Tk * Dh;
-    // (as dV^T = dO^T P: the long rows of P are read along their length, not down its
-    // columns, then the (Dh, Tk) result is transposed)
-    const Matrix P{p, Tk};
-    std::fill(transposed_grad.begin(), transposed_grad.end(), 0.0f);
-    add_product<T::R, T::C>(Dh, Tq, Matrix{grad_outs.data(), Dh}.transposed(), p, Tk, transposed_grad.data(), Tkp, Tk);
-    transpose(Dh, Tk, transposed_grad.data(), Tkp, dv, Dh);
-    if (in.value_rows.data)
-      add_skewed_outer<T>(Tq, Tk, P, grad_outs.data(), Dh, head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh),
-                          Dh, first0, c, Dh, scratch);
-    // dK = scale dS^T q; key-major with an ascending table (rows read backwards from the
-    // last descending one): dK_j += scale dS_ij Rk[i - j], dRk[i - j] += scale dS_ij k_j
-    float* dk = grad.k + pair * Tk * Dh;
-    std::fill(transposed_grad.begin(), transposed_grad.end(), 0.0f);
-    add_product<T::R, T::C>(Dh, Tq, Matrix{queries.data(), Dh}.transposed(), grad_scores.data(), Tkp,
-                            transposed_grad.data(), Tkp, Tk);
-    transpose(Dh, Tk, transposed_grad.data(), Tkp, dk, Dh);
-    if (in.key_rows.data) {
-      add_skewed_weighted_rows<T>(Tk, Tq, dS.transposed(), in.key_rows.at(h) + (W - 1) * Dh, -Dh, first0, /*clip=*/0,
-                                  dk, Dh, Dh, scratch);
-      add_skewed_outer<T>(Tk, Tq, dS.transposed(), keys.data(), Dh,
-                          head_rows(grad.key_rows, in.key_rows, h, W, Dh) + (W - 1) * Dh, -Dh, first0, /*clip=*/0, Dh,
-                          scratch);
-    }
+    transpose(Dh, Tk, grad_values_transposed.data(), Tkp, dv, grad.v.row);
+    transpose</*Accumulate=*/true>(Dh, Tk, grad_keys_transposed.data(), Tkp, dk, ldk);
   }
 }
 

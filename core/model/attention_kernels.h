@@ -63,15 +63,17 @@ struct AttentionInputs {
   int64_t clip = 0;
 };
 
-// Where the backward writes. q, k, v: contiguous (B, H, T, Dh), written. scores (may be
-// null): contiguous (B, H, Tq, Tk), the gradient of the scores (and of an additive bias,
+// Where the backward writes. q, k, v: (B, H, T, Dh) views, written (the caller picks the
+// memory order: (B, T, H, Dh) lets the heads' gradients merge without a copy). scores (may
+// be null): contiguous (B, H, Tq, Tk), the gradient of the scores (and of an additive bias,
 // before summing over its broadcast dimensions). offset_query: contiguous (B, H, Tq, Dh),
 // written, when the inputs have a separate q'; else q' = q and its gradient goes to q.
 // query_rows, key_rows, value_rows (when the inputs have them): contiguous descending rows
 // shaped like the inputs' tables ((H|1, 2T - 1, Dh)), added to (each caller's thread gives
 // its own, then sums).
 struct AttentionGradients {
-  float *q = nullptr, *k = nullptr, *v = nullptr, *scores = nullptr, *offset_query = nullptr;
+  MutableStrided q, k, v;
+  float *scores = nullptr, *offset_query = nullptr;
   float *query_rows = nullptr, *key_rows = nullptr, *value_rows = nullptr;
 };
 

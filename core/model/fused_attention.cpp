@@ -1,6 +1,7 @@
 #include "core/model/fused_attention.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <mutex>
 
@@ -118,6 +119,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                 "fused_attention: the offset query must be shaped like q ", q.sizes(), ", got ", offset_query.sizes());
 
     const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip);
+    RECORD_FUNCTION("pelab::fused_attention_forward", std::vector<c10::IValue>());  // for pelab bench --trace
     auto probs = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
     auto out = torch::empty({dims.batch, dims.queries, dims.heads, dims.head_dim}, q.options());
     const kernels::MutableStrided out_view{out.data_ptr<float>(), out.stride(0), out.stride(2), out.stride(1)};
@@ -143,9 +145,15 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const auto grad_out = unit_last_stride(gradients[0]);
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     const auto in = kernel_inputs(q, k, v, scale, {}, {}, rows, offset_query, context->saved_data["clip"].toInt());
-    auto grad_q = torch::empty(q.sizes(), q.options());
-    auto grad_k = torch::empty(k.sizes(), k.options());
-    auto grad_v = torch::empty(v.sizes(), v.options());
+    // q, k, v's gradients in (B, T, H, Dh) memory, as the projection's output has them: the
+    // heads merge back into (B, T, D) without a copy
+    auto heads_last = [](const torch::Tensor& t) {
+      return torch::empty({t.size(0), t.size(2), t.size(1), t.size(3)}, t.options()).transpose(1, 2);
+    };
+    auto grad_q = heads_last(q), grad_k = heads_last(k), grad_v = heads_last(v);
+    auto mutable_view = [](const torch::Tensor& t) {
+      return kernels::MutableStrided{t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
+    };
     const bool bias_needs_grad = context->needs_input_grad(3);  // an absent bias never does
     torch::Tensor grad_scores, grad_offset_query;
     if (bias_needs_grad) grad_scores = torch::empty(probs.sizes(), probs.options());
@@ -157,8 +165,8 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
       std::vector<torch::Tensor> mine;  // this thread's share of the tables' gradients
       for (const auto& table : rows) mine.push_back(zero_gradient(table));
       auto pointer = [](const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; };
-      const kernels::AttentionGradients grad{grad_q.data_ptr<float>(),  grad_k.data_ptr<float>(),
-                                             grad_v.data_ptr<float>(),  pointer(grad_scores),
+      const kernels::AttentionGradients grad{mutable_view(grad_q),     mutable_view(grad_k),
+                                             mutable_view(grad_v),     pointer(grad_scores),
                                              pointer(grad_offset_query), pointer(mine[kQueryRows]),
                                              pointer(mine[kKeyRows]),   pointer(mine[kValueRows])};
       kernels::attention_backward(dims, begin, end, in, probs.data_ptr<float>(), strided_view(grad_out), grad);
