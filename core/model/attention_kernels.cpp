@@ -220,9 +220,11 @@ PELAB_INLINE void softmax_padded(float* __restrict row, int64_t n, int64_t np, f
     const Float16 x = load<Float16>(row + j0);
     lane_max[0] = x > lane_max[0] ? x : lane_max[0];
   }
+  Float16 lanes = lane_max[0] > lane_max[1] ? lane_max[0] : lane_max[1];
+  const Float16 other = lane_max[2] > lane_max[3] ? lane_max[2] : lane_max[3];
+  lanes = lanes > other ? lanes : other;
   float maximum = kNegativeInfinity;
-  for (const auto& m : lane_max)
-    for (int64_t c = 0; c < kLanes; ++c) maximum = m[c] > maximum ? m[c] : maximum;
+  for (int64_t c = 0; c < kLanes; ++c) maximum = lanes[c] > maximum ? lanes[c] : maximum;
   for (int64_t j = 0; j < np; ++j) row[j] = exp_nonpositive(row[j] - maximum);
   const float inverse = 1.0f / sum_of(row, np);
   for (int64_t j = 0; j < n; ++j) probs[j] = row[j] * inverse;
