@@ -1,6 +1,7 @@
 // Fused CPU attention kernels (torch-free): softmax(q k^T * scale + additive tables +
-// relative terms) v and its gradient, one (batch, head) pair at a time, in a per-thread
-// (T, T) scratch instead of (B, H, T, T) tensors for the raw, scaled and biased scores. The
+// relative terms) v and its gradient, one (batch, head) pair at a time and 64 queries at a
+// time, in a per-thread (64, T) scratch instead of (B, H, T, T) tensors for the raw, scaled
+// and biased scores (only the probabilities are kept, for the backward). The
 // products are register-tiled loops (a few query rows times two vectors of keys), the
 // relative terms (HF relative_key / relative_key_query, Shaw, Transformer-XL, DeBERTa) are
 // products with bands of per-offset tables shifted into place, and the backward works from
