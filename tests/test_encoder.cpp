@@ -5,6 +5,7 @@
 #include "core/model/attention_kernels.h"
 #include "core/model/fused_attention.h"
 #include "core/model/flops.h"
+#include "core/model/gelu.h"
 #include "tests/support.h"
 
 using namespace pelab;
@@ -186,7 +187,7 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
   }
   kernels::use_instruction_set(instruction_sets.back());
   CATCH_CHECK_THROWS_WITH(kernels::use_instruction_set("sse9"),
-                          Catch::Matchers::Contains("cannot run the 'sse9' attention kernels"));
+                          Catch::Matchers::Contains("cannot run the 'sse9' CPU kernels"));
   // probabilities and extreme scores: a row of huge scores soft-maxes to one-hot, finite
   auto q = torch::zeros({1, 1, 3, 8}), k = torch::zeros({1, 1, 3, 8}), v = torch::eye(3).view({1, 1, 3, 3});
   auto bias = torch::tensor({0.f, 200.f, -200.f, 0.f, 0.f, 0.f, -1e30f, -1e30f, 50.f}).view({1, 1, 3, 3});
@@ -195,6 +196,51 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
   auto expected = torch::softmax(bias, -1);
   CATCH_CHECK(torch::allclose(out.slice(-1, 0, 3), expected, 1e-6, 1e-7));
   CATCH_CHECK(out.slice(-1, 0, 3)[0][0][1][0].item<float>() == Approx(1.0 / 3.0));
+}
+
+CATCH_TEST_CASE("gelu_activation equals x Phi(x) and its derivative, to float precision, for every kernel copy",
+                "[encoder]") {
+  // x: a grid over [-12, 12] (both tails, several parallel chunks, a length off the vector
+  // width) and special values, as a non-contiguous (transposed) view
+  auto grid = torch::linspace(-12.0, 12.0, 40001, torch::kFloat64);
+  auto special = torch::tensor({0.0, -0.0, 1e-30, -1e-30, 87.0, -87.0, 1e4, -1e4, 0.5, -0.5, 3.0}, torch::kFloat64);
+  auto x64 = torch::cat({grid, special});  // 40012 = 4 x 10003
+  auto x = x64.to(torch::kFloat32).view({4, 10003}).t().detach().requires_grad_();
+  CATCH_REQUIRE(!x.is_contiguous());
+  const auto xd = x.detach().to(torch::kFloat64);
+  const auto cdf = 0.5 * (1.0 + torch::erf(xd / std::sqrt(2.0)));
+  const auto expected = xd * cdf;
+  const auto expected_slope = cdf + xd * torch::exp(-0.5 * xd * xd) / std::sqrt(2.0 * M_PI);
+  const auto grad_y = torch::rand_like(x) + 0.5;
+  const auto tolerance = 2e-7 * torch::clamp_min(xd.abs(), 1.0);  // float rounding of x Phi(x)
+  for (const auto& isa : kernels::supported_instruction_sets()) {
+    CATCH_CAPTURE(isa);
+    kernels::use_instruction_set(isa);
+    x.mutable_grad() = torch::Tensor();
+    auto y = gelu_activation(x);
+    CATCH_REQUIRE(y.sizes() == x.sizes());
+    const auto error = (y.detach().to(torch::kFloat64) - expected).abs();
+    CATCH_CHECK((error <= tolerance).all().item<bool>());
+    CATCH_CAPTURE(error.max().item<double>());
+    CATCH_CHECK(torch::allclose(y, torch::gelu(x), 1e-5, 1e-6));  // and LibTorch's own
+    y.backward(grad_y);
+    const auto slope_error = (x.grad().to(torch::kFloat64) - grad_y.to(torch::kFloat64) * expected_slope).abs();
+    CATCH_CHECK((slope_error <= 2 * tolerance).all().item<bool>());
+    // the far negative tail is Phi's small number itself (within A-S 7.1.26's 0.4% there),
+    // not 1 minus a number close to 1 (which rounds to 0 in float32)
+    const float tail = gelu_activation(torch::tensor({-6.0f}))[0].item<float>();
+    CATCH_CHECK(tail == Approx(-6.0 * 0.5 * std::erfc(6.0 / std::sqrt(2.0))).epsilon(5e-3));
+    CATCH_CHECK(std::isnan(gelu_activation(torch::tensor({NAN}))[0].item<float>()));
+  }
+  kernels::use_instruction_set(kernels::supported_instruction_sets().back());
+  // anything but float32 on the CPU is LibTorch's gelu, values and gradients
+  auto x_double = xd.clone().requires_grad_();
+  auto y_double = gelu_activation(x_double);
+  CATCH_CHECK(torch::equal(y_double, torch::gelu(xd)));
+  y_double.sum().backward();
+  auto x_reference = xd.clone().requires_grad_();
+  torch::gelu(x_reference).sum().backward();
+  CATCH_CHECK(torch::equal(x_double.grad(), x_reference.grad()));
 }
 
 CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, values and gradients", "[encoder]") {

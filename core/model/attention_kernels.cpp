@@ -1,14 +1,13 @@
 #include "core/model/attention_kernels.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <stdexcept>
 #include <vector>
 
-#include "core/cpu_features.h"
+#include "core/model/instruction_sets.h"
+#include "core/model/vector_math.h"
 
 // The work is small matrix products (scores = q k^T, p v, and their gradients) done by one
 // register-tiled loop (product_tile: a few rows times two vectors of columns, so that each
@@ -16,12 +15,9 @@
 // terms are the same products on bands of an offset table, shifted into place. Every loop
 // is written so that GCC vectorizes it (GCC vector extensions, no reductions across lanes). The entry points are compiled
 // once per instruction set (AVX-512, AVX2 + FMA, baseline) and picked by what the CPU
-// supports (by feature, not by CPU model: target_clones("arch=...") matches models only);
-// the helpers are forced inline so that each copy is compiled for its instruction set.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define PELAB_X86_DISPATCH 1
-#endif
-#define PELAB_INLINE __attribute__((always_inline)) inline
+// supports (by feature, not by CPU model: target_clones("arch=...") matches models only;
+// core/model/instruction_sets.h); the helpers are forced inline so that each copy is
+// compiled for its instruction set.
 
 namespace pelab::kernels {
 
@@ -31,36 +27,6 @@ constexpr int64_t kLanes = 16;  // one AVX-512 register, two AVX2 registers
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
 int64_t round_up_to_lanes(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
-
-// exp(x) for x <= 0 (scores minus their row maximum), -inf -> 0, NaN -> NaN; relative error
-// below 2e-7 (range reduction by ln 2, degree-6 Taylor polynomial on |r| <= ln(2)/2).
-PELAB_INLINE float exp_nonpositive(float x) {
-  const float t = std::max(x, -87.0f);             // NaN stays NaN
-  const float finite = t == t ? t : 0.0f;          // the exponent path never sees NaN
-  const float n = std::floor(finite * 1.44269504088896341f + 0.5f);
-  const float r = t - n * 0.693145751953125f - n * 1.428606765330187e-06f;
-  const float p =
-      1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float two_to_n;
-  std::memcpy(&two_to_n, &bits, sizeof two_to_n);
-  return x < -87.0f ? 0.0f : p * two_to_n;
-}
-
-// Sixteen and eight floats as one value (GCC/Clang vector extension): one AVX-512 register,
-// two AVX2 ones or four SSE ones (Float16); one AVX register or two SSE ones (Float8).
-typedef float Float16 __attribute__((vector_size(64)));
-typedef float Float8 __attribute__((vector_size(32)));
-template <class V>
-PELAB_INLINE V load(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <class V>
-PELAB_INLINE void store(float* p, V v) {
-  std::memcpy(p, &v, sizeof v);
-}
 
 // A read-only matrix: element (r, c) at data[r * row + c * column] (column = 1: row-major;
 // row = 1: the transpose of a row-major matrix, read in place).
@@ -187,8 +153,7 @@ PELAB_INLINE float sum_of(const float* x, int64_t n) {
     for (int c = 0; c < 4; ++c) sums[c] += load<Float16>(x + j + c * kLanes);
   for (; j + kLanes <= n; j += kLanes) sums[0] += load<Float16>(x + j);
   const Float16 total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
-  float sum = 0.0f;
-  for (int64_t c = 0; c < kLanes; ++c) sum += total[c];
+  float sum = horizontal_sum(total);
   for (; j < n; ++j) sum += x[j];
   return sum;
 }
@@ -199,8 +164,7 @@ PELAB_INLINE float dot(const float* x, const float* y, int64_t n) {
     for (int c = 0; c < 4; ++c) sums[c] += load<Float16>(x + j + c * kLanes) * load<Float16>(y + j + c * kLanes);
   for (; j + kLanes <= n; j += kLanes) sums[0] += load<Float16>(x + j) * load<Float16>(y + j);
   const Float16 total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
-  float sum = 0.0f;
-  for (int64_t c = 0; c < kLanes; ++c) sum += total[c];
+  float sum = horizontal_sum(total);
   for (; j < n; ++j) sum += x[j] * y[j];
   return sum;
 }
@@ -223,8 +187,7 @@ PELAB_INLINE void softmax_padded(float* __restrict row, int64_t n, int64_t np, f
   Float16 lanes = lane_max[0] > lane_max[1] ? lane_max[0] : lane_max[1];
   const Float16 other = lane_max[2] > lane_max[3] ? lane_max[2] : lane_max[3];
   lanes = lanes > other ? lanes : other;
-  float maximum = kNegativeInfinity;
-  for (int64_t c = 0; c < kLanes; ++c) maximum = lanes[c] > maximum ? lanes[c] : maximum;
+  const float maximum = horizontal_max(lanes);
   for (int64_t j = 0; j < np; ++j) row[j] = exp_nonpositive(row[j] - maximum);
   const float inverse = 1.0f / sum_of(row, np);
   for (int64_t j = 0; j < n; ++j) probs[j] = row[j] * inverse;
@@ -577,55 +540,13 @@ namespace {
 void forward_baseline(PELAB_FORWARD_PARAMETERS) { forward_pairs<BaselineTile>(PELAB_FORWARD_ARGUMENTS); }
 void backward_baseline(PELAB_BACKWARD_PARAMETERS) { backward_pairs<BaselineTile>(PELAB_BACKWARD_ARGUMENTS); }
 #ifdef PELAB_X86_DISPATCH
-#define PELAB_AVX2 __attribute__((target("avx2,fma")))
-#define PELAB_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 PELAB_AVX2 void forward_avx2(PELAB_FORWARD_PARAMETERS) { forward_pairs<Avx2Tile>(PELAB_FORWARD_ARGUMENTS); }
 PELAB_AVX2 void backward_avx2(PELAB_BACKWARD_PARAMETERS) { backward_pairs<Avx2Tile>(PELAB_BACKWARD_ARGUMENTS); }
 PELAB_AVX512 void forward_avx512(PELAB_FORWARD_PARAMETERS) { forward_pairs<Avx512Tile>(PELAB_FORWARD_ARGUMENTS); }
 PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) { backward_pairs<Avx512Tile>(PELAB_BACKWARD_ARGUMENTS); }
 #endif
 
-enum class InstructionSet { baseline, avx2, avx512 };
-const char* const kInstructionSetNames[] = {"baseline", "avx2", "avx512"};
-
-InstructionSet best_instruction_set() {
-#ifdef PELAB_X86_DISPATCH
-  switch (widest_vector_instructions()) {
-    case VectorInstructions::avx512: return InstructionSet::avx512;
-    case VectorInstructions::avx2_fma: return InstructionSet::avx2;
-    case VectorInstructions::avx:
-    case VectorInstructions::baseline: break;
-  }
-#endif
-  return InstructionSet::baseline;
-}
-
-std::atomic<int>& chosen_instruction_set() {
-  static std::atomic<int> chosen{static_cast<int>(best_instruction_set())};
-  return chosen;
-}
-
-InstructionSet instruction_set() { return static_cast<InstructionSet>(chosen_instruction_set().load()); }
-
 }  // namespace
-
-std::vector<std::string> supported_instruction_sets() {
-  std::vector<std::string> names;
-  for (int i = 0; i <= static_cast<int>(best_instruction_set()); ++i) names.push_back(kInstructionSetNames[i]);
-  return names;
-}
-
-std::string instruction_set_in_use() { return kInstructionSetNames[static_cast<int>(instruction_set())]; }
-
-void use_instruction_set(const std::string& name) {
-  const auto supported = supported_instruction_sets();
-  for (size_t i = 0; i < supported.size(); ++i)
-    if (supported[i] == name) {
-      chosen_instruction_set() = static_cast<int>(i);
-      return;
-    }
-  throw std::invalid_argument("this CPU cannot run the '" + name + "' attention kernels");
-}
 
 void attention_forward(PELAB_FORWARD_PARAMETERS) {
 #ifdef PELAB_X86_DISPATCH

@@ -8,12 +8,12 @@
 // the saved probabilities. At small head sizes (Dh = 8: the Ruoss et al. model) this
 // replaces ~1000 tiny BLAS calls per product (see core/model/fused_attention.h for when it
 // is used). The loops are compiled for AVX-512, AVX2 + FMA and baseline x86-64, picked at
-// run time.
+// run time (core/model/instruction_sets.h).
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <vector>
+
+#include "core/model/instruction_sets.h"  // which copy of the kernels runs
 
 namespace pelab::kernels {
 
@@ -87,13 +87,5 @@ void attention_forward(const AttentionDims& dims, int64_t begin, int64_t end, co
 // (B, H, Tq, Dh) view.
 void attention_backward(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                         const float* probs, Strided grad_out, const AttentionGradients& grad);
-
-// The instruction sets whose copy of the kernels this CPU can run, widest last, from
-// "baseline", "avx2", "avx512"; the one in use (by default the widest); and a switch to
-// another one (tests run every copy). use_instruction_set throws std::invalid_argument for
-// a set this CPU cannot run.
-std::vector<std::string> supported_instruction_sets();
-std::string instruction_set_in_use();
-void use_instruction_set(const std::string& name);
 
 }  // namespace pelab::kernels

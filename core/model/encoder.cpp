@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/encodings/registry.h"
+#include "core/model/gelu.h"
 
 namespace pelab {
 
@@ -22,7 +23,7 @@ torch::Tensor BlockImpl::forward(torch::Tensor x, const torch::Tensor& mask, con
                                  PositionEncodingImpl& encoding, torch::Tensor* probs_out) {
   auto feed_forward = [&](const torch::Tensor& h) {
     auto hidden = ff_in_->forward(h);
-    hidden = gelu_ ? torch::gelu(hidden) : torch::relu(hidden);
+    hidden = gelu_ ? gelu_activation(hidden) : torch::relu(hidden);
     return dropout_->forward(ff_out_->forward(hidden));
   };
   if (pre_norm_) {

@@ -1,0 +1,53 @@
+#include "core/model/instruction_sets.h"
+
+#include <atomic>
+#include <stdexcept>
+
+#include "core/cpu_features.h"
+
+namespace pelab::kernels {
+
+namespace {
+
+const char* const kInstructionSetNames[] = {"baseline", "avx2", "avx512"};
+
+InstructionSet best_instruction_set() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  switch (widest_vector_instructions()) {
+    case VectorInstructions::avx512: return InstructionSet::avx512;
+    case VectorInstructions::avx2_fma: return InstructionSet::avx2;
+    case VectorInstructions::avx:
+    case VectorInstructions::baseline: break;
+  }
+#endif
+  return InstructionSet::baseline;
+}
+
+std::atomic<int>& chosen_instruction_set() {
+  static std::atomic<int> chosen{static_cast<int>(best_instruction_set())};
+  return chosen;
+}
+
+}  // namespace
+
+InstructionSet instruction_set() { return static_cast<InstructionSet>(chosen_instruction_set().load()); }
+
+std::vector<std::string> supported_instruction_sets() {
+  std::vector<std::string> names;
+  for (int i = 0; i <= static_cast<int>(best_instruction_set()); ++i) names.push_back(kInstructionSetNames[i]);
+  return names;
+}
+
+std::string instruction_set_in_use() { return kInstructionSetNames[static_cast<int>(instruction_set())]; }
+
+void use_instruction_set(const std::string& name) {
+  const auto supported = supported_instruction_sets();
+  for (size_t i = 0; i < supported.size(); ++i)
+    if (supported[i] == name) {
+      chosen_instruction_set() = static_cast<int>(i);
+      return;
+    }
+  throw std::invalid_argument("this CPU cannot run the '" + name + "' CPU kernels");
+}
+
+}  // namespace pelab::kernels

@@ -1,0 +1,24 @@
+// Which copy of pelab's CPU kernels runs (attention_kernels.h, gelu_kernels.h): each is
+// compiled for AVX-512, AVX2 + FMA and baseline x86-64, and the widest one this CPU
+// supports is used unless a caller (the tests, which run every copy) picks another.
+// Torch-free.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pelab::kernels {
+
+// The instruction sets whose copy of the kernels this CPU can run, widest last, from
+// "baseline", "avx2", "avx512"; the one in use (by default the widest); and a switch to
+// another one. use_instruction_set throws std::invalid_argument for a set this CPU cannot
+// run.
+std::vector<std::string> supported_instruction_sets();
+std::string instruction_set_in_use();
+void use_instruction_set(const std::string& name);
+
+// For the kernels' dispatch.
+enum class InstructionSet { baseline, avx2, avx512 };
+InstructionSet instruction_set();
+
+}  // namespace pelab::kernels
