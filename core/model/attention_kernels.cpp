@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/model/instruction_sets.h"
@@ -127,6 +128,28 @@ PELAB_INLINE void transpose(int64_t rows, int64_t cols, const float* __restrict 
           else
             dst[c * ldd + r] = src[r * lds + c];
         }
+}
+
+// A 16 x 16 block transposed in registers: rows[i] holds row i, and on return column i.
+// Four butterfly stages of two-source shuffles (vpermt2ps on AVX-512); stage K swaps bit K
+// of the row and column indices.
+template <int K, int... J>
+PELAB_INLINE void butterfly(Float16& a, Float16& b, std::integer_sequence<int, J...>) {
+  const Float16 low = __builtin_shufflevector(a, b, (((J >> K) & 1) ? 16 + (J ^ (1 << K)) : J)...);
+  const Float16 high = __builtin_shufflevector(a, b, (((J >> K) & 1) ? 16 + J : (J | (1 << K)))...);
+  a = low;
+  b = high;
+}
+template <int K>
+PELAB_INLINE void butterfly_stage(Float16 (&rows)[kLanes]) {
+  for (int i = 0; i < kLanes; ++i)
+    if (!(i & (1 << K))) butterfly<K>(rows[i], rows[i | (1 << K)], std::make_integer_sequence<int, kLanes>());
+}
+PELAB_INLINE void transpose_16x16(Float16 (&rows)[kLanes]) {
+  butterfly_stage<0>(rows);
+  butterfly_stage<1>(rows);
+  butterfly_stage<2>(rows);
+  butterfly_stage<3>(rows);
 }
 
 // Rows of a (B, H, rows, Dh) view copied into a contiguous (rows, Dh) block, times `factor`.
@@ -279,11 +302,48 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
         for (int64_t n = 0; n < width; ++n) o[n] += shifted[n];
       }
     } else {  // a column of the output at a time: its b rows are one run of memory when out_row = 1
-      for (int64_t n = 0; n < width; ++n)
+      int64_t n0 = 0;
+      if (b == kLanes && out_row == 1)  // 16 x 16 blocks: the shifted band rows, transposed in registers
+        for (; n0 + kLanes <= width; n0 += kLanes) {
+          Float16 block[kLanes];
+          for (int r = 0; r < kLanes; ++r) block[r] = load<Float16>(band.data() + r * band_width + (b - 1 - r) + n0);
+          transpose_16x16(block);
+          for (int n = 0; n < kLanes; ++n) {
+            float* o = out + r0 + (n0 + n) * out_column;
+            store<Float16>(o, load<Float16>(o) + block[n]);
+          }
+        }
+      for (int64_t n = n0; n < width; ++n)
         for (int64_t r = 0; r < b; ++r)
           out[(r0 + r) * out_row + n * out_column] += band[r * band_width + (b - 1 - r) + n];
     }
   }
+}
+
+// The weights w(r0 + r, n) (r < b, n < width) laid into their (row, table row) cells of a
+// zeroed (b, depth = width + b - 1) block: mass[r * depth + (b - 1 - r) + n], the skew of
+// add_skewed_product undone. Query-major weights (w.column = 1) are row copies; key-major
+// ones (w.row = 1: dS^T) are read 16 x 16 at a time and transposed in registers.
+PELAB_INLINE float* skewed_mass(int64_t r0, int64_t b, int64_t width, Matrix w, std::vector<float>& mass) {
+  const int64_t depth = width + b - 1;
+  mass.resize(std::max<size_t>(mass.size(), b * depth));
+  std::memset(mass.data(), 0, sizeof(float) * b * depth);
+  float* m = mass.data();
+  if (w.column == 1) {
+    for (int64_t r = 0; r < b; ++r) std::memcpy(m + r * depth + (b - 1 - r), w.at(r0 + r, 0), sizeof(float) * width);
+    return m;
+  }
+  int64_t n0 = 0;
+  if (b == kLanes && w.row == 1)
+    for (; n0 + kLanes <= width; n0 += kLanes) {
+      Float16 block[kLanes];  // row n: w(r0 .. r0 + 15, n0 + n)
+      for (int n = 0; n < kLanes; ++n) block[n] = load<Float16>(w.at(r0, n0 + n));
+      transpose_16x16(block);
+      for (int r = 0; r < kLanes; ++r) store<Float16>(m + r * depth + (b - 1 - r) + n0, block[r]);
+    }
+  for (int64_t n = n0; n < width; ++n)
+    for (int64_t r = 0; r < b; ++r) m[r * depth + (b - 1 - r) + n] = *w.at(r0 + r, n);
+  return m;
 }
 
 // out[r * ldo + (0, Dh)] += sum_n w(r, n) table[(first0 - r + n) * stride + (0, Dh)] for
@@ -299,11 +359,8 @@ PELAB_INLINE void add_skewed_weighted_rows(int64_t rows, int64_t width, Matrix w
   }
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
     const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
-    mass.resize(std::max<size_t>(mass.size(), b * depth));  // the weights laid into their (row, table row) cells
-    std::memset(mass.data(), 0, sizeof(float) * b * depth);
-    for (int64_t n = 0; n < width; ++n)
-      for (int64_t r = 0; r < b; ++r) mass[r * depth + (b - 1 - r) + n] = *w.at(r0 + r, n);
-    add_product<T::R, T::C>(b, depth, {mass.data(), depth}, table + base * stride, stride, out + r0 * ldo, ldo, Dh);
+    const float* cells = skewed_mass(r0, b, width, w, mass);
+    add_product<T::R, T::C>(b, depth, {cells, depth}, table + base * stride, stride, out + r0 * ldo, ldo, Dh);
   }
 }
 
@@ -322,11 +379,9 @@ PELAB_INLINE void add_skewed_outer(int64_t rows, int64_t width, Matrix w, const 
   }
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
     const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
-    mass.resize(std::max<size_t>(mass.size(), depth * b));  // transposed: (table row, row)
-    std::memset(mass.data(), 0, sizeof(float) * depth * b);
-    for (int64_t n = 0; n < width; ++n)
-      for (int64_t r = 0; r < b; ++r) mass[(b - 1 - r + n) * b + r] = *w.at(r0 + r, n);
-    add_product<T::R, T::C>(depth, b, {mass.data(), b}, x + r0 * ldx, ldx, table + base * stride, stride, Dh);
+    const float* cells = skewed_mass(r0, b, width, w, mass);  // read transposed: (table row, row)
+    add_product<T::R, T::C>(depth, b, Matrix{cells, depth}.transposed(), x + r0 * ldx, ldx, table + base * stride,
+                            stride, Dh);
   }
 }
 
