@@ -603,26 +603,8 @@ PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) { backward_pairs<Av
 
 }  // namespace
 
-void attention_forward(PELAB_FORWARD_PARAMETERS) {
-#ifdef PELAB_X86_DISPATCH
-  switch (instruction_set()) {
-    case InstructionSet::avx512: return forward_avx512(PELAB_FORWARD_ARGUMENTS);
-    case InstructionSet::avx2: return forward_avx2(PELAB_FORWARD_ARGUMENTS);
-    case InstructionSet::baseline: break;
-  }
-#endif
-  forward_baseline(PELAB_FORWARD_ARGUMENTS);
-}
+void attention_forward(PELAB_FORWARD_PARAMETERS) { PELAB_PICK_COPY(forward)(PELAB_FORWARD_ARGUMENTS); }
 
-void attention_backward(PELAB_BACKWARD_PARAMETERS) {
-#ifdef PELAB_X86_DISPATCH
-  switch (instruction_set()) {
-    case InstructionSet::avx512: return backward_avx512(PELAB_BACKWARD_ARGUMENTS);
-    case InstructionSet::avx2: return backward_avx2(PELAB_BACKWARD_ARGUMENTS);
-    case InstructionSet::baseline: break;
-  }
-#endif
-  backward_baseline(PELAB_BACKWARD_ARGUMENTS);
-}
+void attention_backward(PELAB_BACKWARD_PARAMETERS) { PELAB_PICK_COPY(backward)(PELAB_BACKWARD_ARGUMENTS); }
 
 }  // namespace pelab::kernels

@@ -51,26 +51,10 @@ PELAB_AVX512 void backward_avx512(const float* x, const float* g, float* dx, int
 
 }  // namespace
 
-void gelu_forward(const float* x, float* y, int64_t n) {
-#ifdef PELAB_X86_DISPATCH
-  switch (instruction_set()) {
-    case InstructionSet::avx512: return forward_avx512(x, y, n);
-    case InstructionSet::avx2: return forward_avx2(x, y, n);
-    case InstructionSet::baseline: break;
-  }
-#endif
-  forward_baseline(x, y, n);
-}
+void gelu_forward(const float* x, float* y, int64_t n) { PELAB_PICK_COPY(forward)(x, y, n); }
 
 void gelu_backward(const float* x, const float* grad_y, float* grad_x, int64_t n) {
-#ifdef PELAB_X86_DISPATCH
-  switch (instruction_set()) {
-    case InstructionSet::avx512: return backward_avx512(x, grad_y, grad_x, n);
-    case InstructionSet::avx2: return backward_avx2(x, grad_y, grad_x, n);
-    case InstructionSet::baseline: break;
-  }
-#endif
-  backward_baseline(x, grad_y, grad_x, n);
+  PELAB_PICK_COPY(backward)(x, grad_y, grad_x, n);
 }
 
 }  // namespace pelab::kernels

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/model/instruction_sets.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define PELAB_X86_DISPATCH 1
 #define PELAB_AVX2 __attribute__((target("avx2,fma")))
@@ -18,6 +20,23 @@
 #define PELAB_INLINE __attribute__((always_inline)) inline
 
 namespace pelab::kernels {
+
+// The copy of a kernel for the instruction set in use (core/model/instruction_sets.h): each
+// kernel entry point is `return pick_copy(f_baseline, f_avx2, f_avx512)(arguments);`.
+#ifdef PELAB_X86_DISPATCH
+template <class Function>
+Function pick_copy(Function baseline, Function avx2, Function avx512) {
+  switch (instruction_set()) {
+    case InstructionSet::avx512: return avx512;
+    case InstructionSet::avx2: return avx2;
+    case InstructionSet::baseline: break;
+  }
+  return baseline;
+}
+#define PELAB_PICK_COPY(f) pick_copy(f##_baseline, f##_avx2, f##_avx512)
+#else
+#define PELAB_PICK_COPY(f) f##_baseline
+#endif
 
 // Sixteen and eight floats as one value (GCC/Clang vector extension): one AVX-512 register,
 // two AVX2 ones or four SSE ones (Float16); one AVX register or two SSE ones (Float8).
