@@ -141,7 +141,8 @@ void check_same_gradients(const torch::Tensor& out, const torch::Tensor& expecte
 
 CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values and gradients", "[encoder]") {
   // head sizes on and off the vector width, lengths on and off the 16-lane blocks, biases
-  // broadcast over batch or heads, padding and causal masks
+  // broadcast over batch, heads or query rows (their gradients summed over what they
+  // broadcast over, by several threads), padding and causal masks
   struct Case {
     int64_t B, H, T, Dh;
     std::vector<int64_t> bias_shape;  // empty: no bias
@@ -150,6 +151,9 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
   const std::vector<Case> cases = {{2, 3, 7, 8, {}, false, false},      {3, 2, 16, 8, {1, 2, 16, 16}, true, false},
                                    {2, 4, 21, 12, {2, 1, 21, 21}, false, true}, {1, 2, 40, 32, {1, 2, 40, 40}, true, true},
                                    {2, 2, 5, 3, {2, 2, 5, 5}, false, true},
+                                   // a full bias (its gradient written, whole vectors by
+                                   // streaming stores) and one shared by all queries' rows
+                                   {2, 3, 48, 8, {2, 3, 48, 48}, true, true}, {2, 2, 33, 8, {2, 1, 1, 33}, false, true},
                                    // several query blocks (the last one partial) and products
                                    // longer than one depth block (kQueryBlock, kDepthBlock)
                                    {1, 2, 150, 16, {1, 2, 150, 150}, true, true}};

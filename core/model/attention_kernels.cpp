@@ -102,14 +102,18 @@ PELAB_INLINE void add_product(int64_t rows, int64_t depth, Matrix x, const float
 
 // Rows and columns a tile covers, per instruction set: 8 rows x 2 Float16 = 16 of the 32
 // AVX-512 registers hold sums (enough independent FMA chains to hide their latency); AVX2
-// (16 registers) and SSE take 4 x 1 and 2 x 1.
-template <int Rows, int Vectors>
+// (16 registers) and SSE take 4 x 1 and 2 x 1. Stores: the instruction set's streaming
+// stores (vector_math.h), for the probabilities and the scores' gradient.
+template <int Rows, int Vectors, class StoreSet>
 struct Tile {
   static constexpr int R = Rows, C = Vectors;
+  using Stores = StoreSet;
 };
-using Avx512Tile = Tile<8, 2>;
-using Avx2Tile = Tile<4, 1>;
-using BaselineTile = Tile<2, 1>;
+using BaselineTile = Tile<2, 1, BaselineStores>;
+#ifdef PELAB_X86_DISPATCH
+using Avx512Tile = Tile<8, 2, Avx512Stores>;
+using Avx2Tile = Tile<4, 1, Avx2Stores>;
+#endif
 
 constexpr int64_t kBlock = 16;  // rows per band of a relative term (see add_skewed_product)
 
@@ -192,8 +196,10 @@ PELAB_INLINE float dot(const float* x, const float* y, int64_t n) {
   return sum;
 }
 
-// The softmax of row[0, n) into probs[0, n); row is padded to np (row[n, np) must be
-// -inf) and left holding the exponentials.
+// The softmax of row[0, n), in place and copied into probs[0, n) by streaming stores (the
+// saved probabilities are read back only by the backward; the caller goes on from row,
+// which stays in the cache); row is padded to np (row[n, np) must be -inf; they end 0).
+template <class Stores>
 PELAB_INLINE void softmax_padded(float* __restrict row, int64_t n, int64_t np, float* __restrict probs) {
   Float16 lane_max[4];
   for (auto& m : lane_max) m = Float16{} + kNegativeInfinity;
@@ -213,7 +219,8 @@ PELAB_INLINE void softmax_padded(float* __restrict row, int64_t n, int64_t np, f
   const float maximum = horizontal_max(lanes);
   for (int64_t j = 0; j < np; ++j) row[j] = exp_nonpositive(row[j] - maximum);
   const float inverse = 1.0f / sum_of(row, np);
-  for (int64_t j = 0; j < n; ++j) probs[j] = row[j] * inverse;
+  for (int64_t j = 0; j < n; ++j) row[j] *= inverse;
+  copy_streaming<Stores>(row, probs, n);
 }
 
 // Clipped tables (AttentionInputs::clip = c > 0): query i meets table row c - clamp(i - j,
@@ -480,14 +487,15 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       for (int64_t i = 0; i < rows; ++i) {
         float* row = scores.data() + i * Tkp;
         std::fill(row + Tk, row + Tkp, kNegativeInfinity);
-        softmax_padded(row, Tk, Tkp, p + i * Tk);
+        softmax_padded<typename T::Stores>(row, Tk, Tkp, p + i * Tk);
       }
-      // out = p (v + Rv[i - .])
+      // out = p (v + Rv[i - .]), p from the scores' scratch (in the cache; the saved copy is not)
       float* oi = o + i0 * out.row;
+      const Matrix block_probs{scores.data(), Tkp};
       for (int64_t i = 0; i < rows; ++i) std::fill(oi + i * out.row, oi + i * out.row + Dh, 0.0f);
-      add_product<T::R, T::C>(rows, Tk, {p, Tk}, values.data(), Dh, oi, out.row, Dh);
+      add_product<T::R, T::C>(rows, Tk, block_probs, values.data(), Dh, oi, out.row, Dh);
       if (in.value_rows.data)
-        add_skewed_weighted_rows<T>(rows, Tk, {p, Tk}, in.value_rows.at(h), Dh, Skew{first0 - i0, c, i0}, oi, out.row,
+        add_skewed_weighted_rows<T>(rows, Tk, block_probs, in.value_rows.at(h), Dh, Skew{first0 - i0, c, i0}, oi, out.row,
                                     Dh, scratch);
     }
   }
@@ -504,6 +512,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       grad_scores(block * Tkp), grad_values_transposed(Dh * Tkp), grad_keys_transposed(Dh * Tkp), scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   OffsetColumns value_columns_relative(in.value_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
+  const bool bias_broadcasts = grad.bias.batch == 0 || grad.bias.head == 0 || grad.bias.row == 0;
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
     transpose_rows(in.v, b, h, Tk, Dh, value_columns.data(), Tkp);
@@ -543,7 +552,13 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
         float* __restrict row = grad_scores.data() + i * Tkp;
         const float expected = dot(pi, row, Tk);
         for (int64_t j = 0; j < Tk; ++j) row[j] = pi[j] * (row[j] - expected);
-        if (grad.scores) std::copy(row, row + Tk, grad.scores + (pair * Tq + i0 + i) * Tk);
+        if (grad.bias.data) {
+          float* __restrict bias_row = grad.bias.at(b, h, i0 + i);
+          if (bias_broadcasts)
+            for (int64_t j = 0; j < Tk; ++j) bias_row[j] += row[j];
+          else
+            copy_streaming<typename T::Stores>(row, bias_row, Tk);  // read only after the backward
+        }
         for (int64_t j = 0; j < Tk; ++j) row[j] *= in.scale;
       }
       const Matrix dS{grad_scores.data(), Tkp};  // scaled
@@ -603,8 +618,14 @@ PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) { backward_pairs<Av
 
 }  // namespace
 
-void attention_forward(PELAB_FORWARD_PARAMETERS) { PELAB_PICK_COPY(forward)(PELAB_FORWARD_ARGUMENTS); }
+void attention_forward(PELAB_FORWARD_PARAMETERS) {
+  PELAB_PICK_COPY(forward)(PELAB_FORWARD_ARGUMENTS);
+  stream_fence();  // the probabilities went by streaming stores
+}
 
-void attention_backward(PELAB_BACKWARD_PARAMETERS) { PELAB_PICK_COPY(backward)(PELAB_BACKWARD_ARGUMENTS); }
+void attention_backward(PELAB_BACKWARD_PARAMETERS) {
+  PELAB_PICK_COPY(backward)(PELAB_BACKWARD_ARGUMENTS);
+  stream_fence();  // the bias's gradient went by streaming stores
+}
 
 }  // namespace pelab::kernels

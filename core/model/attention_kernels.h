@@ -65,16 +65,20 @@ struct AttentionInputs {
 };
 
 // Where the backward writes. q, k, v: (B, H, T, Dh) views, written (the caller picks the
-// memory order: (B, T, H, Dh) lets the heads' gradients merge without a copy). scores (may
-// be null): contiguous (B, H, Tq, Tk), the gradient of the scores (and of an additive bias,
-// before summing over its broadcast dimensions). offset_query: contiguous (B, H, Tq, Dh),
-// written, when the inputs have a separate q'; else q' = q and its gradient goes to q.
-// query_rows, key_rows, value_rows (when the inputs have them): contiguous descending rows
-// shaped like the inputs' tables ((H|1, 2T - 1, Dh)), added to (each caller's thread gives
-// its own, then sums).
+// memory order: (B, T, H, Dh) lets the heads' gradients merge without a copy). bias (null
+// data: not wanted): the gradient of an additive bias, i.e. of the scores, as a (B, H, Tq,
+// Tk) view shaped like the bias: where the bias broadcasts (a zero batch, head or row
+// stride), the cells that share a bias element are summed into it, which the caller must
+// have zeroed (a scheme's (1, H, T, T) bias gets a (1, H, T, T) gradient, not a (B, H, T,
+// T) one to reduce afterwards); without broadcasting, each cell is written.
+// offset_query: contiguous (B, H, Tq, Dh), written, when the inputs have a separate q';
+// else q' = q and its gradient goes to q. query_rows, key_rows, value_rows (when the inputs
+// have them): contiguous descending rows shaped like the inputs' tables ((H|1, 2T - 1,
+// Dh)), added to (each caller's thread gives its own, then sums; likewise a broadcast bias).
 struct AttentionGradients {
   MutableStrided q, k, v;
-  float *scores = nullptr, *offset_query = nullptr;
+  MutableStrided bias;
+  float* offset_query = nullptr;
   float *query_rows = nullptr, *key_rows = nullptr, *value_rows = nullptr;
 };
 

@@ -131,6 +131,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     context->saved_data["scale"] = scale;
     context->saved_data["clip"] = clip;
     context->saved_data["bias_sizes"] = bias_in.sizes().vec();
+    context->saved_data["bias_table_sizes"] = bias.defined() ? bias.sizes().vec() : std::vector<int64_t>();
     return out.permute({0, 2, 1, 3});
   }
 
@@ -154,28 +155,43 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     auto mutable_view = [](const torch::Tensor& t) {
       return kernels::MutableStrided{t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
     };
+    // The bias's gradient, shaped like its 4-D table (B|1, H|1, Tq|1, Tk): a table that
+    // broadcasts gets the sum over the cells sharing each element, accumulated by each thread
+    // into a zeroed table of its own (the first to finish hands over its table as the result)
     const bool bias_needs_grad = context->needs_input_grad(3);  // an absent bias never does
-    torch::Tensor grad_scores, grad_offset_query;
-    if (bias_needs_grad) grad_scores = torch::empty(probs.sizes(), probs.options());
+    const auto bias_table_sizes = context->saved_data["bias_table_sizes"].toIntVector();
+    const bool bias_broadcasts =
+        bias_needs_grad && (bias_table_sizes[0] == 1 || bias_table_sizes[1] == 1 || bias_table_sizes[2] == 1);
+    torch::Tensor grad_bias, grad_offset_query;
+    if (bias_needs_grad && !bias_broadcasts) grad_bias = torch::empty(bias_table_sizes, q.options());
     if (separate_offset_query) grad_offset_query = torch::empty(q.sizes(), q.options());
     std::vector<torch::Tensor> grad_rows;  // descending, summed over the threads
     for (const auto& table : rows) grad_rows.push_back(zero_gradient(table));
-    std::mutex sum_rows;
+    std::mutex sum_shares;
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
       std::vector<torch::Tensor> mine;  // this thread's share of the tables' gradients
       for (const auto& table : rows) mine.push_back(zero_gradient(table));
+      const auto my_bias = bias_broadcasts ? torch::zeros(bias_table_sizes, q.options()) : grad_bias;
       auto pointer = [](const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; };
-      const kernels::AttentionGradients grad{mutable_view(grad_q),     mutable_view(grad_k),
-                                             mutable_view(grad_v),     pointer(grad_scores),
-                                             pointer(grad_offset_query), pointer(mine[kQueryRows]),
-                                             pointer(mine[kKeyRows]),   pointer(mine[kValueRows])};
+      kernels::AttentionGradients grad;
+      grad.q = mutable_view(grad_q);
+      grad.k = mutable_view(grad_k);
+      grad.v = mutable_view(grad_v);
+      if (my_bias.defined()) {
+        auto stride = [&](int64_t d) { return my_bias.size(d) == 1 ? 0 : my_bias.stride(d); };
+        grad.bias = {my_bias.data_ptr<float>(), stride(0), stride(1), stride(2)};
+      }
+      grad.offset_query = pointer(grad_offset_query);
+      grad.query_rows = pointer(mine[kQueryRows]);
+      grad.key_rows = pointer(mine[kKeyRows]);
+      grad.value_rows = pointer(mine[kValueRows]);
       kernels::attention_backward(dims, begin, end, in, probs.data_ptr<float>(), strided_view(grad_out), grad);
-      std::lock_guard<std::mutex> lock(sum_rows);
+      std::lock_guard<std::mutex> lock(sum_shares);
       for (int r = 0; r < kRelativeInputs; ++r)
         if (mine[r].defined()) grad_rows[r].add_(mine[r]);
+      if (bias_broadcasts) grad_bias = grad_bias.defined() ? grad_bias.add_(my_bias) : my_bias;
     });
-    torch::Tensor grad_bias;
-    if (bias_needs_grad) grad_bias = grad_scores.sum_to_size(context->saved_data["bias_sizes"].toIntVector());
+    if (bias_needs_grad) grad_bias = grad_bias.view(context->saved_data["bias_sizes"].toIntVector());
     for (auto& g : grad_rows)
       if (g.defined()) g = g.flip(-2);  // back to ascending offsets
     return {grad_q,
