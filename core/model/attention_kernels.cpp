@@ -448,8 +448,8 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
   if (in.key_rows.data) keys.resize(Tk * Dh);
   OffsetColumns query_columns(in.query_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   OffsetColumns key_columns_relative(in.key_rows, W, Dh, in.scale, /*ascending=*/true);
-  for (int64_t pair = begin; pair < end; ++pair) {
-    const int64_t b = pair / dims.heads, h = pair % dims.heads;
+  for (int64_t index = begin; index < end; ++index) {
+    const int64_t h = index / dims.batch, b = index % dims.batch, pair = b * dims.heads + h;  // head-major
     transpose_rows(in.k, b, h, Tk, Dh, key_columns.data(), Tkp);  // (Dh, Tkp), zero padded
     gather_rows(in.v, b, h, Tk, Dh, values.data());                // (Tk, Dh)
     gather_rows(in.q, b, h, Tq, Dh, queries.data(), in.scale);     // (Tq, Dh), scaled
@@ -513,8 +513,8 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   OffsetColumns value_columns_relative(in.value_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   const bool bias_broadcasts = grad.bias.batch == 0 || grad.bias.head == 0 || grad.bias.row == 0;
-  for (int64_t pair = begin; pair < end; ++pair) {
-    const int64_t b = pair / dims.heads, h = pair % dims.heads;
+  for (int64_t index = begin; index < end; ++index) {
+    const int64_t h = index / dims.batch, b = index % dims.batch, pair = b * dims.heads + h;  // head-major
     transpose_rows(in.v, b, h, Tk, Dh, value_columns.data(), Tkp);
     gather_rows(in.k, b, h, Tk, Dh, keys.data());
     gather_rows(in.q, b, h, Tq, Dh, queries.data());

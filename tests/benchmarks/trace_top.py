@@ -10,6 +10,12 @@ minus that of the operators it called), per thread, summed over calls.
 The trace records LibTorch operators and autograd nodes: pelab's fused attention shows as
 pelab::fused_attention_forward and its backward node
 (torch::autograd::CppNode<...FusedAttention>).
+
+The "x mm" column is each operator's time over the same step's matrix products (aten::mm,
+OpenBLAS, which pelab's changes leave alone). On a shared machine whose speed swings by
++-30% within seconds, those ratios compare two builds far more steadily than milliseconds
+do: trace each build a few times, interleaved, and compare the "x mm" of the operators the
+change touched and of the whole step.
 """
 import argparse
 import collections
@@ -73,12 +79,15 @@ def main():
     start = min(e["ts"] for e in events)
     span = max(e["ts"] + e["dur"] for e in events) - start
     threads = len({e["tid"] for e in events})
-    print(f"step: {span / 1000:.1f} ms from the first operator to the last, {threads} thread(s) recording")
-    print(f"{'ms':>9} {'share':>6} {'calls':>6}  operator (self time)")
+    mm = self_time.get("aten::mm", 0.0)
+    per_mm = (lambda t: f"{t / mm:7.3f}") if mm > 0 else (lambda t: f"{'':>7}")
+    print(f"step: {span / 1000:.1f} ms from the first operator to the last, {threads} thread(s) recording" +
+          (f"; {span / mm:.3f} x the matrix products' (aten::mm) time" if mm > 0 else ""))
+    print(f"{'ms':>9} {'share':>6} {'x mm':>7} {'calls':>6}  operator (self time)")
     for name, t in self_time.most_common(args.top):
-        print(f"{t / 1000:9.1f} {100 * t / span:5.1f}% {calls[name]:6d}  {name}")
+        print(f"{t / 1000:9.1f} {100 * t / span:5.1f}% {per_mm(t)} {calls[name]:6d}  {name}")
     outside = max(0.0, span - covered)
-    print(f"{outside / 1000:9.1f} {100 * outside / span:5.1f}%         between operators")
+    print(f"{outside / 1000:9.1f} {100 * outside / span:5.1f}% {per_mm(outside)}        between operators")
 
 
 if __name__ == "__main__":
