@@ -5,12 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 
 #include "core/blas_core.h"
@@ -59,6 +62,37 @@ RunConfig bench_config(const BenchOptions& o, const std::string& scheme, int64_t
   return c;
 }
 
+// Nanoseconds spent inside aten::mm since the process started, counted by a LibTorch
+// RecordFunction callback while bench_one measures (MmClock).
+std::atomic<int64_t> mm_nanoseconds{0};
+
+struct MmStart : at::ObserverContext {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
+std::unique_ptr<at::ObserverContext> mm_started(const at::RecordFunction& op) {
+  if (std::strcmp(op.name(), "aten::mm") != 0) return nullptr;
+  return std::make_unique<MmStart>();
+}
+
+void mm_ended(const at::RecordFunction&, at::ObserverContext* context) {
+  if (!context) return;
+  const auto elapsed = std::chrono::steady_clock::now() - static_cast<MmStart*>(context)->start;
+  mm_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count();
+}
+
+// While alive, the time inside aten::mm is counted (every operator then passes through the
+// callback: about a microsecond each, a few thousand per step).
+class MmClock {
+ public:
+  MmClock() : handle_(at::addGlobalCallback(at::RecordFunctionCallback(mm_started, mm_ended).scopes({at::RecordScope::FUNCTION}))) {}
+  ~MmClock() { at::removeCallback(handle_); }
+  double milliseconds() const { return 1e-6 * static_cast<double>(mm_nanoseconds.load()); }
+
+ private:
+  at::CallbackHandle handle_;
+};
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -101,12 +135,18 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
     optimizer.step();
   };
   const double resident_before = resident_mb();
-  std::vector<double> times;
-  for (int64_t i = 0; i < options.warmup + options.repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    step();
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i >= options.warmup) times.push_back(ms);
+  std::vector<double> times, per_mm;
+  {
+    MmClock mm;
+    for (int64_t i = 0; i < options.warmup + options.repeats; ++i) {
+      const double mm_before = mm.milliseconds();
+      const auto start = std::chrono::steady_clock::now();
+      step();
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (i < options.warmup) continue;
+      times.push_back(ms);
+      if (mm.milliseconds() > mm_before) per_mm.push_back(ms / (mm.milliseconds() - mm_before));
+    }
   }
   if (!options.trace.empty()) {
     torch::autograd::profiler::RecordProfile profile(options.trace);  // written when it goes out of scope
@@ -114,6 +154,7 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
   }
   r.median_ms = median(times);
   r.min_ms = *std::min_element(times.begin(), times.end());
+  r.step_per_mm = per_mm.empty() ? 0.0 : median(per_mm);
   r.peak_mb = peak_resident_mb() - resident_before;
   return r;
 }
@@ -123,7 +164,8 @@ int command_bench_worker(const BenchOptions& options, const std::string& scheme,
     BenchResult r = bench_one(options, scheme, length);
     const std::string blas = openblas_core();
     out << "BLAS " << (blas.empty() ? std::string("other") : blas) << "\n";  // tests/benchmarks/compare.py reads it
-    out << fmt::format("RESULT {} {} {:.4f} {:.4f} {:.2f}\n", r.scheme, r.length, r.median_ms, r.min_ms, r.peak_mb);
+    out << fmt::format("RESULT {} {} {:.4f} {:.4f} {:.2f} {:.4f}\n", r.scheme, r.length, r.median_ms, r.min_ms,
+                       r.peak_mb, r.step_per_mm);
   } catch (const std::exception& e) {
     const auto* torch_error = dynamic_cast<const c10::Error*>(&e);  // its what() carries a backtrace
     std::string message = torch_error ? torch_error->what_without_backtrace() : e.what();
@@ -161,7 +203,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   // rounds of those paired ratios: this machine's speed drifts by +-20% over minutes, which
   // a single `none` measurement at the start would pass on to every ratio.
   struct Samples {
-    std::vector<double> ms, min_ms, peak_mb, time_ratio, memory_ratio;
+    std::vector<double> ms, min_ms, peak_mb, per_mm, time_ratio, memory_ratio, per_mm_ratio;
     std::string error;
     void add(const BenchResult& r) {
       if (!r.error.empty()) {
@@ -171,6 +213,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
       ms.push_back(r.median_ms);
       min_ms.push_back(r.min_ms);
       peak_mb.push_back(r.peak_mb);
+      if (r.step_per_mm > 0) per_mm.push_back(r.step_per_mm);
     }
   };
   std::map<std::pair<int64_t, std::string>, Samples> samples;
@@ -197,7 +240,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
         std::string tag;
         in >> tag;
         if (tag == "RESULT") {
-          in >> r.scheme >> r.length >> r.median_ms >> r.min_ms >> r.peak_mb;
+          in >> r.scheme >> r.length >> r.median_ms >> r.min_ms >> r.peak_mb >> r.step_per_mm;
           r.error.clear();
         } else if (tag == "ERROR") {
           std::string name, len;
@@ -222,6 +265,11 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
           s.time_ratio.push_back(r.median_ms / none.median_ms);
           s.memory_ratio.push_back(r.peak_mb / none.peak_mb);
           ratio = fmt::format(", x none {:.2f} (none {:.1f} ms)", s.time_ratio.back(), none.median_ms);
+          if (r.step_per_mm > 0 && none.step_per_mm > 0) {
+            s.per_mm_ratio.push_back(r.step_per_mm / none.step_per_mm);
+            ratio += fmt::format("; in units of their products {:.2f} / {:.2f} = x none {:.2f}", r.step_per_mm,
+                                 none.step_per_mm, s.per_mm_ratio.back());
+          }
         }
         out << fmt::format("  round {}/{} {:<20} T={:<6} {}\n", round, options.rounds, scheme, length,
                            r.error.empty() ? fmt::format("{:.1f} ms, {:.1f} MB{}", r.median_ms, r.peak_mb, ratio)
@@ -238,10 +286,11 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
                      std::max(peak, peak_after));
   peak = std::max(peak, peak_after);
   std::string table = fmt::format(
-      "\n| scheme | T | step ms | x none | peak MB | x none | tokens/s | GFLOP/s | % of matmul peak |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "\n| scheme | T | step ms | x none | step / mm | x none, in mm units | peak MB | x none | tokens/s | GFLOP/s | % "
+      "of matmul peak |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::string csv = "scheme,length,median_ms,min_ms,peak_mb,time_ratio,memory_ratio,tokens_per_second,gflops,"
-                    "fraction_of_peak\n";
+                    "fraction_of_peak,step_per_mm,step_per_mm_ratio\n";
   ModelConfig shape;
   shape.d_model = options.d_model;
   shape.num_layers = options.num_layers;
@@ -250,21 +299,23 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     for (const auto& scheme : schemes) {
       const auto& s = samples[{length, scheme}];
       if (s.ms.empty()) {
-        table += fmt::format("| {} | {} | failed: {} | | | |\n", scheme, length, s.error);
+        table += fmt::format("| {} | {} | failed: {} | | | | | | | | |\n", scheme, length, s.error);
         continue;
       }
       const double step_ms = median(s.ms);
       const double time_ratio = scheme == "none" ? 1.0 : s.time_ratio.empty() ? 0 : median(s.time_ratio);
       const double memory_ratio = scheme == "none" ? 1.0 : s.memory_ratio.empty() ? 0 : median(s.memory_ratio);
+      const double per_mm = s.per_mm.empty() ? 0 : median(s.per_mm);
+      const double per_mm_ratio = scheme == "none" ? 1.0 : s.per_mm_ratio.empty() ? 0 : median(s.per_mm_ratio);
       const double seconds = step_ms / 1000.0;
       const double tokens_per_second = options.batch * length / seconds;
       const double gflops = encoder_training_flops(shape, options.batch, length, 2) / seconds / 1e9;
-      table += fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.0f} | {:.1f} | {:.0f}% |\n", scheme,
-                           length, step_ms, time_ratio, median(s.peak_mb), memory_ratio, tokens_per_second, gflops,
-                           100 * gflops / peak);
-      csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f},{:.1f},{:.3f},{:.4f}\n", scheme, length, step_ms,
-                         *std::min_element(s.min_ms.begin(), s.min_ms.end()), median(s.peak_mb), time_ratio,
-                         memory_ratio, tokens_per_second, gflops, gflops / peak);
+      table += fmt::format("| {} | {} | {:.1f} | {:.2f} | {:.3f} | {:.2f} | {:.1f} | {:.2f} | {:.0f} | {:.1f} | {:.0f}% |\n",
+                           scheme, length, step_ms, time_ratio, per_mm, per_mm_ratio, median(s.peak_mb), memory_ratio,
+                           tokens_per_second, gflops, 100 * gflops / peak);
+      csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f},{:.1f},{:.3f},{:.4f},{:.4f},{:.4f}\n", scheme, length,
+                         step_ms, *std::min_element(s.min_ms.begin(), s.min_ms.end()), median(s.peak_mb), time_ratio,
+                         memory_ratio, tokens_per_second, gflops, gflops / peak, per_mm, per_mm_ratio);
     }
   }
   out << table;

@@ -1,7 +1,8 @@
 // `pelab bench`: training-step time and peak memory of every scheme at given lengths, each
 // measured in a fresh child process (so one scheme's peak memory cannot hide another's),
 // reported next to `none`'s: `none` is measured right before every other scheme, and the
-// ratios are the medians over rounds of those pairs.
+// ratios are the medians over rounds of those pairs (of milliseconds, and of steps in units
+// of their own matrix products: BenchResult::step_per_mm).
 #pragma once
 
 #include <ostream>
@@ -26,6 +27,12 @@ struct BenchResult {
   int64_t length = 0;
   double median_ms = 0, min_ms = 0;
   double peak_mb = 0;  // peak resident memory of the steps above the model's resident memory
+  // The step in units of its own matrix products: the median over the measured steps of
+  // step time / time inside aten::mm (the linear layers' OpenBLAS products, plus any small
+  // table product a scheme adds). This shared machine's speed swings by +-30% within
+  // seconds, and both times swing together: the ratio of two schemes' values is a far
+  // steadier "x none" than the ratio of their milliseconds.
+  double step_per_mm = 0;
   std::string error;   // non-empty when the scheme failed at this length
 };
 
