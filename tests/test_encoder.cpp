@@ -154,6 +154,9 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
                                    // a full bias (its gradient written, whole vectors by
                                    // streaming stores) and one shared by all queries' rows
                                    {2, 3, 48, 8, {2, 3, 48, 48}, true, true}, {2, 2, 33, 8, {2, 1, 1, 33}, false, true},
+                                   // a batch-shared bias with a block of >= 64K cells: the
+                                   // backward walks the pairs head-major
+                                   {3, 2, 260, 8, {1, 2, 260, 260}, false, true},
                                    // several query blocks (the last one partial) and products
                                    // longer than one depth block (kQueryBlock, kDepthBlock)
                                    {1, 2, 150, 16, {1, 2, 150, 150}, true, true}};

@@ -82,15 +82,15 @@ struct AttentionGradients {
   float *query_rows = nullptr, *key_rows = nullptr, *value_rows = nullptr;
 };
 
-// Forward for the (batch, head) pairs of indices [begin, end), taken head-major (index = h *
-// batch + b: a thread meets each head's tables, and a batch-shared bias's gradient block,
-// for all of the batch at once); the pair b * heads + h is where its data lies. probs:
+// Forward for the (batch, head) pairs [begin, end) (pair = b * heads + h). probs:
 // contiguous (B, H, Tq, Tk), written; out: (B, H, Tq, Dh) view, written.
 void attention_forward(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                        float* probs, MutableStrided out);
 
-// Backward for the pairs [begin, end): probs as attention_forward wrote them; grad_out:
-// (B, H, Tq, Dh) view.
+// Backward for the pairs of indices [begin, end): probs as attention_forward wrote them;
+// grad_out: (B, H, Tq, Dh) view. Index = pair, except with a large bias gradient shared by
+// the batch: then index = h * batch + b (head-major; the pair b * heads + h is still where
+// its data lies).
 void attention_backward(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                         const float* probs, Strided grad_out, const AttentionGradients& grad);
 
