@@ -10,6 +10,8 @@ analysis="$source_dir/analysis"
 
 $py "$analysis/plot_lengths.py" sweep-out --out lengths.png
 $py "$analysis/plot_probes.py" sweep-out --out probes.png
+$py "$analysis/plot_probes.py" sweep-out --out new/folder/probes.png  # the folder is created
+test -s new/folder/probes.png && test -s new/folder/probes.csv
 run=sweep-out/runs/encoding-alibi_seed-0_max_length-8_lengths-4-8/run.h5
 $py "$analysis/summarize_run.py" --check "$run"
 $py "$analysis/plot_attention.py" "$run" --out attention.png
