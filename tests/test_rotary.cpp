@@ -71,6 +71,39 @@ CATCH_TEST_CASE("RoPE rotary_fraction rotates only the first part of each head",
   CATCH_CHECK_THROWS_WITH(make_rope(8, "interleaved", 0.1), Catch::Matchers::Contains("even number of dimensions"));
 }
 
+CATCH_TEST_CASE("RoPE's one-pass float32 rotation equals LibTorch's operations, values and gradients",
+                "[rotary][rope]") {
+  // both layouts, a partly rotated head, positions shared by the batch or per row, and q as
+  // attention passes it (a (B, H, T, Dh) view of (B, T, H, Dh) memory); the reference is
+  // the same rotation as LibTorch operations in float64 (the path other dtypes take)
+  struct Case {
+    std::string layout;
+    double fraction;
+    bool per_row;
+  };
+  for (const auto& c : std::vector<Case>{{"interleaved", 1.0, false}, {"half", 1.0, true}, {"interleaved", 0.5, true},
+                                         {"half", 0.75, false}}) {
+    CATCH_CAPTURE(c.layout, c.fraction, c.per_row);
+    auto rope = make_rope(8, c.layout, c.fraction);
+    const int64_t B = 3, H = 2, T = 37;
+    torch::manual_seed(1);
+    auto x = torch::randn({B, T, H, 8}).transpose(1, 2).detach().requires_grad_();
+    auto positions = c.per_row ? torch::randint(0, 500, {B, T}, torch::kInt64)
+                               : torch::arange(T, torch::kInt64).unsqueeze(0).expand({B, T});
+    auto y = rope.apply(x, positions);
+    CATCH_CHECK(y.stride(-1) == 1);
+    auto x64 = x.detach().to(torch::kFloat64).requires_grad_();
+    auto expected = rope.apply(x64, positions);
+    CATCH_CHECK(torch::allclose(y.to(torch::kFloat64), expected, 1e-6, 1e-6));
+    auto grad = torch::randn({B, H, T, 8});
+    y.backward(grad);
+    expected.backward(grad.to(torch::kFloat64));
+    CATCH_CHECK(torch::allclose(x.grad().to(torch::kFloat64), x64.grad(), 1e-6, 1e-6));
+    // the rotation keeps norms, so its gradient is the rotation back: |dx| = |dy| per pair
+    CATCH_CHECK(torch::allclose(x.grad().norm(2, -1), grad.norm(2, -1), 1e-5, 1e-5));
+  }
+}
+
 CATCH_TEST_CASE("extrapolation: interpolation at scale 1 is plain RoPE; scale s divides positions; NTK scales the base",
                 "[rotary][rope]") {
   auto rope = make_rope(8, "interleaved");

@@ -1,8 +1,76 @@
 #include "core/encodings/rotary.h"
 
+#include <ATen/Parallel.h>
+
 #include <cmath>
 
 namespace pelab {
+
+namespace {
+
+// y = x rotated pair by pair: (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 cos) on the first R
+// features of each head (pairs (2i, 2i + 1) interleaved, or (i, i + R/2) half split), the
+// rest copied; direction -1 rotates back (the transpose: the gradient's rotation).
+// x: (B, H, T, Dh) float32 view with unit last stride; cos, sin: contiguous (B|1, T, R/2)
+// float32; y: (B, H, T, Dh) view with unit last stride, written.
+void rotate_pairs(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, int64_t R,
+                  bool interleaved, float direction, torch::Tensor& y) {
+  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), Dh = x.size(3), half = R / 2;
+  const bool shared = cos.size(0) == 1;  // the same positions in every row of the batch
+  const float *in = x.data_ptr<float>(), *cosines = cos.data_ptr<float>(), *sines = sin.data_ptr<float>();
+  float* out = y.data_ptr<float>();
+  at::parallel_for(0, B * T, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t bt = begin; bt < end; ++bt) {
+      const int64_t b = bt / T, t = bt % T, angle_row = ((shared ? 0 : b) * T + t) * half;
+      const float *c = cosines + angle_row, *s = sines + angle_row;
+      for (int64_t h = 0; h < H; ++h) {
+        const float* xi = in + b * x.stride(0) + h * x.stride(1) + t * x.stride(2);
+        float* yi = out + b * y.stride(0) + h * y.stride(1) + t * y.stride(2);
+        for (int64_t i = 0; i < half; ++i) {
+          const int64_t first = interleaved ? 2 * i : i, second = interleaved ? 2 * i + 1 : i + half;
+          const float x1 = xi[first], x2 = xi[second], sine = direction * s[i];
+          yi[first] = x1 * c[i] - x2 * sine;
+          yi[second] = x1 * sine + x2 * c[i];
+        }
+        for (int64_t d = R; d < Dh; ++d) yi[d] = xi[d];
+      }
+    }
+  });
+}
+
+// An empty (B, H, T, Dh) tensor in (B, T, H, Dh) memory, the projection's order (the fused
+// attention reads q and k with unit last stride; the gradients merge back without a copy).
+torch::Tensor heads_last(const torch::Tensor& like) {
+  return torch::empty({like.size(0), like.size(2), like.size(1), like.size(3)}, like.options()).transpose(1, 2);
+}
+
+// The rotation of float32 CPU q or k as one pass forward and one backward (as LibTorch
+// operations it is about ten elementwise passes each way: 0.2x a small-shape step's matrix
+// products in a trace).
+struct Rotation : torch::autograd::Function<Rotation> {
+  // x: (B, H, T, Dh); cos, sin: (B|1, T, R/2) -> (B, H, T, Dh)
+  static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& x_in,
+                               const torch::Tensor& cos, const torch::Tensor& sin, int64_t R, bool interleaved) {
+    const auto x = x_in.stride(-1) == 1 ? x_in : x_in.contiguous();
+    auto y = heads_last(x);
+    rotate_pairs(x, cos, sin, R, interleaved, 1.0f, y);
+    context->save_for_backward({cos, sin});
+    context->saved_data["R"] = R;
+    context->saved_data["interleaved"] = interleaved;
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
+                                                 torch::autograd::variable_list gradients) {
+    const auto saved = context->get_saved_variables();
+    const auto grad_y = gradients[0].stride(-1) == 1 ? gradients[0] : gradients[0].contiguous();
+    auto grad_x = heads_last(grad_y);
+    rotate_pairs(grad_y, saved[0], saved[1], context->saved_data["R"].toInt(),
+                 context->saved_data["interleaved"].toBool(), -1.0f, grad_x);
+    return {grad_x, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
 
 RotaryImpl::RotaryImpl(const EncodingContext& context, int64_t rotary_dims, bool interleaved, double base)
     : PositionEncodingImpl(context), rotary_dims_(rotary_dims), interleaved_(interleaved), base_(base) {
@@ -31,7 +99,14 @@ torch::Tensor RotaryImpl::angles(const torch::Tensor& positions) const {
 
 torch::Tensor RotaryImpl::apply(const torch::Tensor& x, const torch::Tensor& positions) const {
   const int64_t R = rotary_dims_, Dh = x.size(-1);
-  auto theta = angles(collapse_broadcast_rows(positions)).unsqueeze(1).to(x.dtype());  // (B'|1, 1, T, R/2)
+  const auto rows = collapse_broadcast_rows(positions);  // (B'|1, T)
+  if (x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && x.dim() == 4 && rows.size(-1) == x.size(2) &&
+      (rows.size(0) == 1 || rows.size(0) == x.size(0))) {
+    const auto theta = angles(rows);  // (B'|1, T, R/2)
+    return Rotation::apply(x, theta.cos().contiguous(), theta.sin().contiguous(), R, interleaved_);
+  }
+  // anything else (another device or dtype): LibTorch operations
+  auto theta = angles(rows).unsqueeze(1).to(x.dtype());  // (B'|1, 1, T, R/2)
   auto cos = theta.cos(), sin = theta.sin();
   auto rotated = x.narrow(-1, 0, R);
   torch::Tensor x1, x2;
