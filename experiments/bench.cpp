@@ -85,7 +85,9 @@ void mm_ended(const at::RecordFunction&, at::ObserverContext* context) {
 // callback: about a microsecond each, a few thousand per step).
 class MmClock {
  public:
-  MmClock() : handle_(at::addGlobalCallback(at::RecordFunctionCallback(mm_started, mm_ended).scopes({at::RecordScope::FUNCTION}))) {}
+  MmClock()
+      : handle_(at::addGlobalCallback(
+            at::RecordFunctionCallback(mm_started, mm_ended).scopes({at::RecordScope::FUNCTION}))) {}
   ~MmClock() { at::removeCallback(handle_); }
   double milliseconds() const { return 1e-6 * static_cast<double>(mm_nanoseconds.load()); }
 
@@ -143,9 +145,10 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
       const auto start = std::chrono::steady_clock::now();
       step();
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      const double mm_ms = mm.milliseconds() - mm_before;
       if (i < options.warmup) continue;
       times.push_back(ms);
-      if (mm.milliseconds() > mm_before) per_mm.push_back(ms / (mm.milliseconds() - mm_before));
+      if (mm_ms > 0) per_mm.push_back(ms / mm_ms);
     }
   }
   if (!options.trace.empty()) {

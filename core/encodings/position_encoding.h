@@ -27,6 +27,11 @@ Positions contiguous_positions(int64_t batch, int64_t length, torch::Device devi
 // per-batch draw) -> that row as (1, T), so schemes compute once per batch; else unchanged.
 torch::Tensor collapse_broadcast_rows(const torch::Tensor& positions);
 
+// An uninitialized (B, H, T, Dh) tensor like `like` (B, H, T, Dh), in (B, T, H, Dh) memory:
+// the order of the attention projection's output, so that heads merge back into (B, T, D)
+// without a copy (the fused attention's gradients, a rotary scheme's rotated q and k).
+torch::Tensor empty_heads_last(const torch::Tensor& like);
+
 // What a scheme knows of the model it is plugged into.
 struct EncodingContext {
   int64_t d_model = 64;

@@ -38,12 +38,6 @@ void rotate_pairs(const torch::Tensor& x, const torch::Tensor& cos, const torch:
   });
 }
 
-// An empty (B, H, T, Dh) tensor in (B, T, H, Dh) memory, the projection's order (the fused
-// attention reads q and k with unit last stride; the gradients merge back without a copy).
-torch::Tensor heads_last(const torch::Tensor& like) {
-  return torch::empty({like.size(0), like.size(2), like.size(1), like.size(3)}, like.options()).transpose(1, 2);
-}
-
 // The rotation of float32 CPU q or k as one pass forward and one backward (as LibTorch
 // operations it is about ten elementwise passes each way: 0.2x a small-shape step's matrix
 // products in a trace).
@@ -52,7 +46,7 @@ struct Rotation : torch::autograd::Function<Rotation> {
   static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& x_in,
                                const torch::Tensor& cos, const torch::Tensor& sin, int64_t R, bool interleaved) {
     const auto x = x_in.stride(-1) == 1 ? x_in : x_in.contiguous();
-    auto y = heads_last(x);
+    auto y = empty_heads_last(x);  // what the fused attention reads best
     rotate_pairs(x, cos, sin, R, interleaved, 1.0f, y);
     context->save_for_backward({cos, sin});
     context->saved_data["R"] = R;
@@ -63,7 +57,7 @@ struct Rotation : torch::autograd::Function<Rotation> {
                                                  torch::autograd::variable_list gradients) {
     const auto saved = context->get_saved_variables();
     const auto grad_y = gradients[0].stride(-1) == 1 ? gradients[0] : gradients[0].contiguous();
-    auto grad_x = heads_last(grad_y);
+    auto grad_x = empty_heads_last(grad_y);
     rotate_pairs(grad_y, saved[0], saved[1], context->saved_data["R"].toInt(),
                  context->saved_data["interleaved"].toBool(), -1.0f, grad_x);
     return {grad_x, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};

@@ -148,10 +148,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const auto in = kernel_inputs(q, k, v, scale, {}, {}, rows, offset_query, context->saved_data["clip"].toInt());
     // q, k, v's gradients in (B, T, H, Dh) memory, as the projection's output has them: the
     // heads merge back into (B, T, D) without a copy
-    auto heads_last = [](const torch::Tensor& t) {
-      return torch::empty({t.size(0), t.size(2), t.size(1), t.size(3)}, t.options()).transpose(1, 2);
-    };
-    auto grad_q = heads_last(q), grad_k = heads_last(k), grad_v = heads_last(v);
+    auto grad_q = empty_heads_last(q), grad_k = empty_heads_last(k), grad_v = empty_heads_last(v);
     auto mutable_view = [](const torch::Tensor& t) {
       return kernels::MutableStrided{t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
     };

@@ -12,7 +12,6 @@
 
 #include "core/model/instruction_sets.h"
 
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #define PELAB_X86_DISPATCH 1
 #define PELAB_AVX2 __attribute__((target("avx2,fma")))
@@ -58,7 +57,7 @@ PELAB_INLINE void store(float* p, V v) {
 // Streaming stores (MOVNTPS): whole 64-byte lines written straight to memory, without first
 // reading them into the cache (a plain store's read for ownership) and without evicting
 // cached operands. For outputs of many MB that are read back only later (the attention
-// probabilities, saved for the backward; GELU's output and gradient): on the 2-core test VM
+// probabilities, saved for the backward; a full bias's gradient): on the 2-core test VM
 // a plain-store write pass ran at 9-15 GB/s, a streaming one at 35-40 GB/s. Each struct
 // stores a Float16 at a 64-byte aligned address with its instruction set's widest stores;
 // a kernel that used them calls stream_fence() before its output is read (streaming
