@@ -29,6 +29,12 @@ constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
 int64_t round_up_to_lanes(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
+// The row stride of a scratch block n (a multiple of kLanes) floats wide: one 64-byte line
+// more, so that a column's elements (a product walks down them) do not all fall into the
+// same few sets of the L1 cache when a row is a multiple of 4 KB / 2 (T 512: 2 KB rows
+// kept a 32-row panel of k^T from fitting, and every tile reloaded it from the L2 cache).
+int64_t scratch_stride(int64_t n) { return n + kLanes; }
+
 // A read-only matrix: element (r, c) at data[r * row + c * column] (column = 1: row-major;
 // row = 1: the transpose of a row-major matrix, read in place).
 struct Matrix {
@@ -40,14 +46,15 @@ struct Matrix {
 
 // y[r * ldy + c] += sum_p x(r, p) * m[p * ldm + c] for r < R, c < C * width(V): R rows of x
 // times C vectors of m's columns, the sums in registers; each vector loaded from m feeds R
-// FMAs. Strides may be negative (tables read in descending order).
-template <int R, int C, class V>
+// FMAs. Strides may be negative (tables read in descending order). Overwrite: y = the sums
+// (y is not read).
+template <int R, int C, class V, bool Overwrite = false>
 PELAB_INLINE void product_tile(int64_t depth, Matrix x, const float* __restrict m, int64_t ldm, float* __restrict y,
                                int64_t ldy) {
   constexpr int64_t kWidth = sizeof(V) / sizeof(float);
   V sums[R][C];
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) sums[r][c] = load<V>(y + r * ldy + c * kWidth);
+    for (int c = 0; c < C; ++c) sums[r][c] = Overwrite ? V{} : load<V>(y + r * ldy + c * kWidth);
   for (int64_t p = 0; p < depth; ++p) {
     V column[C];
     for (int c = 0; c < C; ++c) column[c] = load<V>(m + p * ldm + c * kWidth);
@@ -60,44 +67,78 @@ PELAB_INLINE void product_tile(int64_t depth, Matrix x, const float* __restrict 
     for (int c = 0; c < C; ++c) store<V>(y + r * ldy + c * kWidth, sums[r][c]);
 }
 
-// product_tile over all `rows` (R at a time, then one by one), for one block of columns.
-template <int R, int C, class V>
+// A run of memory brought into the L2 cache a few lines at a time, interleaved with a
+// product's tiles: the backward fetches the next block's saved probabilities (from memory)
+// while it computes on the current one. Issued all at once, the prefetches would stall on
+// the core's few outstanding-miss slots; a tile's FMAs hide a few lines each.
+class PrefetchStream {
+ public:
+  static constexpr int64_t kLine = 64 / sizeof(float);
+  PrefetchStream(const float* begin, int64_t n, int64_t lines_per_step)
+      : next_(begin), end_(begin ? begin + n : nullptr), step_(lines_per_step * kLine) {}
+  PELAB_INLINE void step() {
+    const float* stop = std::min(end_, next_ + step_);
+    for (; next_ < stop; next_ += kLine) __builtin_prefetch(next_, /*rw=*/0, /*locality=*/2);
+  }
+
+ private:
+  const float *next_, *end_;
+  int64_t step_;
+};
+
+// product_tile over all `rows` (R at a time, then one by one), for one block of columns;
+// prefetch (if given) steps once per tile.
+template <int R, int C, class V, bool Overwrite>
 PELAB_INLINE void product_rows(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y,
-                               int64_t ldy) {
+                               int64_t ldy, PrefetchStream* prefetch) {
   int64_t r = 0;
-  for (; r + R <= rows; r += R) product_tile<R, C, V>(depth, {x.at(r, 0), x.row, x.column}, m, ldm, y + r * ldy, ldy);
-  for (; r < rows; ++r) product_tile<1, C, V>(depth, {x.at(r, 0), x.row, x.column}, m, ldm, y + r * ldy, ldy);
+  for (; r + R <= rows; r += R) {
+    product_tile<R, C, V, Overwrite>(depth, {x.at(r, 0), x.row, x.column}, m, ldm, y + r * ldy, ldy);
+    if (prefetch) prefetch->step();
+  }
+  for (; r < rows; ++r)
+    product_tile<1, C, V, Overwrite>(depth, {x.at(r, 0), x.row, x.column}, m, ldm, y + r * ldy, ldy);
 }
 
-// Y (rows, n) += X (rows, depth) M (depth, n), M and Y row-major with leading dimensions
-// ldm, ldy: column blocks of C Float16s (the tile's width), then 16, 8 and single columns.
+// Y (rows, n) += X (rows, depth) M (depth, n) (set_product: Y = X M), M and Y row-major with
+// leading dimensions ldm, ldy: column blocks of C Float16s (the tile's width), then 16, 8
+// and single columns.
 // The tile is R rows by C vectors: sized to the instruction set's registers (Tile below).
 // Long products go kDepthBlock steps at a time, so that the panel of M every row tile reads
 // (kDepthBlock x C Float16s: 16 KB for AVX-512) stays in the L1 cache.
 constexpr int64_t kDepthBlock = 128;
-template <int R, int C>
-PELAB_INLINE void add_product_columns(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y,
-                                      int64_t ldy, int64_t n) {
+template <int R, int C, bool Overwrite>
+PELAB_INLINE void product_columns(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y,
+                                  int64_t ldy, int64_t n, PrefetchStream* prefetch) {
   int64_t c = 0;
-  for (; c + C * kLanes <= n; c += C * kLanes) product_rows<R, C, Float16>(rows, depth, x, m + c, ldm, y + c, ldy);
-  for (; c + kLanes <= n; c += kLanes) product_rows<R, 1, Float16>(rows, depth, x, m + c, ldm, y + c, ldy);
+  for (; c + C * kLanes <= n; c += C * kLanes)
+    product_rows<R, C, Float16, Overwrite>(rows, depth, x, m + c, ldm, y + c, ldy, prefetch);
+  for (; c + kLanes <= n; c += kLanes)
+    product_rows<R, 1, Float16, Overwrite>(rows, depth, x, m + c, ldm, y + c, ldy, prefetch);
   if (c + 8 <= n) {
-    product_rows<R, 1, Float8>(rows, depth, x, m + c, ldm, y + c, ldy);
+    product_rows<R, 1, Float8, Overwrite>(rows, depth, x, m + c, ldm, y + c, ldy, prefetch);
     c += 8;
   }
   for (; c < n; ++c)
     for (int64_t r = 0; r < rows; ++r) {
-      float sum = y[r * ldy + c];
+      float sum = Overwrite ? 0.0f : y[r * ldy + c];
       for (int64_t p = 0; p < depth; ++p) sum += *x.at(r, p) * m[p * ldm + c];
       y[r * ldy + c] = sum;
     }
 }
 template <int R, int C>
 PELAB_INLINE void add_product(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y, int64_t ldy,
+                              int64_t n, PrefetchStream* prefetch = nullptr, int64_t first_step = 0) {
+  for (int64_t p0 = first_step; p0 < depth; p0 += kDepthBlock)
+    product_columns<R, C, /*Overwrite=*/false>(rows, std::min(kDepthBlock, depth - p0), {x.at(0, p0), x.row, x.column},
+                                               m + p0 * ldm, ldm, y, ldy, n, prefetch);
+}
+template <int R, int C>
+PELAB_INLINE void set_product(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y, int64_t ldy,
                               int64_t n) {
-  for (int64_t p0 = 0; p0 < depth; p0 += kDepthBlock)
-    add_product_columns<R, C>(rows, std::min(kDepthBlock, depth - p0), {x.at(0, p0), x.row, x.column}, m + p0 * ldm,
-                              ldm, y, ldy, n);
+  const int64_t first = std::min(kDepthBlock, depth);  // the first depth block writes y (zeros if depth is 0)
+  product_columns<R, C, /*Overwrite=*/true>(rows, first, x, m, ldm, y, ldy, n, nullptr);
+  add_product<R, C>(rows, depth, x, m, ldm, y, ldy, n, nullptr, first);
 }
 
 // Rows and columns a tile covers, per instruction set: 8 rows x 2 Float16 = 16 of the 32
@@ -165,10 +206,16 @@ PELAB_INLINE void gather_rows(const Strided& s, int64_t b, int64_t h, int64_t ro
   }
 }
 
-// Row r of a (B, H, rows, Dh) view copied into column r of a (Dh, ld) block: k^T, v^T.
-PELAB_INLINE void transpose_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* t,
-                                 int64_t ld) {
+// Row r of a (B, H, rows, Dh) view copied into column r of a (Dh, ld) block, times
+// `factor`: k^T, v^T; q^T and dO^T as the left factors of products (a tile's rows of a
+// column-major left factor are one run of memory, so that its broadcasts need one pointer,
+// not one register per row, which GCC spilled to the stack).
+PELAB_INLINE void transpose_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* t, int64_t ld,
+                                 float factor = 1.0f) {
   transpose(rows, d, s.at(b, h, 0), s.row, t, ld);
+  if (factor != 1.0f)
+    for (int64_t c = 0; c < d; ++c)
+      for (int64_t r = 0; r < rows; ++r) t[c * ld + r] *= factor;
 }
 
 // sum_j x[j] and sum_j x[j] y[j] for j < n (four independent chains of vector adds or
@@ -196,11 +243,19 @@ PELAB_INLINE float dot(const float* x, const float* y, int64_t n) {
   return sum;
 }
 
-// The softmax of row[0, n), in place and copied into probs[0, n) by streaming stores (the
-// saved probabilities are read back only by the backward; the caller goes on from row,
-// which stays in the cache); row is padded to np (row[n, np) must be -inf; they end 0).
+// The softmax of row[0, n) + bias[0, n) + mask[0, n) (either may be null), in place and
+// copied into probs[0, n) by streaming stores (the saved probabilities are read back only
+// by the backward; the caller goes on from row, which stays in the cache); row is padded to
+// np, a multiple of kLanes (row[n, np) end 0). Three passes: the sum with bias and mask and
+// the maximum; exp and its sum; the scaling.
 template <class Stores>
-PELAB_INLINE void softmax_padded(float* __restrict row, int64_t n, int64_t np, float* __restrict probs) {
+PELAB_INLINE void softmax_padded(float* __restrict row, const float* __restrict bias, const float* __restrict mask,
+                                 int64_t n, int64_t np, float* __restrict probs) {
+  if (bias && mask)
+    for (int64_t j = 0; j < n; ++j) row[j] += bias[j] + mask[j];
+  else if (bias || mask)
+    for (int64_t j = 0; j < n; ++j) row[j] += (bias ? bias : mask)[j];
+  std::fill(row + n, row + np, kNegativeInfinity);
   Float16 lane_max[4];
   for (auto& m : lane_max) m = Float16{} + kNegativeInfinity;
   int64_t j0 = 0;
@@ -216,10 +271,24 @@ PELAB_INLINE void softmax_padded(float* __restrict row, int64_t n, int64_t np, f
   Float16 lanes = lane_max[0] > lane_max[1] ? lane_max[0] : lane_max[1];
   const Float16 other = lane_max[2] > lane_max[3] ? lane_max[2] : lane_max[3];
   lanes = lanes > other ? lanes : other;
-  const float maximum = horizontal_max(lanes);
-  for (int64_t j = 0; j < np; ++j) row[j] = exp_nonpositive(row[j] - maximum);
-  const float inverse = 1.0f / sum_of(row, np);
-  for (int64_t j = 0; j < n; ++j) row[j] *= inverse;
+  const Float16 maximum = Float16{} + horizontal_max(lanes);
+  Float16 sum = {}, other_sum = {};  // two chains
+  int64_t j = 0;
+  for (; j + 2 * kLanes <= np; j += 2 * kLanes) {
+    const Float16 e = exp_nonpositive(load<Float16>(row + j) - maximum),
+                  f = exp_nonpositive(load<Float16>(row + j + kLanes) - maximum);
+    store(row + j, e);
+    store(row + j + kLanes, f);
+    sum += e;
+    other_sum += f;
+  }
+  if (j < np) {
+    const Float16 e = exp_nonpositive(load<Float16>(row + j) - maximum);
+    store(row + j, e);
+    sum += e;
+  }
+  const Float16 inverse = Float16{} + 1.0f / horizontal_sum(sum + other_sum);
+  for (int64_t j = 0; j < np; j += kLanes) store(row + j, load<Float16>(row + j) * inverse);
   copy_streaming<Stores>(row, probs, n);
 }
 
@@ -289,8 +358,8 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
                                      std::vector<float>& band) {
   if (skew.clip > 0) {  // the products with the 2c + 1 rows, spread over each row of out
     const int64_t clip = skew.clip, clipped_rows = 2 * clip + 1;
-    band.assign(rows * clipped_rows, 0.0f);
-    add_product<T::R, T::C>(rows, depth, x, columns, ldc, band.data(), clipped_rows, clipped_rows);
+    band.resize(std::max<size_t>(band.size(), rows * clipped_rows));
+    set_product<T::R, T::C>(rows, depth, x, columns, ldc, band.data(), clipped_rows, clipped_rows);
     for (int64_t r = 0; r < rows; ++r)
       spread_clipped(band.data() + r * clipped_rows, clip, skew.first_query + r, out + r * out_row, width);
     return;
@@ -299,8 +368,7 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
     const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1),
                   band_width = round_up_to_lanes(width + b - 1);
     band.resize(std::max<size_t>(band.size(), b * band_width));
-    std::memset(band.data(), 0, sizeof(float) * b * band_width);
-    add_product<T::R, T::C>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
+    set_product<T::R, T::C>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
                             band_width);
     if (out_column == 1) {
       for (int64_t r = 0; r < b; ++r) {
@@ -442,62 +510,47 @@ constexpr int64_t kHeadMajorCells = 65536;
 template <class T>
 PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                 float* probs, const MutableStrided& out) {
-  const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
+  const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
+                ld = scratch_stride(Tkp);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
   const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
   const int64_t block = std::min(kQueryBlock, Tq);
-  std::vector<float> key_columns(Dh * Tkp, 0.0f), values(Tk * Dh), queries(Tq * Dh), offset_queries,
-      scores(block * Tkp), keys, scratch;
-  if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
+  std::vector<float> key_columns(Dh * ld, 0.0f), values(Tk * Dh), queries_t(Dh * Tq), offset_queries,
+      scores(block * ld), keys, scratch;
+  if (in.query_rows.data) offset_queries.resize(Tq * Dh);
   if (in.key_rows.data) keys.resize(Tk * Dh);
   OffsetColumns query_columns(in.query_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   OffsetColumns key_columns_relative(in.key_rows, W, Dh, in.scale, /*ascending=*/true);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
-    transpose_rows(in.k, b, h, Tk, Dh, key_columns.data(), Tkp);  // (Dh, Tkp), zero padded
+    transpose_rows(in.k, b, h, Tk, Dh, key_columns.data(), ld);  // (Dh, Tkp), zero padded
     gather_rows(in.v, b, h, Tk, Dh, values.data());                // (Tk, Dh)
-    gather_rows(in.q, b, h, Tq, Dh, queries.data(), in.scale);     // (Tq, Dh), scaled
-    const float* scaled_offset_queries = queries.data();           // q', scaled
-    if (in.query_rows.data && in.offset_query.data) {
-      gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data(), in.scale);
-      scaled_offset_queries = offset_queries.data();
-    }
+    transpose_rows(in.q, b, h, Tq, Dh, queries_t.data(), Tq, in.scale);  // q^T (Dh, Tq), scaled
+    if (in.query_rows.data)  // q' (Tq, Dh), scaled
+      gather_rows(in.offset_query.data ? in.offset_query : in.q, b, h, Tq, Dh, offset_queries.data(), in.scale);
+    const float* scaled_offset_queries = offset_queries.data();
     if (in.key_rows.data) gather_rows(in.k, b, h, Tk, Dh, keys.data());
     float* o = out.at(b, h, 0);
     for (int64_t i0 = 0; i0 < Tq; i0 += block) {  // queries [i0, i0 + rows)
       const int64_t rows = std::min(block, Tq - i0);
-      // scores = bias + mask + scale q k^T, zero padded to Tkp columns
-      for (int64_t i = 0; i < rows; ++i) {
-        float* __restrict row = scores.data() + i * Tkp;
-        const float* __restrict bi = in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr;
-        const float* __restrict mi = in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr;
-        if (bi && mi)
-          for (int64_t j = 0; j < Tk; ++j) row[j] = bi[j] + mi[j];
-        else if (bi || mi)
-          std::copy(bi ? bi : mi, (bi ? bi : mi) + Tk, row);
-        else
-          std::fill(row, row + Tk, 0.0f);
-        std::fill(row + Tk, row + Tkp, 0.0f);
-      }
-      add_product<T::R, T::C>(rows, Dh, {queries.data() + i0 * Dh, Dh}, key_columns.data(), Tkp, scores.data(), Tkp,
-                              Tkp);
+      // scores = scale q k^T (+ the relative terms), Tkp columns (k^T is zero padded); the
+      // bias and the mask are added by the softmax's first pass
+      set_product<T::R, T::C>(rows, Dh, Matrix{queries_t.data() + i0, Tq}.transposed(), key_columns.data(), ld,
+                              scores.data(), ld, Tkp);
       if (in.query_rows.data)  // scale q'_i . Rq[i - j]
         add_skewed_product<T>(rows, Dh, {scaled_offset_queries + i0 * Dh, Dh}, query_columns.for_head(h),
-                              query_columns.ld(), Skew{first0 - i0, c, i0}, scores.data(), Tkp, 1, Tkp, scratch);
+                              query_columns.ld(), Skew{first0 - i0, c, i0}, scores.data(), ld, 1, Tkp, scratch);
       if (in.key_rows.data)  // scale k_j . Rk[i - j], key-major, written transposed into the scores
         add_skewed_product<T>(Tk, Dh, {keys.data(), Dh}, key_columns_relative.for_head(h), key_columns_relative.ld(),
-                              Skew{first0 + i0}, scores.data(), 1, Tkp, rows, scratch);
+                              Skew{first0 + i0}, scores.data(), 1, ld, rows, scratch);
       float* p = probs + (pair * Tq + i0) * Tk;
-      for (int64_t i = 0; i < rows; ++i) {
-        float* row = scores.data() + i * Tkp;
-        std::fill(row + Tk, row + Tkp, kNegativeInfinity);
-        softmax_padded<typename T::Stores>(row, Tk, Tkp, p + i * Tk);
-      }
+      for (int64_t i = 0; i < rows; ++i)
+        softmax_padded<typename T::Stores>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
+                                           in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, Tk, Tkp, p + i * Tk);
       // out = p (v + Rv[i - .]), p from the scores' scratch (in the cache; the saved copy is not)
       float* oi = o + i0 * out.row;
-      const Matrix block_probs{scores.data(), Tkp};
-      for (int64_t i = 0; i < rows; ++i) std::fill(oi + i * out.row, oi + i * out.row + Dh, 0.0f);
-      add_product<T::R, T::C>(rows, Tk, block_probs, values.data(), Dh, oi, out.row, Dh);
+      const Matrix block_probs{scores.data(), ld};
+      set_product<T::R, T::C>(rows, Tk, block_probs, values.data(), Dh, oi, out.row, Dh);
       if (in.value_rows.data)
         add_skewed_weighted_rows<T>(rows, Tk, block_probs, in.value_rows.at(h), Dh, Skew{first0 - i0, c, i0}, oi, out.row,
                                     Dh, scratch);
@@ -505,15 +558,35 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
   }
 }
 
+// The (batch, head) pair (b * heads + h) the backward takes index-th: pair order, or
+// head-major (h * batch + b; see backward_pairs).
+PELAB_INLINE int64_t pair_at(const AttentionDims& dims, bool head_major, int64_t index) {
+  return head_major ? index % dims.batch * dims.heads + index / dims.batch : index;
+}
+
+// Where the saved probabilities of the backward's next block of queries start: row
+// next_row of the pair it takes index-th, or (past its last row) the first row of the next
+// pair before `end`; null after the last block.
+PELAB_INLINE const float* next_block_probs(const AttentionDims& dims, const float* probs, bool head_major,
+                                           int64_t index, int64_t end, int64_t next_row) {
+  if (next_row >= dims.queries) {
+    if (++index >= end) return nullptr;
+    next_row = 0;
+  }
+  return probs + (pair_at(dims, head_major, index) * dims.queries + next_row) * dims.keys;
+}
+
 template <class T>
 PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                  const float* probs, const Strided& grad_out, const AttentionGradients& grad) {
-  const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk);
+  const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
+                ld = scratch_stride(Tkp);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
   const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
   const int64_t block = std::min(kQueryBlock, Tq);
-  std::vector<float> value_columns(Dh * Tkp, 0.0f), keys(Tk * Dh), queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
-      grad_scores(block * Tkp), grad_values_transposed(Dh * Tkp), grad_keys_transposed(Dh * Tkp), scratch;
+  std::vector<float> value_columns(Dh * ld, 0.0f), keys(Tk * Dh), queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
+      grad_scores(block * ld), grad_values_transposed(Dh * ld), grad_keys_transposed(Dh * ld),
+      grad_outs_t(Dh * Tq), scratch;
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   OffsetColumns value_columns_relative(in.value_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   const bool bias_broadcasts = grad.bias.batch == 0 || grad.bias.head == 0 || grad.bias.row == 0;
@@ -524,12 +597,12 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   // head-major order made every backward slower).
   const bool head_major = grad.bias.data && grad.bias.batch == 0 && Tq * Tk >= kHeadMajorCells;
   for (int64_t index = begin; index < end; ++index) {
-    const int64_t b = head_major ? index % dims.batch : index / dims.heads,
-                  h = head_major ? index / dims.batch : index % dims.heads, pair = b * dims.heads + h;
-    transpose_rows(in.v, b, h, Tk, Dh, value_columns.data(), Tkp);
+    const int64_t pair = pair_at(dims, head_major, index), b = pair / dims.heads, h = pair % dims.heads;
+    transpose_rows(in.v, b, h, Tk, Dh, value_columns.data(), ld);
     gather_rows(in.k, b, h, Tk, Dh, keys.data());
     gather_rows(in.q, b, h, Tq, Dh, queries.data());
     gather_rows(grad_out, b, h, Tq, Dh, grad_outs.data());
+    transpose_rows(grad_out, b, h, Tq, Dh, grad_outs_t.data(), Tq);  // dO^T, the left factor of dP
     const float* offset_query_rows = queries.data();  // q'
     if (in.query_rows.data && in.offset_query.data) {
       gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data());
@@ -551,16 +624,22 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       const float* p = probs + (pair * Tq + i0) * Tk;
       const float* grad_out_rows = grad_outs.data() + i0 * Dh;
       const Skew query_skew{first0 - i0, c, i0}, key_skew{first0 + i0};
+      // The next block's P (read from memory by its dS pass) is fetched during this block's
+      // dV and dK products: in as many steps as those take tiles
+      const int64_t next_rows = i0 + rows < Tq ? std::min(block, Tq - i0 - rows) : std::min(block, Tq),
+                    tiles = 2 * ((Dh + T::R - 1) / T::R) * ((Tk + T::C * kLanes - 1) / (T::C * kLanes));
+      PrefetchStream prefetch_next_probs(next_block_probs(dims, probs, head_major, index, end, i0 + rows),
+                                         next_rows * Tk, (next_rows * Tk / PrefetchStream::kLine + tiles - 1) / tiles);
       // dP = dO (v + Rv[i - .])^T
-      std::fill(grad_scores.begin(), grad_scores.begin() + rows * Tkp, 0.0f);
-      add_product<T::R, T::C>(rows, Dh, {grad_out_rows, Dh}, value_columns.data(), Tkp, grad_scores.data(), Tkp, Tkp);
+      set_product<T::R, T::C>(rows, Dh, Matrix{grad_outs_t.data() + i0, Tq}.transposed(), value_columns.data(), ld,
+                              grad_scores.data(), ld, Tkp);
       if (in.value_rows.data)
         add_skewed_product<T>(rows, Dh, {grad_out_rows, Dh}, value_columns_relative.for_head(h),
-                              value_columns_relative.ld(), query_skew, grad_scores.data(), Tkp, 1, Tkp, scratch);
+                              value_columns_relative.ld(), query_skew, grad_scores.data(), ld, 1, Tkp, scratch);
       // dS = P * (dP - <P, dP>) row by row; then scale dS, the factor of every product below
       for (int64_t i = 0; i < rows; ++i) {
         const float* __restrict pi = p + i * Tk;
-        float* __restrict row = grad_scores.data() + i * Tkp;
+        float* __restrict row = grad_scores.data() + i * ld;
         const float expected = dot(pi, row, Tk);
         for (int64_t j = 0; j < Tk; ++j) row[j] = pi[j] * (row[j] - expected);
         if (grad.bias.data) {
@@ -572,7 +651,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
         }
         for (int64_t j = 0; j < Tk; ++j) row[j] *= in.scale;
       }
-      const Matrix dS{grad_scores.data(), Tkp};  // scaled
+      const Matrix dS{grad_scores.data(), ld};  // scaled
       // dQ = scale dS k; dQ' = scale dS Rq[i - .]; dRq[i - j] += scale dS_ij q'_i
       add_product<T::R, T::C>(rows, Tk, dS, keys.data(), Dh, dq + i0 * ldq, ldq, Dh);
       if (in.query_rows.data) {
@@ -584,15 +663,15 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       // dV = P^T dO, as dV^T += dO^T P (the long rows of P read along their length, not
       // down its columns); dRv[i - j] += P_ij dO_i
       add_product<T::R, T::C>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p, Tk, grad_values_transposed.data(),
-                              Tkp, Tk);
+                              ld, Tk, &prefetch_next_probs);
       if (in.value_rows.data)
         add_skewed_outer<T>(rows, Tk, {p, Tk}, grad_out_rows, Dh,
                             head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh), Dh, query_skew, Dh, scratch);
       // dK = scale dS^T q, as dK^T += q^T dS; key-major with an ascending table (rows read
       // backwards from the last descending one): dK_j += scale dS_ij Rk[i - j],
       // dRk[i - j] += scale dS_ij k_j
-      add_product<T::R, T::C>(Dh, rows, Matrix{queries.data() + i0 * Dh, Dh}.transposed(), grad_scores.data(), Tkp,
-                              grad_keys_transposed.data(), Tkp, Tk);
+      add_product<T::R, T::C>(Dh, rows, Matrix{queries.data() + i0 * Dh, Dh}.transposed(), grad_scores.data(), ld,
+                              grad_keys_transposed.data(), ld, Tk, &prefetch_next_probs);
       if (in.key_rows.data) {
         add_skewed_weighted_rows<T>(Tk, rows, dS.transposed(), in.key_rows.at(h) + (W - 1) * Dh, -Dh, key_skew, dk, ldk,
                                     Dh, scratch);
@@ -600,8 +679,8 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                             head_rows(grad.key_rows, in.key_rows, h, W, Dh) + (W - 1) * Dh, -Dh, key_skew, Dh, scratch);
       }
     }
-    transpose(Dh, Tk, grad_values_transposed.data(), Tkp, dv, grad.v.row);
-    transpose</*Accumulate=*/true>(Dh, Tk, grad_keys_transposed.data(), Tkp, dk, ldk);
+    transpose(Dh, Tk, grad_values_transposed.data(), ld, dv, grad.v.row);
+    transpose</*Accumulate=*/true>(Dh, Tk, grad_keys_transposed.data(), ld, dk, ldk);
   }
 }
 
