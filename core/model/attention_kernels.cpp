@@ -515,10 +515,10 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
   const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
   const int64_t block = std::min(kQueryBlock, Tq);
-  std::vector<float> key_columns(Dh * ld, 0.0f), values(Tk * Dh), queries_t(Dh * Tq), offset_queries,
-      scores(block * ld), keys, scratch;
-  if (in.query_rows.data) offset_queries.resize(Tq * Dh);
-  if (in.key_rows.data) keys.resize(Tk * Dh);
+  std::vector<float> key_columns(Dh * ld, 0.0f), values(Tk * Dh), queries_t(Dh * Tq), offset_queries_t,
+      scores(block * ld), scratch;
+  const bool separate_offset_query = in.query_rows.data && in.offset_query.data;
+  if (separate_offset_query) offset_queries_t.resize(Dh * Tq);
   OffsetColumns query_columns(in.query_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   OffsetColumns key_columns_relative(in.key_rows, W, Dh, in.scale, /*ascending=*/true);
   for (int64_t pair = begin; pair < end; ++pair) {
@@ -526,10 +526,9 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
     transpose_rows(in.k, b, h, Tk, Dh, key_columns.data(), ld);  // (Dh, Tkp), zero padded
     gather_rows(in.v, b, h, Tk, Dh, values.data());                // (Tk, Dh)
     transpose_rows(in.q, b, h, Tq, Dh, queries_t.data(), Tq, in.scale);  // q^T (Dh, Tq), scaled
-    if (in.query_rows.data)  // q' (Tq, Dh), scaled
-      gather_rows(in.offset_query.data ? in.offset_query : in.q, b, h, Tq, Dh, offset_queries.data(), in.scale);
-    const float* scaled_offset_queries = offset_queries.data();
-    if (in.key_rows.data) gather_rows(in.k, b, h, Tk, Dh, keys.data());
+    if (separate_offset_query)  // q'^T (Dh, Tq), scaled; else q' = q
+      transpose_rows(in.offset_query, b, h, Tq, Dh, offset_queries_t.data(), Tq, in.scale);
+    const float* scaled_offset_queries_t = separate_offset_query ? offset_queries_t.data() : queries_t.data();
     float* o = out.at(b, h, 0);
     for (int64_t i0 = 0; i0 < Tq; i0 += block) {  // queries [i0, i0 + rows)
       const int64_t rows = std::min(block, Tq - i0);
@@ -538,11 +537,12 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       set_product<T::R, T::C>(rows, Dh, Matrix{queries_t.data() + i0, Tq}.transposed(), key_columns.data(), ld,
                               scores.data(), ld, Tkp);
       if (in.query_rows.data)  // scale q'_i . Rq[i - j]
-        add_skewed_product<T>(rows, Dh, {scaled_offset_queries + i0 * Dh, Dh}, query_columns.for_head(h),
-                              query_columns.ld(), Skew{first0 - i0, c, i0}, scores.data(), ld, 1, Tkp, scratch);
+        add_skewed_product<T>(rows, Dh, Matrix{scaled_offset_queries_t + i0, Tq}.transposed(),
+                              query_columns.for_head(h), query_columns.ld(), Skew{first0 - i0, c, i0}, scores.data(), ld,
+                              1, Tkp, scratch);
       if (in.key_rows.data)  // scale k_j . Rk[i - j], key-major, written transposed into the scores
-        add_skewed_product<T>(Tk, Dh, {keys.data(), Dh}, key_columns_relative.for_head(h), key_columns_relative.ld(),
-                              Skew{first0 + i0}, scores.data(), 1, ld, rows, scratch);
+        add_skewed_product<T>(Tk, Dh, Matrix{key_columns.data(), ld}.transposed(), key_columns_relative.for_head(h),
+                              key_columns_relative.ld(), Skew{first0 + i0}, scores.data(), 1, ld, rows, scratch);
       float* p = probs + (pair * Tq + i0) * Tk;
       for (int64_t i = 0; i < rows; ++i)
         softmax_padded<typename T::Stores>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
@@ -630,12 +630,12 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                     tiles = 2 * ((Dh + T::R - 1) / T::R) * ((Tk + T::C * kLanes - 1) / (T::C * kLanes));
       PrefetchStream prefetch_next_probs(next_block_probs(dims, probs, head_major, index, end, i0 + rows),
                                          next_rows * Tk, (next_rows * Tk / PrefetchStream::kLine + tiles - 1) / tiles);
-      // dP = dO (v + Rv[i - .])^T
-      set_product<T::R, T::C>(rows, Dh, Matrix{grad_outs_t.data() + i0, Tq}.transposed(), value_columns.data(), ld,
-                              grad_scores.data(), ld, Tkp);
+      // dP = dO (v + Rv[i - .])^T, dO read from its transpose (column-major)
+      const Matrix grad_out_block = Matrix{grad_outs_t.data() + i0, Tq}.transposed();
+      set_product<T::R, T::C>(rows, Dh, grad_out_block, value_columns.data(), ld, grad_scores.data(), ld, Tkp);
       if (in.value_rows.data)
-        add_skewed_product<T>(rows, Dh, {grad_out_rows, Dh}, value_columns_relative.for_head(h),
-                              value_columns_relative.ld(), query_skew, grad_scores.data(), ld, 1, Tkp, scratch);
+        add_skewed_product<T>(rows, Dh, grad_out_block, value_columns_relative.for_head(h), value_columns_relative.ld(),
+                              query_skew, grad_scores.data(), ld, 1, Tkp, scratch);
       // dS = P * (dP - <P, dP>) row by row; then scale dS, the factor of every product below
       for (int64_t i = 0; i < rows; ++i) {
         const float* __restrict pi = p + i * Tk;
