@@ -243,14 +243,15 @@ PELAB_INLINE float dot(const float* x, const float* y, int64_t n) {
   return sum;
 }
 
-// The softmax of row[0, n) + bias[0, n) + mask[0, n) (either may be null), in place and
-// copied into probs[0, n) by streaming stores (the saved probabilities are read back only
-// by the backward; the caller goes on from row, which stays in the cache); row is padded to
-// np, a multiple of kLanes (row[n, np) end 0). Three passes: the sum with bias and mask and
-// the maximum; exp and its sum; the scaling.
+// The softmax of row[0, n) + bias[0, n) + mask[0, n) (either may be null): row becomes the
+// unnormalized exp(x - max x) (padded to np, a multiple of kLanes, with zeros), probs[0, n)
+// the probabilities (by streaming stores: read back only by the backward); returns 1 / the
+// sum, by which the caller scales what it computes from row (the rows of p v: Dh floats,
+// not a third pass over Tk). Passes: the sum with bias and mask and the maximum; exp and its
+// sum; the scaled copy.
 template <class Stores>
-PELAB_INLINE void softmax_padded(float* __restrict row, const float* __restrict bias, const float* __restrict mask,
-                                 int64_t n, int64_t np, float* __restrict probs) {
+PELAB_INLINE float softmax_padded(float* __restrict row, const float* __restrict bias, const float* __restrict mask,
+                                  int64_t n, int64_t np, float* __restrict probs) {
   if (bias && mask)
     for (int64_t j = 0; j < n; ++j) row[j] += bias[j] + mask[j];
   else if (bias || mask)
@@ -287,9 +288,9 @@ PELAB_INLINE void softmax_padded(float* __restrict row, const float* __restrict 
     store(row + j, e);
     sum += e;
   }
-  const Float16 inverse = Float16{} + 1.0f / horizontal_sum(sum + other_sum);
-  for (int64_t j = 0; j < np; j += kLanes) store(row + j, load<Float16>(row + j) * inverse);
-  copy_streaming<Stores>(row, probs, n);
+  const float inverse = 1.0f / horizontal_sum(sum + other_sum);
+  copy_streaming<Stores>(row, probs, n, inverse);
+  return inverse;
 }
 
 // Clipped tables (AttentionInputs::clip = c > 0): query i meets table row c - clamp(i - j,
@@ -516,7 +517,7 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
   const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
   const int64_t block = std::min(kQueryBlock, Tq);
   std::vector<float> key_columns(Dh * ld, 0.0f), values(Tk * Dh), queries_t(Dh * Tq), offset_queries_t,
-      scores(block * ld), scratch;
+      scores(block * ld), inverse_sums(block), scratch;
   const bool separate_offset_query = in.query_rows.data && in.offset_query.data;
   if (separate_offset_query) offset_queries_t.resize(Dh * Tq);
   OffsetColumns query_columns(in.query_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
@@ -545,15 +546,19 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
                               key_columns_relative.ld(), Skew{first0 + i0}, scores.data(), 1, ld, rows, scratch);
       float* p = probs + (pair * Tq + i0) * Tk;
       for (int64_t i = 0; i < rows; ++i)
-        softmax_padded<typename T::Stores>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
-                                           in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, Tk, Tkp, p + i * Tk);
-      // out = p (v + Rv[i - .]), p from the scores' scratch (in the cache; the saved copy is not)
+        inverse_sums[i] =
+            softmax_padded<typename T::Stores>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
+                                               in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, Tk, Tkp, p + i * Tk);
+      // out = p (v + Rv[i - .]): the unnormalized exps from the scores' scratch (in the
+      // cache; the saved copy is not) times (v + Rv), each row then scaled by 1 / its sum
       float* oi = o + i0 * out.row;
-      const Matrix block_probs{scores.data(), ld};
-      set_product<T::R, T::C>(rows, Tk, block_probs, values.data(), Dh, oi, out.row, Dh);
+      const Matrix block_exps{scores.data(), ld};
+      set_product<T::R, T::C>(rows, Tk, block_exps, values.data(), Dh, oi, out.row, Dh);
       if (in.value_rows.data)
-        add_skewed_weighted_rows<T>(rows, Tk, block_probs, in.value_rows.at(h), Dh, Skew{first0 - i0, c, i0}, oi, out.row,
+        add_skewed_weighted_rows<T>(rows, Tk, block_exps, in.value_rows.at(h), Dh, Skew{first0 - i0, c, i0}, oi, out.row,
                                     Dh, scratch);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t d = 0; d < Dh; ++d) oi[i * out.row + d] *= inverse_sums[i];
     }
   }
 }
@@ -636,20 +641,26 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       if (in.value_rows.data)
         add_skewed_product<T>(rows, Dh, grad_out_block, value_columns_relative.for_head(h), value_columns_relative.ld(),
                               query_skew, grad_scores.data(), ld, 1, Tkp, scratch);
-      // dS = P * (dP - <P, dP>) row by row; then scale dS, the factor of every product below
+      // dS = P * (dP - <P, dP>) row by row (the bias's gradient), then scaled: the factor
+      // of every product below
       for (int64_t i = 0; i < rows; ++i) {
         const float* __restrict pi = p + i * Tk;
         float* __restrict row = grad_scores.data() + i * ld;
-        const float expected = dot(pi, row, Tk);
-        for (int64_t j = 0; j < Tk; ++j) row[j] = pi[j] * (row[j] - expected);
-        if (grad.bias.data) {
+        const float expected = dot(pi, row, Tk), scale = in.scale;
+        if (!grad.bias.data) {
+          for (int64_t j = 0; j < Tk; ++j) row[j] = scale * (pi[j] * (row[j] - expected));
+        } else if (bias_broadcasts) {
           float* __restrict bias_row = grad.bias.at(b, h, i0 + i);
-          if (bias_broadcasts)
-            for (int64_t j = 0; j < Tk; ++j) bias_row[j] += row[j];
-          else
-            copy_streaming<typename T::Stores>(row, bias_row, Tk);  // read only after the backward
+          for (int64_t j = 0; j < Tk; ++j) {
+            const float grad_score = pi[j] * (row[j] - expected);
+            bias_row[j] += grad_score;
+            row[j] = scale * grad_score;
+          }
+        } else {
+          for (int64_t j = 0; j < Tk; ++j) row[j] = pi[j] * (row[j] - expected);
+          copy_streaming<typename T::Stores>(row, grad.bias.at(b, h, i0 + i), Tk);  // read only after the backward
+          for (int64_t j = 0; j < Tk; ++j) row[j] *= scale;
         }
-        for (int64_t j = 0; j < Tk; ++j) row[j] *= in.scale;
       }
       const Matrix dS{grad_scores.data(), ld};  // scaled
       // dQ = scale dS k; dQ' = scale dS Rq[i - .]; dRq[i - j] += scale dS_ij q'_i

@@ -94,16 +94,16 @@ struct BaselineStores {
 PELAB_INLINE void stream_fence() {}
 #endif
 
-// dst[j] = src[j] for j < n: the 64-byte aligned whole Float16s of dst by the instruction
-// set's streaming stores, the ends by plain ones. dst: 4-byte aligned floats.
+// dst[j] = factor * src[j] for j < n: the 64-byte aligned whole Float16s of dst by the
+// instruction set's streaming stores, the ends by plain ones. dst: 4-byte aligned floats.
 template <class Stores>
-PELAB_INLINE void copy_streaming(const float* __restrict src, float* __restrict dst, int64_t n) {
+PELAB_INLINE void copy_streaming(const float* __restrict src, float* __restrict dst, int64_t n, float factor = 1.0f) {
   const int64_t misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(dst) / sizeof(float) % 16);
   const int64_t head = std::min<int64_t>(n, misaligned ? 16 - misaligned : 0);
   int64_t j = 0;
-  for (; j < head; ++j) dst[j] = src[j];
-  for (; j + 16 <= n; j += 16) Stores::stream(dst + j, load<Float16>(src + j));
-  for (; j < n; ++j) dst[j] = src[j];
+  for (; j < head; ++j) dst[j] = factor * src[j];
+  for (; j + 16 <= n; j += 16) Stores::stream(dst + j, factor * load<Float16>(src + j));
+  for (; j < n; ++j) dst[j] = factor * src[j];
 }
 
 // The sum and the maximum of a Float16's lanes, as a tree of halvings (4 dependent steps,
