@@ -250,6 +250,49 @@ CATCH_TEST_CASE("gelu_activation equals x Phi(x) and its derivative, to float pr
   CATCH_CHECK(torch::equal(x_double.grad(), x_reference.grad()));
 }
 
+CATCH_TEST_CASE("gelu_activation with a bias equals gelu(x + bias): values, both gradients, any thread count",
+                "[encoder]") {
+  // 500 rows of 100: chunks of 163 rows, the last one partial; x a non-contiguous view
+  torch::manual_seed(3);
+  auto x = (3 * torch::randn({100, 500})).t().detach().requires_grad_();
+  auto bias = torch::randn({100}).requires_grad_();
+  CATCH_REQUIRE(!x.is_contiguous());
+  const auto grad_y = torch::rand({500, 100}) + 0.5;
+  auto xd = x.detach().to(torch::kFloat64).requires_grad_();
+  auto bd = bias.detach().to(torch::kFloat64).requires_grad_();
+  auto expected = torch::gelu(xd + bd);
+  expected.backward(grad_y.to(torch::kFloat64));
+  const int threads = torch::get_num_threads();
+  torch::Tensor bias_grad_two_threads;
+  for (const auto& isa : kernels::supported_instruction_sets()) {
+    CATCH_CAPTURE(isa);
+    kernels::use_instruction_set(isa);
+    for (int n : {1, 2}) {
+      CATCH_CAPTURE(n);
+      torch::set_num_threads(n);
+      x.mutable_grad() = torch::Tensor();
+      bias.mutable_grad() = torch::Tensor();
+      auto y = gelu_activation(x, bias);
+      CATCH_CHECK(torch::allclose(y.to(torch::kFloat64), expected, 1e-6, 1e-6));
+      y.backward(grad_y);
+      CATCH_CHECK(torch::allclose(x.grad().to(torch::kFloat64), xd.grad(), 1e-5, 1e-6));
+      CATCH_CHECK(torch::allclose(bias.grad().to(torch::kFloat64), bd.grad(), 1e-5, 1e-4));
+      if (n == 1) bias_grad_two_threads = bias.grad().clone();
+      else CATCH_CHECK(torch::equal(bias.grad(), bias_grad_two_threads));  // summed in chunk order
+    }
+  }
+  torch::set_num_threads(threads);
+  kernels::use_instruction_set(kernels::supported_instruction_sets().back());
+  // without a gradient for the bias (a frozen layer), and off the kernel (float64)
+  x.mutable_grad() = torch::Tensor();
+  gelu_activation(x, bias.detach()).backward(grad_y);
+  CATCH_CHECK(torch::allclose(x.grad().to(torch::kFloat64), xd.grad(), 1e-5, 1e-6));
+  auto y_double = gelu_activation(xd.detach(), bd.detach());
+  CATCH_CHECK(torch::equal(y_double, torch::gelu(xd.detach() + bd.detach())));
+  CATCH_CHECK_THROWS_WITH(gelu_activation(x, torch::zeros({99})),
+                          "gelu_activation: the bias must have shape (100), one value per last-dimension entry of x");
+}
+
 CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, values and gradients", "[encoder]") {
   // asking for attention maps takes the unfused path (it keeps the probabilities); the
   // relative schemes' rows (relative_rows) are checked against their score_bias / value_term

@@ -22,8 +22,9 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer)
 torch::Tensor BlockImpl::forward(torch::Tensor x, const torch::Tensor& mask, const Positions& positions,
                                  PositionEncodingImpl& encoding, torch::Tensor* probs_out) {
   auto feed_forward = [&](const torch::Tensor& h) {
-    auto hidden = ff_in_->forward(h);
-    hidden = gelu_ ? gelu_activation(hidden) : torch::relu(hidden);
+    // GELU takes ff_in's bias into its own pass (core/model/gelu.h): h W^T here, + b there
+    auto hidden = gelu_ ? gelu_activation(torch::nn::functional::linear(h, ff_in_->weight), ff_in_->bias)
+                        : torch::relu(ff_in_->forward(h));
     return dropout_->forward(ff_out_->forward(hidden));
   };
   if (pre_norm_) {

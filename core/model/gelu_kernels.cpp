@@ -27,34 +27,77 @@ PELAB_INLINE NormalCdf normal_cdf(float x) {
   return {x >= 0.0f ? 1.0f - half_erfc : half_erfc, gaussian};
 }
 
-PELAB_INLINE void forward_loop(const float* __restrict x, float* __restrict y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * normal_cdf(x[i]).cdf;
-}
-
-PELAB_INLINE void backward_loop(const float* __restrict x, const float* __restrict grad_y, float* __restrict grad_x,
-                                int64_t n) {
-  constexpr float kInverseSqrt2Pi = 0.39894228040143268f;  // phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
-  for (int64_t i = 0; i < n; ++i) {
-    const NormalCdf c = normal_cdf(x[i]);
-    grad_x[i] = grad_y[i] * (c.cdf + x[i] * kInverseSqrt2Pi * c.gaussian);
+// One row of cols elements: u = x + bias (bias null: u = x).
+template <bool Bias>
+PELAB_INLINE void forward_row(const float* __restrict x, const float* __restrict bias, float* __restrict y,
+                              int64_t cols) {
+  for (int64_t c = 0; c < cols; ++c) {
+    const float u = Bias ? x[c] + bias[c] : x[c];
+    y[c] = u * normal_cdf(u).cdf;
   }
 }
 
-void forward_baseline(const float* x, float* y, int64_t n) { forward_loop(x, y, n); }
-void backward_baseline(const float* x, const float* g, float* dx, int64_t n) { backward_loop(x, g, dx, n); }
+template <bool Bias, bool SumColumns>
+PELAB_INLINE void backward_row(const float* __restrict x, const float* __restrict bias, const float* __restrict grad_y,
+                               float* __restrict grad_x, float* __restrict column_sums, int64_t cols) {
+  constexpr float kInverseSqrt2Pi = 0.39894228040143268f;  // phi(u) = exp(-u^2 / 2) / sqrt(2 pi)
+  for (int64_t c = 0; c < cols; ++c) {
+    const float u = Bias ? x[c] + bias[c] : x[c];
+    const NormalCdf cdf = normal_cdf(u);
+    const float g = grad_y[c] * (cdf.cdf + u * kInverseSqrt2Pi * cdf.gaussian);
+    grad_x[c] = g;
+    if (SumColumns) column_sums[c] += g;
+  }
+}
+
+PELAB_INLINE void forward_rows(const float* x, const float* bias, float* y, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    if (bias)
+      forward_row<true>(x + r * cols, bias, y + r * cols, cols);
+    else
+      forward_row<false>(x + r * cols, nullptr, y + r * cols, cols);
+  }
+}
+
+PELAB_INLINE void backward_rows(const float* x, const float* bias, const float* grad_y, float* grad_x,
+                                float* column_sums, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = r * cols;
+    if (bias && column_sums)
+      backward_row<true, true>(x + at, bias, grad_y + at, grad_x + at, column_sums, cols);
+    else if (bias)
+      backward_row<true, false>(x + at, bias, grad_y + at, grad_x + at, nullptr, cols);
+    else if (column_sums)
+      backward_row<false, true>(x + at, nullptr, grad_y + at, grad_x + at, column_sums, cols);
+    else
+      backward_row<false, false>(x + at, nullptr, grad_y + at, grad_x + at, nullptr, cols);
+  }
+}
+
+#define PELAB_GELU_COPIES(suffix, attributes)                                                                       \
+  attributes void forward_##suffix(const float* x, const float* bias, float* y, int64_t rows, int64_t cols) {        \
+    forward_rows(x, bias, y, rows, cols);                                                                           \
+  }                                                                                                                 \
+  attributes void backward_##suffix(const float* x, const float* bias, const float* grad_y, float* grad_x,          \
+                                    float* column_sums, int64_t rows, int64_t cols) {                               \
+    backward_rows(x, bias, grad_y, grad_x, column_sums, rows, cols);                                                \
+  }
+PELAB_GELU_COPIES(baseline, )
 #ifdef PELAB_X86_DISPATCH
-PELAB_AVX2 void forward_avx2(const float* x, float* y, int64_t n) { forward_loop(x, y, n); }
-PELAB_AVX2 void backward_avx2(const float* x, const float* g, float* dx, int64_t n) { backward_loop(x, g, dx, n); }
-PELAB_AVX512 void forward_avx512(const float* x, float* y, int64_t n) { forward_loop(x, y, n); }
-PELAB_AVX512 void backward_avx512(const float* x, const float* g, float* dx, int64_t n) { backward_loop(x, g, dx, n); }
+PELAB_GELU_COPIES(avx2, PELAB_AVX2)
+PELAB_GELU_COPIES(avx512, PELAB_AVX512)
 #endif
+#undef PELAB_GELU_COPIES
 
 }  // namespace
 
-void gelu_forward(const float* x, float* y, int64_t n) { PELAB_PICK_COPY(forward)(x, y, n); }
+void gelu_forward(const float* x, const float* bias, float* y, int64_t rows, int64_t cols) {
+  PELAB_PICK_COPY(forward)(x, bias, y, rows, cols);
+}
 
-void gelu_backward(const float* x, const float* grad_y, float* grad_x, int64_t n) {
-  PELAB_PICK_COPY(backward)(x, grad_y, grad_x, n);
+void gelu_backward(const float* x, const float* bias, const float* grad_y, float* grad_x, float* column_sums,
+                   int64_t rows, int64_t cols) {
+  PELAB_PICK_COPY(backward)(x, bias, grad_y, grad_x, column_sums, rows, cols);
 }
 
 }  // namespace pelab::kernels

@@ -15,10 +15,13 @@
 
 namespace pelab::kernels {
 
-// y[i] = gelu(x[i]) for i < n
-void gelu_forward(const float* x, float* y, int64_t n);
+// y[r, c] = gelu(x[r, c] + bias[c]) for r < rows, c < cols: row-major, rows cols apart;
+// bias null: no bias (the feed-forward's first linear layer leaves its bias add to this pass)
+void gelu_forward(const float* x, const float* bias, float* y, int64_t rows, int64_t cols);
 
-// grad_x[i] = grad_y[i] gelu'(x[i]) for i < n
-void gelu_backward(const float* x, const float* grad_y, float* grad_x, int64_t n);
+// grad_x[r, c] = grad_y[r, c] gelu'(x[r, c] + bias[c]), and column_sums[c] += sum_r
+// grad_x[r, c] unless column_sums is null (the bias's gradient, in the same pass)
+void gelu_backward(const float* x, const float* bias, const float* grad_y, float* grad_x, float* column_sums,
+                   int64_t rows, int64_t cols);
 
 }  // namespace pelab::kernels
