@@ -191,8 +191,24 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
     std::vector<torch::Tensor> inputs = {q, k, v};
     if (bias.defined()) inputs.push_back(bias);
     check_same_gradients(out, expected, inputs);
+
+    // q, k, v packed as the projection's (B, T, 3 H Dh) output: the same numbers, and the
+    // gradients of the three views as one tensor
+    auto packed = qkv.permute({1, 3, 0, 2, 4}).reshape({c.B, c.T, 3 * c.H * c.Dh}).detach().requires_grad_();
+    const auto fixed_bias = bias.defined() ? bias.detach() : bias;
+    auto packed_out = fused_attention_packed(packed, c.H, scale, fixed_bias, mask);
+    auto separate_out = fused_attention(q, k, v, scale, fixed_bias, mask);
+    CATCH_CHECK(torch::equal(packed_out, separate_out));
+    const auto grad_out = torch::randn_like(separate_out);
+    const auto grads = torch::autograd::grad({separate_out}, {q, k, v}, {grad_out});
+    packed_out.backward(grad_out);
+    const auto expected_packed_grad =
+        torch::stack(grads).permute({1, 3, 0, 2, 4}).reshape({c.B, c.T, 3 * c.H * c.Dh});
+    CATCH_CHECK(torch::equal(packed.grad(), expected_packed_grad));
   }
   kernels::use_instruction_set(instruction_sets.back());
+  CATCH_CHECK_THROWS_WITH(fused_attention_packed(torch::zeros({2, 5, 20}), 3, 1.0, {}, {}),
+                          Catch::Matchers::StartsWith("fused_attention_packed: expected qkv (B, T, 3 H Dh) for H = 3"));
   CATCH_CHECK_THROWS_WITH(kernels::use_instruction_set("sse9"),
                           Catch::Matchers::Contains("cannot run the 'sse9' CPU kernels"));
   // probabilities and extreme scores: a row of huge scores soft-maxes to one-hot, finite

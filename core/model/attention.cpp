@@ -25,11 +25,14 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   // project: (B, T, 3D) -> 3 x (B, H, T, Dh), views. (Split, not indexed: the backward of an
   // index makes a zero (B, T, 3D) gradient for each of q, k, v and adds them; a split's
   // concatenates.)
-  const auto projected = qkv_->forward(x).chunk(3, -1);
+  const auto projection = qkv_->forward(x);  // (B, T, 3D)
+  const auto projected = projection.chunk(3, -1);
   auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, Dh}).transpose(1, 2); };
-  torch::Tensor q = heads(projected[0]), k = heads(projected[1]), v = heads(projected[2]);
+  const torch::Tensor projected_q = heads(projected[0]), projected_k = heads(projected[1]);
+  torch::Tensor q = projected_q, k = projected_k, v = heads(projected[2]);
   const AttentionContext hooks{positions, layer_, qkv_->weight, qkv_->bias};
   std::tie(q, k) = encoding.rotate(q, k, hooks);
+  const bool rotated = !q.is_same(projected_q) || !k.is_same(projected_k);
 
   // The fused CPU kernel keeps no probabilities for callers and has no dropout; it computes
   // a value term only from a scheme's relative rows.
@@ -42,8 +45,11 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   const auto bias = relative.defined() ? relative.bias : encoding.score_bias(q, k, hooks);
   torch::Tensor context;  // (B, H, T, Dh)
   if (fused) {
-    // core/model/fused_attention.h, with the scheme's relative rows if any; memory (B, T, H, Dh)
-    context = fused_attention(q, k, v, encoding.attention_scale(), bias, mask, relative);
+    // core/model/fused_attention.h, with the scheme's relative rows if any; memory (B, T, H, Dh).
+    // Unrotated q, k, v are still the projection's thirds: passed packed, their gradients
+    // come back as one (B, T, 3D) tensor, not three that the split's backward concatenates.
+    context = rotated ? fused_attention(q, k, v, encoding.attention_scale(), bias, mask, relative)
+                      : fused_attention_packed(projection, H, encoding.attention_scale(), bias, mask, relative);
 #if TORCH_VERSION_MAJOR >= 2
   } else if (!probs_out && !encoding.has_value_term() && !q.device().is_cpu()) {
     // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
+#include <array>
 #include <mutex>
 
 #include "core/model/attention_kernels.h"
@@ -87,16 +88,29 @@ torch::Tensor zero_gradient(const torch::Tensor& table) {
   return table.numel() > 0 ? torch::zeros_like(table) : torch::Tensor();
 }
 
+// qkv: (B, T, 3 H Dh), whose thirds along the last dimension are q, k and v -> three
+// (B, H, T, Dh) views of it (as a projection's output is split into heads).
+std::array<torch::Tensor, 3> split_packed(const torch::Tensor& qkv, int64_t heads) {
+  TORCH_CHECK(qkv.dim() == 3 && heads > 0 && qkv.size(2) % (3 * heads) == 0,
+              "fused_attention_packed: expected qkv (B, T, 3 H Dh) for H = ", heads, " heads, got ", qkv.sizes());
+  const auto parts = qkv.view({qkv.size(0), qkv.size(1), 3, heads, qkv.size(2) / (3 * heads)}).unbind(2);
+  return {parts[0].transpose(1, 2), parts[1].transpose(1, 2), parts[2].transpose(1, 2)};
+}
+
 struct FusedAttention : torch::autograd::Function<FusedAttention> {
-  // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh); rows: (H|-, 2T - 1, Dh) ascending or empty;
-  // offset_query: (B, H, T, Dh) or empty -> (B, H, Tq, Dh) (memory (B, Tq, H, Dh))
+  // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh); or, with packed_heads = H > 0, q_in the packed
+  // (B, T, 3 H Dh) and k_in, v_in empty (split_packed); rows: (H|-, 2T - 1, Dh) ascending or
+  // empty; offset_query: (B, H, T, Dh) or empty -> (B, H, Tq, Dh) (memory (B, Tq, H, Dh))
   static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& q_in,
                                const torch::Tensor& k_in, const torch::Tensor& v_in, const torch::Tensor& bias_in,
                                const torch::Tensor& mask_in, const torch::Tensor& query_rows_in,
                                const torch::Tensor& key_rows_in, const torch::Tensor& value_rows_in,
-                               const torch::Tensor& offset_query_in, double scale, int64_t clip) {
-    TORCH_CHECK(q_in.dim() == 4 && k_in.dim() == 4 && v_in.dim() == 4, "fused_attention: q, k, v must be (B, H, T, Dh)");
-    const auto q = unit_last_stride(q_in), k = unit_last_stride(k_in), v = unit_last_stride(v_in);
+                               const torch::Tensor& offset_query_in, double scale, int64_t clip,
+                               int64_t packed_heads) {
+    const auto split = packed_heads > 0 ? split_packed(q_in, packed_heads) : std::array{q_in, k_in, v_in};
+    TORCH_CHECK(split[0].dim() == 4 && split[1].dim() == 4 && split[2].dim() == 4,
+                "fused_attention: q, k, v must be (B, H, T, Dh)");
+    const auto q = unit_last_stride(split[0]), k = unit_last_stride(split[1]), v = unit_last_stride(split[2]);
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     TORCH_CHECK(k.sizes() == v.sizes() && k.size(0) == dims.batch && k.size(1) == dims.heads &&
                     k.size(3) == dims.head_dim,
@@ -130,6 +144,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     context->saved_data["probs"] = probs;
     context->saved_data["scale"] = scale;
     context->saved_data["clip"] = clip;
+    context->saved_data["packed_heads"] = packed_heads;
     context->saved_data["bias_sizes"] = bias_in.sizes().vec();
     context->saved_data["bias_table_sizes"] = bias.defined() ? bias.sizes().vec() : std::vector<int64_t>();
     return out.permute({0, 2, 1, 3});
@@ -147,8 +162,17 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     const auto in = kernel_inputs(q, k, v, scale, {}, {}, rows, offset_query, context->saved_data["clip"].toInt());
     // q, k, v's gradients in (B, T, H, Dh) memory, as the projection's output has them: the
-    // heads merge back into (B, T, D) without a copy
-    auto grad_q = empty_heads_last(q), grad_k = empty_heads_last(k), grad_v = empty_heads_last(v);
+    // heads merge back into (B, T, D) without a copy; packed, the three are views of the
+    // packed input's gradient (no concatenation afterwards)
+    const int64_t packed_heads = context->saved_data["packed_heads"].toInt();
+    torch::Tensor grad_packed, grad_q, grad_k, grad_v;
+    if (packed_heads > 0) {
+      grad_packed = torch::empty({dims.batch, dims.queries, 3 * dims.heads * dims.head_dim}, q.options());
+      const auto parts = split_packed(grad_packed, packed_heads);
+      grad_q = parts[0], grad_k = parts[1], grad_v = parts[2];
+    } else {
+      grad_q = empty_heads_last(q), grad_k = empty_heads_last(k), grad_v = empty_heads_last(v);
+    }
     auto mutable_view = [](const torch::Tensor& t) {
       return kernels::MutableStrided{t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
     };
@@ -191,7 +215,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     if (bias_needs_grad) grad_bias = grad_bias.view(context->saved_data["bias_sizes"].toIntVector());
     for (auto& g : grad_rows)
       if (g.defined()) g = g.flip(-2);  // back to ascending offsets
-    return {grad_q,
+    return {packed_heads > 0 ? grad_packed : grad_q,
             grad_k,
             grad_v,
             grad_bias,
@@ -200,6 +224,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
             grad_rows[kKeyRows],
             grad_rows[kValueRows],
             grad_offset_query,
+            torch::Tensor(),
             torch::Tensor(),
             torch::Tensor()};
   }
@@ -220,7 +245,18 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, co
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
   return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask), or_absent(relative.query),
                                or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
-                               scale, relative.clip);
+                               scale, relative.clip, int64_t{0});
+}
+
+torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, double scale, const torch::Tensor& bias,
+                                     const torch::Tensor& mask, const RelativeRows& relative) {
+  TORCH_CHECK(fused_attention_supports(qkv), "fused_attention_packed: qkv must be a float32 CPU tensor");
+  split_packed(qkv, heads);  // checks the shape
+  const auto absent = torch::empty({0}, qkv.options());
+  auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
+  return FusedAttention::apply(qkv, absent, absent, or_absent(bias), or_absent(mask), or_absent(relative.query),
+                               or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
+                               scale, relative.clip, heads);
 }
 
 }  // namespace pelab

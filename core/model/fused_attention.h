@@ -21,6 +21,12 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, co
                               const torch::Tensor& bias, const torch::Tensor& mask,
                               const RelativeRows& relative = {});
 
+// The same with q, k and v as the thirds of one projection's output, qkv (B, T, 3 H Dh),
+// split into `heads` heads as (B, H, T, Dh) views: the gradient for qkv is written as one
+// tensor (separate views' gradients would be concatenated by the split's backward).
+torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, double scale, const torch::Tensor& bias,
+                                     const torch::Tensor& mask, const RelativeRows& relative = {});
+
 // Whether fused_attention can take tensors like q: float32 on the CPU.
 bool fused_attention_supports(const torch::Tensor& q);
 
