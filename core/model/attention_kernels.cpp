@@ -145,35 +145,21 @@ PELAB_INLINE void set_product(int64_t rows, int64_t depth, Matrix x, const float
 // AVX-512 registers hold sums (enough independent FMA chains to hide their latency); AVX2
 // (16 registers) and SSE take 4 x 1 and 2 x 1. Stores: the instruction set's streaming
 // stores (vector_math.h), for the probabilities and the scores' gradient.
-template <int Rows, int Vectors, class StoreSet>
+// NarrowDots: products only 8 or 16 columns wide (head sizes 8 and 16) go by narrow_product
+// below (it keeps 16 Float16 sums and their operands in registers: AVX-512's 32 only).
+template <int Rows, int Vectors, class StoreSet, bool NarrowDots>
 struct Tile {
   static constexpr int R = Rows, C = Vectors;
+  static constexpr bool kNarrowDots = NarrowDots;
   using Stores = StoreSet;
 };
-using BaselineTile = Tile<2, 1, BaselineStores>;
+using BaselineTile = Tile<2, 1, BaselineStores, false>;
 #ifdef PELAB_X86_DISPATCH
-using Avx512Tile = Tile<8, 2, Avx512Stores>;
-using Avx2Tile = Tile<4, 1, Avx2Stores>;
+using Avx512Tile = Tile<8, 2, Avx512Stores, true>;
+using Avx2Tile = Tile<4, 1, Avx2Stores, false>;
 #endif
 
 constexpr int64_t kBlock = 16;  // rows per band of a relative term (see add_skewed_product)
-
-// dst (cols, rows) = src (rows, cols)^T, leading dimensions lds, ldd; 16 x 16 blocks, so
-// that the stores of a block fill 16 cache lines instead of touching one line per store.
-// With Accumulate, dst += src^T.
-template <bool Accumulate = false>
-PELAB_INLINE void transpose(int64_t rows, int64_t cols, const float* __restrict src, int64_t lds,
-                            float* __restrict dst, int64_t ldd) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kLanes)
-    for (int64_t c0 = 0; c0 < cols; c0 += kLanes)
-      for (int64_t c = c0; c < std::min(cols, c0 + kLanes); ++c)
-        for (int64_t r = r0; r < std::min(rows, r0 + kLanes); ++r) {
-          if (Accumulate)
-            dst[c * ldd + r] += src[r * lds + c];
-          else
-            dst[c * ldd + r] = src[r * lds + c];
-        }
-}
 
 // A 16 x 16 block transposed in registers: rows[i] holds row i, and on return column i.
 // Four butterfly stages of two-source shuffles (vpermt2ps on AVX-512); stage K swaps bit K
@@ -195,6 +181,45 @@ PELAB_INLINE void transpose_16x16(Float16 (&rows)[kLanes]) {
   butterfly_stage<1>(rows);
   butterfly_stage<2>(rows);
   butterfly_stage<3>(rows);
+}
+
+// Lanes [0, n) of a Float16 from or to p (the rest of a load 0): whole vectors for n = 16 and 8.
+PELAB_INLINE Float16 load_prefix(const float* p, int64_t n) {
+  if (n >= kLanes) return load<Float16>(p);
+  if (n == 8) return __builtin_shufflevector(load<Float8>(p), Float8{}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  Float16 v = {};
+  for (int64_t i = 0; i < n; ++i) v[i] = p[i];
+  return v;
+}
+PELAB_INLINE void store_prefix(float* p, Float16 v, int64_t n) {
+  if (n >= kLanes)
+    store(p, v);
+  else if (n == 8)
+    store(p, Float8(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7)));
+  else
+    for (int64_t i = 0; i < n; ++i) p[i] = v[i];
+}
+
+// dst (cols, rows) = src (rows, cols)^T, leading dimensions lds, ldd (with Accumulate: dst +=
+// src^T): 16 x 16 blocks (partial at the edges) through transpose_16x16, so that each block
+// is 16 row loads and 16 stores, not 256 of each (k^T, q^T, v^T and dO^T per pair; dV and dK
+// back at the end).
+template <bool Accumulate = false>
+PELAB_INLINE void transpose(int64_t rows, int64_t cols, const float* __restrict src, int64_t lds,
+                            float* __restrict dst, int64_t ldd) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kLanes) {
+    const int64_t height = std::min(kLanes, rows - r0);
+    for (int64_t c0 = 0; c0 < cols; c0 += kLanes) {
+      const int64_t width = std::min(kLanes, cols - c0);
+      Float16 block[kLanes];
+      for (int64_t r = 0; r < kLanes; ++r) block[r] = r < height ? load_prefix(src + (r0 + r) * lds + c0, width) : Float16{};
+      transpose_16x16(block);
+      for (int64_t c = 0; c < width; ++c) {
+        float* d = dst + (c0 + c) * ldd + r0;
+        store_prefix(d, Accumulate ? load_prefix(d, height) + block[c] : block[c], height);
+      }
+    }
+  }
 }
 
 // Rows of a (B, H, rows, Dh) view copied into a contiguous (rows, Dh) block, times `factor`.
@@ -241,6 +266,93 @@ PELAB_INLINE float dot(const float* x, const float* y, int64_t n) {
   float sum = horizontal_sum(total);
   for (; j < n; ++j) sum += x[j] * y[j];
   return sum;
+}
+
+// The sums of 16 vectors' lanes: lane k of the result is the sum of sums[k]'s lanes. Four
+// stages of two-source shuffles and adds (15 adds, 30 shuffles; a transpose and a sum would
+// take 64 and 15): stage `Width` pairs sums[i] with sums[i + n] and adds their halves of
+// width lanes, leaving n vectors whose blocks of `Width` lanes are partial sums.
+template <int Width, int... L>
+PELAB_INLINE Float16 fold_pair(Float16 a, Float16 b, std::integer_sequence<int, L...>) {
+  // output lane L: block L / Width of width lanes, from a (even blocks) or b (odd ones)
+  const Float16 low = __builtin_shufflevector(
+      a, b, ((L / Width) % 2 ? 16 : 0) + (L / Width / 2) * 2 * Width + L % Width...);
+  const Float16 high = __builtin_shufflevector(
+      a, b, ((L / Width) % 2 ? 16 : 0) + (L / Width / 2) * 2 * Width + L % Width + Width...);
+  return low + high;
+}
+PELAB_INLINE Float16 lane_sums(Float16 (&sums)[kLanes]) {
+  const auto lanes = std::make_integer_sequence<int, kLanes>();
+  for (int i = 0; i < 8; ++i) sums[i] = fold_pair<8>(sums[i], sums[i + 8], lanes);
+  for (int i = 0; i < 4; ++i) sums[i] = fold_pair<4>(sums[i], sums[i + 4], lanes);
+  for (int i = 0; i < 2; ++i) sums[i] = fold_pair<2>(sums[i], sums[i + 2], lanes);
+  return fold_pair<1>(sums[0], sums[1], lanes);
+}
+
+// Rows [0, rows) of a (B, H, rows, N) view in kLanes-row panels, zero padded to a whole
+// panel: panel p holds N runs of kLanes floats, run c the rows' column c
+// (packed[p * N * kLanes + c * kLanes + lane] = row p * kLanes + lane, column c): the right
+// factor of narrow_product, each panel's N vectors at fixed offsets from one pointer.
+PELAB_INLINE void pack_column_panels(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t N, float* packed) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kLanes) {
+    const int64_t height = std::min(kLanes, rows - r0);
+    float* panel = packed + r0 * N;  // (N, kLanes)
+    if (height < kLanes) std::fill(panel, panel + N * kLanes, 0.0f);
+    transpose(height, N, s.at(b, h, r0), s.row, panel, kLanes);
+  }
+}
+
+// y[r * ldy + c] = (Accumulate: y[...] +) sum_p x[r * ldx + p] m(p, c) for r < rows, c < N
+// (8 or 16), m in column panels (pack_column_panels): a product whose output is narrower
+// than a vector (p v and dS k at head sizes 8 and 16), as dot products along x's rows:
+// lanes along p, 16 / N rows times N columns of sums, reduced at the end by lane_sums.
+// depth: a multiple of kLanes (x's rows zero padded up to it). As a product_tile, the left
+// factor's 8 row-major rows took 8 pointers, which GCC spilled to the stack: a fifth of the
+// attention's time at head size 8.
+template <int N, bool Accumulate>
+PELAB_INLINE void narrow_product(int64_t rows, int64_t depth, const float* __restrict x, int64_t ldx,
+                                 const float* __restrict panels, float* __restrict y, int64_t ldy) {
+  static_assert(kLanes % N == 0, "N must divide the vector width");
+  constexpr int kRows = kLanes / N;
+  auto emit = [&](int64_t r, int64_t c, float sum) {
+    float& out = y[r * ldy + c];
+    out = Accumulate ? out + sum : sum;
+  };
+  int64_t r = 0;
+  for (; r + kRows <= rows; r += kRows) {
+    Float16 sums[kLanes] = {};  // sums[i * N + c]: row r + i, column c
+    for (int64_t p = 0; p < depth; p += kLanes) {
+      const float* panel = panels + p * N;
+      for (int i = 0; i < kRows; ++i) {
+        const Float16 row = load<Float16>(x + (r + i) * ldx + p);
+        for (int c = 0; c < N; ++c) sums[i * N + c] += row * load<Float16>(panel + c * kLanes);
+      }
+    }
+    const Float16 total = lane_sums(sums);
+    for (int i = 0; i < kRows; ++i)
+      for (int c = 0; c < N; ++c) emit(r + i, c, total[i * N + c]);
+  }
+  for (; r < rows; ++r)
+    for (int c = 0; c < N; ++c) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < depth; ++p) sum += x[r * ldx + p] * panels[(p / kLanes) * N * kLanes + c * kLanes + p % kLanes];
+      emit(r, c, sum);
+    }
+}
+
+// Whether tile T's kernels take the products Dh columns wide by narrow_product, and that
+// product for N = Dh.
+template <class T>
+bool uses_narrow_products(int64_t Dh) {
+  return T::kNarrowDots && (Dh == 8 || Dh == 16);
+}
+template <bool Accumulate>
+PELAB_INLINE void narrow_product_of_width(int64_t Dh, int64_t rows, int64_t depth, const float* x, int64_t ldx,
+                                          const float* panels, float* y, int64_t ldy) {
+  if (Dh == 8)
+    narrow_product<8, Accumulate>(rows, depth, x, ldx, panels, y, ldy);
+  else
+    narrow_product<16, Accumulate>(rows, depth, x, ldx, panels, y, ldy);
 }
 
 // The softmax of row[0, n) + bias[0, n) + mask[0, n) (either may be null): row becomes the
@@ -508,7 +620,10 @@ constexpr int64_t kQueryBlock = 64;
 // (see backward_pairs): 256 KB, an eighth of this machine's L2 cache.
 constexpr int64_t kHeadMajorCells = 65536;
 
-template <class T>
+// Narrow (uses_narrow_products): a separate instantiation, so that the other one's register
+// allocation does not see the narrow products' code (with both in one function, GCC spilled
+// in the p v tile at head size 32: 4% more time in the forward).
+template <class T, bool Narrow>
 PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                 float* probs, const MutableStrided& out) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
@@ -516,8 +631,9 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
   const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
   const int64_t block = std::min(kQueryBlock, Tq);
-  std::vector<float> key_columns(Dh * ld, 0.0f), values(Tk * Dh), queries_t(Dh * Tq), offset_queries_t,
-      scores(block * ld), inverse_sums(block), scratch;
+  constexpr bool narrow = Narrow;  // p v by narrow_product, from v^T's panels
+  std::vector<float> key_columns(Dh * ld, 0.0f), values(narrow ? 0 : Tk * Dh), value_panels(narrow ? Dh * Tkp : 0),
+      queries_t(Dh * Tq), offset_queries_t, scores(block * ld), inverse_sums(block), scratch;
   const bool separate_offset_query = in.query_rows.data && in.offset_query.data;
   if (separate_offset_query) offset_queries_t.resize(Dh * Tq);
   OffsetColumns query_columns(in.query_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
@@ -525,7 +641,10 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
     transpose_rows(in.k, b, h, Tk, Dh, key_columns.data(), ld);  // (Dh, Tkp), zero padded
-    gather_rows(in.v, b, h, Tk, Dh, values.data());                // (Tk, Dh)
+    if (narrow)
+      pack_column_panels(in.v, b, h, Tk, Dh, value_panels.data());  // Tkp / 16 panels of (Dh, 16)
+    else
+      gather_rows(in.v, b, h, Tk, Dh, values.data());  // (Tk, Dh)
     transpose_rows(in.q, b, h, Tq, Dh, queries_t.data(), Tq, in.scale);  // q^T (Dh, Tq), scaled
     if (separate_offset_query)  // q'^T (Dh, Tq), scaled; else q' = q
       transpose_rows(in.offset_query, b, h, Tq, Dh, offset_queries_t.data(), Tq, in.scale);
@@ -553,7 +672,11 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       // cache; the saved copy is not) times (v + Rv), each row then scaled by 1 / its sum
       float* oi = o + i0 * out.row;
       const Matrix block_exps{scores.data(), ld};
-      set_product<T::R, T::C>(rows, Tk, block_exps, values.data(), Dh, oi, out.row, Dh);
+      if (narrow)  // the exps are zero past Tk
+        narrow_product_of_width</*Accumulate=*/false>(Dh, rows, Tkp, scores.data(), ld, value_panels.data(), oi,
+                                                      out.row);
+      else
+        set_product<T::R, T::C>(rows, Tk, block_exps, values.data(), Dh, oi, out.row, Dh);
       if (in.value_rows.data)
         add_skewed_weighted_rows<T>(rows, Tk, block_exps, in.value_rows.at(h), Dh, Skew{first0 - i0, c, i0}, oi, out.row,
                                     Dh, scratch);
@@ -581,7 +704,7 @@ PELAB_INLINE const float* next_block_probs(const AttentionDims& dims, const floa
   return probs + (pair_at(dims, head_major, index) * dims.queries + next_row) * dims.keys;
 }
 
-template <class T>
+template <class T, bool Narrow>
 PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                  const float* probs, const Strided& grad_out, const AttentionGradients& grad) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
@@ -592,6 +715,8 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   std::vector<float> value_columns(Dh * ld, 0.0f), keys(Tk * Dh), queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
       grad_scores(block * ld), grad_values_transposed(Dh * ld), grad_keys_transposed(Dh * ld),
       grad_outs_t(Dh * Tq), scratch;
+  constexpr bool narrow = Narrow;  // dS k by narrow_product, from k^T's panels
+  std::vector<float> key_panels(narrow ? Dh * Tkp : 0);
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   OffsetColumns value_columns_relative(in.value_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   const bool bias_broadcasts = grad.bias.batch == 0 || grad.bias.head == 0 || grad.bias.row == 0;
@@ -605,6 +730,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     const int64_t pair = pair_at(dims, head_major, index), b = pair / dims.heads, h = pair % dims.heads;
     transpose_rows(in.v, b, h, Tk, Dh, value_columns.data(), ld);
     gather_rows(in.k, b, h, Tk, Dh, keys.data());
+    if (narrow) pack_column_panels(in.k, b, h, Tk, Dh, key_panels.data());  // Tkp / 16 panels of (Dh, 16)
     gather_rows(in.q, b, h, Tq, Dh, queries.data());
     gather_rows(grad_out, b, h, Tq, Dh, grad_outs.data());
     transpose_rows(grad_out, b, h, Tq, Dh, grad_outs_t.data(), Tq);  // dO^T, the left factor of dP
@@ -664,7 +790,11 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       }
       const Matrix dS{grad_scores.data(), ld};  // scaled
       // dQ = scale dS k; dQ' = scale dS Rq[i - .]; dRq[i - j] += scale dS_ij q'_i
-      add_product<T::R, T::C>(rows, Tk, dS, keys.data(), Dh, dq + i0 * ldq, ldq, Dh);
+      if (narrow)  // dS's columns past Tk meet the panels' zero padding
+        narrow_product_of_width</*Accumulate=*/true>(Dh, rows, Tkp, grad_scores.data(), ld, key_panels.data(),
+                                                     dq + i0 * ldq, ldq);
+      else
+        add_product<T::R, T::C>(rows, Tk, dS, keys.data(), Dh, dq + i0 * ldq, ldq, Dh);
       if (in.query_rows.data) {
         add_skewed_weighted_rows<T>(rows, Tk, dS, in.query_rows.at(h), Dh, query_skew, dqp + i0 * ldqp, ldqp, Dh,
                                     scratch);
@@ -708,13 +838,26 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
 
 namespace {
 
-void forward_baseline(PELAB_FORWARD_PARAMETERS) { forward_pairs<BaselineTile>(PELAB_FORWARD_ARGUMENTS); }
-void backward_baseline(PELAB_BACKWARD_PARAMETERS) { backward_pairs<BaselineTile>(PELAB_BACKWARD_ARGUMENTS); }
+template <class T>
+PELAB_INLINE void forward_tiles(PELAB_FORWARD_PARAMETERS) {
+  if constexpr (T::kNarrowDots)
+    if (uses_narrow_products<T>(dims.head_dim)) return forward_pairs<T, true>(PELAB_FORWARD_ARGUMENTS);
+  forward_pairs<T, false>(PELAB_FORWARD_ARGUMENTS);
+}
+template <class T>
+PELAB_INLINE void backward_tiles(PELAB_BACKWARD_PARAMETERS) {
+  if constexpr (T::kNarrowDots)
+    if (uses_narrow_products<T>(dims.head_dim)) return backward_pairs<T, true>(PELAB_BACKWARD_ARGUMENTS);
+  backward_pairs<T, false>(PELAB_BACKWARD_ARGUMENTS);
+}
+
+void forward_baseline(PELAB_FORWARD_PARAMETERS) { forward_tiles<BaselineTile>(PELAB_FORWARD_ARGUMENTS); }
+void backward_baseline(PELAB_BACKWARD_PARAMETERS) { backward_tiles<BaselineTile>(PELAB_BACKWARD_ARGUMENTS); }
 #ifdef PELAB_X86_DISPATCH
-PELAB_AVX2 void forward_avx2(PELAB_FORWARD_PARAMETERS) { forward_pairs<Avx2Tile>(PELAB_FORWARD_ARGUMENTS); }
-PELAB_AVX2 void backward_avx2(PELAB_BACKWARD_PARAMETERS) { backward_pairs<Avx2Tile>(PELAB_BACKWARD_ARGUMENTS); }
-PELAB_AVX512 void forward_avx512(PELAB_FORWARD_PARAMETERS) { forward_pairs<Avx512Tile>(PELAB_FORWARD_ARGUMENTS); }
-PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) { backward_pairs<Avx512Tile>(PELAB_BACKWARD_ARGUMENTS); }
+PELAB_AVX2 void forward_avx2(PELAB_FORWARD_PARAMETERS) { forward_tiles<Avx2Tile>(PELAB_FORWARD_ARGUMENTS); }
+PELAB_AVX2 void backward_avx2(PELAB_BACKWARD_PARAMETERS) { backward_tiles<Avx2Tile>(PELAB_BACKWARD_ARGUMENTS); }
+PELAB_AVX512 void forward_avx512(PELAB_FORWARD_PARAMETERS) { forward_tiles<Avx512Tile>(PELAB_FORWARD_ARGUMENTS); }
+PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) { backward_tiles<Avx512Tile>(PELAB_BACKWARD_ARGUMENTS); }
 #endif
 
 }  // namespace
