@@ -6,6 +6,7 @@
 #include "core/model/fused_attention.h"
 #include "core/model/flops.h"
 #include "core/model/gelu.h"
+#include "core/model/layer_norm.h"
 #include "tests/support.h"
 
 using namespace pelab;
@@ -307,6 +308,49 @@ CATCH_TEST_CASE("gelu_activation with a bias equals gelu(x + bias): values, both
   CATCH_CHECK(torch::equal(y_double, torch::gelu(xd.detach() + bd.detach())));
   CATCH_CHECK_THROWS_WITH(gelu_activation(x, torch::zeros({99})),
                           "gelu_activation: the bias must have shape (100), one value per last-dimension entry of x");
+}
+
+CATCH_TEST_CASE("layer_norm equals torch::layer_norm: values and the gradients of x, weight and bias", "[encoder]") {
+  // rows of 64 (whole vectors) and of 37 (a tail), enough rows for several chunks, x a
+  // non-contiguous view; offset and scaled inputs (a large mean next to a small spread)
+  const int threads = torch::get_num_threads();
+  for (int64_t cols : {64, 37}) {
+    torch::manual_seed(cols);
+    auto x = (5 + 2 * torch::randn({cols, 700})).t().detach().requires_grad_();
+    auto weight = (1 + 0.3 * torch::randn({cols})).requires_grad_(), bias = torch::randn({cols}).requires_grad_();
+    CATCH_REQUIRE(!x.is_contiguous());
+    const auto grad_y = torch::randn({700, cols});
+    auto xd = x.detach().to(torch::kFloat64).requires_grad_();
+    auto wd = weight.detach().to(torch::kFloat64).requires_grad_(), bd = bias.detach().to(torch::kFloat64).requires_grad_();
+    auto expected = torch::layer_norm(xd, {cols}, wd, bd, 1e-5);
+    expected.backward(grad_y.to(torch::kFloat64));
+    torch::Tensor weight_grad_one_thread;
+    for (const auto& isa : kernels::supported_instruction_sets()) {
+      kernels::use_instruction_set(isa);
+      for (int n : {1, 2}) {
+        CATCH_CAPTURE(cols, isa, n);
+        torch::set_num_threads(n);
+        for (auto* t : {&x, &weight, &bias}) t->mutable_grad() = torch::Tensor();
+        auto y = layer_norm(x, weight, bias, 1e-5);
+        CATCH_CHECK(torch::allclose(y.to(torch::kFloat64), expected, 1e-5, 1e-5));
+        y.backward(grad_y);
+        CATCH_CHECK(torch::allclose(x.grad().to(torch::kFloat64), xd.grad(), 1e-4, 1e-5));
+        CATCH_CHECK(torch::allclose(weight.grad().to(torch::kFloat64), wd.grad(), 1e-4, 1e-4));
+        CATCH_CHECK(torch::allclose(bias.grad().to(torch::kFloat64), bd.grad(), 1e-5, 1e-4));
+        if (n == 1) weight_grad_one_thread = weight.grad().clone();
+        else CATCH_CHECK(torch::equal(weight.grad(), weight_grad_one_thread));  // summed in chunk order
+      }
+    }
+  }
+  torch::set_num_threads(threads);
+  kernels::use_instruction_set(kernels::supported_instruction_sets().back());
+  // the module form uses the module's parameters and eps; float64 goes to torch::layer_norm
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({8}).eps(0.5));
+  const auto x = torch::randn({3, 8});
+  CATCH_CHECK(torch::allclose(layer_norm(norm, x), norm->forward(x), 1e-5, 1e-6));
+  const auto xd = x.to(torch::kFloat64);
+  CATCH_CHECK(torch::equal(layer_norm(xd, norm->weight.to(torch::kFloat64), norm->bias.to(torch::kFloat64), 0.5),
+                           torch::layer_norm(xd, {8}, norm->weight.to(torch::kFloat64), norm->bias.to(torch::kFloat64), 0.5)));
 }
 
 CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, values and gradients", "[encoder]") {

@@ -4,6 +4,7 @@
 
 #include "core/encodings/registry.h"
 #include "core/model/gelu.h"
+#include "core/model/layer_norm.h"
 
 namespace pelab {
 
@@ -28,11 +29,11 @@ torch::Tensor BlockImpl::forward(torch::Tensor x, const torch::Tensor& mask, con
     return dropout_->forward(ff_out_->forward(hidden));
   };
   if (pre_norm_) {
-    x = x + dropout_->forward(attention_->forward(norm1_->forward(x), mask, positions, encoding, probs_out));
-    return x + feed_forward(norm2_->forward(x));
+    x = x + dropout_->forward(attention_->forward(layer_norm(norm1_, x), mask, positions, encoding, probs_out));
+    return x + feed_forward(layer_norm(norm2_, x));
   }
-  x = norm1_->forward(x + dropout_->forward(attention_->forward(x, mask, positions, encoding, probs_out)));
-  return norm2_->forward(x + feed_forward(x));
+  x = layer_norm(norm1_, x + dropout_->forward(attention_->forward(x, mask, positions, encoding, probs_out)));
+  return layer_norm(norm2_, x + feed_forward(x));
 }
 
 EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encoding, int64_t vocab_size,
@@ -85,7 +86,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
     x = x + segment_embedding_->forward(segments.defined() ? segments : torch::zeros_like(tokens));
   }
   x = position_encoding_->embed(x, positions, kInputLayer);
-  if (embedding_norm_) x = embedding_norm_->forward(x);
+  if (embedding_norm_) x = layer_norm(embedding_norm_, x);
   x = dropout_->forward(x);
   if (request.hidden_states) out.hidden_states.push_back(x);
 
@@ -98,7 +99,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
     if (request.attentions) out.attentions.push_back(probs);
     if (request.hidden_states) out.hidden_states.push_back(x);
   }
-  if (final_norm_) x = final_norm_->forward(x);
+  if (final_norm_) x = layer_norm(final_norm_, x);
   out.logits = head_->forward(x);
   return out;
 }

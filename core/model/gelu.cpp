@@ -8,17 +8,13 @@
 #include <string>
 
 #include "core/model/gelu_kernels.h"
+#include "core/model/row_chunks.h"
 
 namespace pelab {
 
 namespace {
 
-constexpr int64_t kGrain = 16384;  // elements per parallel chunk (64 KB of input)
-
-// The rows of a (rows, cols) array go in chunks of chunk_rows (about kGrain elements); the
-// backward sums each chunk's bias gradient into its own row of partial sums and adds those
-// rows in chunk order: the sum does not depend on the number of threads.
-int64_t chunk_rows(int64_t cols) { return std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1)); }
+constexpr int64_t kGrain = 16384;  // elements per parallel chunk without a bias (64 KB of input)
 
 struct Gelu : torch::autograd::Function<Gelu> {
   // x: (..., C) float32 CPU; bias: (C), or (0) for none -> gelu(x + bias), contiguous
@@ -33,9 +29,9 @@ struct Gelu : torch::autograd::Function<Gelu> {
     const float* b = bias.numel() ? bias.data_ptr<float>() : nullptr;
     float* out = y.data_ptr<float>();
     if (b) {
-      const int64_t cols = x.size(-1), rows = x.numel() / std::max<int64_t>(cols, 1), step = chunk_rows(cols);
-      at::parallel_for(0, rows, step, [&](int64_t begin, int64_t end) {
-        kernels::gelu_forward(in + begin * cols, b, out + begin * cols, end - begin, cols);
+      const int64_t cols = x.size(-1), rows = x.numel() / std::max<int64_t>(cols, 1);
+      for_each_row_chunk(rows, cols, [&](int64_t, int64_t first, int64_t n) {
+        kernels::gelu_forward(in + first * cols, b, out + first * cols, n, cols);
       });
     } else {
       at::parallel_for(0, x.numel(), kGrain, [&](int64_t begin, int64_t end) {
@@ -61,24 +57,16 @@ struct Gelu : torch::autograd::Function<Gelu> {
       return {grad_x, torch::Tensor()};
     }
     const float* b = bias.data_ptr<float>();
-    const int64_t cols = x.size(-1), rows = x.numel() / std::max<int64_t>(cols, 1), step = chunk_rows(cols),
-                  chunks = (rows + step - 1) / step;
+    const int64_t cols = x.size(-1), rows = x.numel() / std::max<int64_t>(cols, 1);
+    // the bias's gradient: per-chunk column sums, added in chunk order (row_chunks.h)
     const bool bias_grad = context->needs_input_grad(1);
-    auto partial_sums = bias_grad ? torch::zeros({chunks, cols}, x.options()) : torch::Tensor();  // (chunks, C)
+    auto partial_sums = bias_grad ? torch::zeros({row_chunk_count(rows, cols), cols}, x.options()) : torch::Tensor();
     float* sums = bias_grad ? partial_sums.data_ptr<float>() : nullptr;
-    at::parallel_for(0, chunks, 1, [&](int64_t first, int64_t last) {
-      for (int64_t chunk = first; chunk < last; ++chunk) {
-        const int64_t begin = chunk * step, n = std::min(step, rows - begin);
-        kernels::gelu_backward(in + begin * cols, b, g + begin * cols, out + begin * cols,
-                               sums ? sums + chunk * cols : nullptr, n, cols);
-      }
+    for_each_row_chunk(rows, cols, [&](int64_t chunk, int64_t first, int64_t n) {
+      kernels::gelu_backward(in + first * cols, b, g + first * cols, out + first * cols, sums ? sums + chunk * cols : nullptr,
+                             n, cols);
     });
-    if (!bias_grad) return {grad_x, torch::Tensor()};
-    auto grad_bias = torch::zeros({cols}, x.options());  // (C)
-    float* total = grad_bias.data_ptr<float>();
-    for (int64_t chunk = 0; chunk < chunks; ++chunk)
-      for (int64_t c = 0; c < cols; ++c) total[c] += sums[chunk * cols + c];
-    return {grad_x, grad_bias};
+    return {grad_x, bias_grad ? sum_of_chunk_rows(partial_sums) : torch::Tensor()};
   }
 };
 
