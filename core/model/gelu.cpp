@@ -78,7 +78,7 @@ torch::Tensor gelu_activation(const torch::Tensor& x, const torch::Tensor& bias)
                                 std::to_string(x.dim() ? x.size(-1) : 0) + "), one value per last-dimension entry of x");
   const bool kernel = x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
                       (!bias.defined() || (bias.device().is_cpu() && bias.scalar_type() == torch::kFloat32));
-  if (!kernel) return torch::gelu(bias.defined() ? x + bias : x);
+  if (!kernel) return torch::gelu(bias.defined() ? x + bias.to(x.scalar_type()) : x);  // bf16 stays bf16
   return Gelu::apply(x, bias.defined() ? bias : torch::empty({0}, x.options()));
 }
 
