@@ -534,42 +534,47 @@ PELAB_INLINE float* skewed_mass(int64_t r0, int64_t b, int64_t width, Matrix w, 
   return m;
 }
 
-// out[r * ldo + (0, Dh)] += sum_n w(r, n) table[(first0 - r + n) * stride + (0, Dh)] for
-// r < rows, n < width: weights times table rows (stride < 0: read in descending order).
+// The two products of weights w(r, n) (r < rows, n < width) with a skewed table, from one
+// skewed (or clipped) copy of w per block of rows (a term's backward needs both, and
+// building the copy is a pass over w):
+//   rows:  out[r * ldo + (0, Dh)] += sum_n w(r, n) table[(first0 - r + n) * stride + (0, Dh)]
+//          (weights times table rows; the value term's forward, dQ' and dK's relative parts)
+//   outer: grad_table[(first0 - r + n) * stride + (0, Dh)] += w(r, n) x[r * ldx + (0, Dh)]
+//          (a table's gradient from add_skewed_product's or the rows product's other factor)
+// Either is skipped when its output is null; stride < 0 reads and writes in descending order.
+struct SkewedRows {
+  const float* table;
+  float* out;
+  int64_t ldo;
+};
+struct SkewedOuter {
+  const float* x;
+  int64_t ldx;
+  float* grad_table;
+};
 template <class T>
-PELAB_INLINE void add_skewed_weighted_rows(int64_t rows, int64_t width, Matrix w, const float* table, int64_t stride,
-                                           Skew skew, float* out, int64_t ldo, int64_t Dh, std::vector<float>& mass) {
-  if (skew.clip > 0) {  // w collected per table row, times the 2c + 1 rows
+PELAB_INLINE void add_skewed_weighted(int64_t rows, int64_t width, Matrix w, int64_t stride, Skew skew, int64_t Dh,
+                                      SkewedRows weighted_rows, SkewedOuter outer, std::vector<float>& mass) {
+  if (skew.clip > 0) {  // w collected per table row: times the 2c + 1 rows, and transposed times x
     const int64_t clipped_rows = 2 * skew.clip + 1;
     const float* collected = collect_clipped_rows(rows, width, w, skew.clip, skew.first_query, mass);
-    add_product<T::R, T::C>(rows, clipped_rows, {collected, clipped_rows}, table, stride, out, ldo, Dh);
+    if (weighted_rows.out)
+      add_product<T::R, T::C>(rows, clipped_rows, {collected, clipped_rows}, weighted_rows.table, stride,
+                              weighted_rows.out, weighted_rows.ldo, Dh);
+    if (outer.grad_table)
+      add_product<T::R, T::C>(clipped_rows, rows, Matrix{collected, clipped_rows}.transposed(), outer.x, outer.ldx,
+                              outer.grad_table, stride, Dh);
     return;
   }
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
     const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
-    const float* cells = skewed_mass(r0, b, width, w, mass);
-    add_product<T::R, T::C>(b, depth, {cells, depth}, table + base * stride, stride, out + r0 * ldo, ldo, Dh);
-  }
-}
-
-// table[(first0 - r + n) * stride + (0, Dh)] += w(r, n) x[r * ldx + (0, Dh)] for r < rows,
-// n < width: the gradient of a table from add_skewed_product's or add_skewed_weighted_rows's
-// other factor.
-template <class T>
-PELAB_INLINE void add_skewed_outer(int64_t rows, int64_t width, Matrix w, const float* x, int64_t ldx, float* table,
-                                   int64_t stride, Skew skew, int64_t Dh, std::vector<float>& mass) {
-  if (skew.clip > 0) {  // the collected weights' transpose times x
-    const int64_t clipped_rows = 2 * skew.clip + 1;
-    const float* collected = collect_clipped_rows(rows, width, w, skew.clip, skew.first_query, mass);
-    add_product<T::R, T::C>(clipped_rows, rows, Matrix{collected, clipped_rows}.transposed(), x, ldx, table, stride,
-                            Dh);
-    return;
-  }
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
-    const float* cells = skewed_mass(r0, b, width, w, mass);  // read transposed: (table row, row)
-    add_product<T::R, T::C>(depth, b, Matrix{cells, depth}.transposed(), x + r0 * ldx, ldx, table + base * stride,
-                            stride, Dh);
+    const float* cells = skewed_mass(r0, b, width, w, mass);  // (row, table row); transposed for the outer product
+    if (weighted_rows.out)
+      add_product<T::R, T::C>(b, depth, {cells, depth}, weighted_rows.table + base * stride, stride,
+                              weighted_rows.out + r0 * weighted_rows.ldo, weighted_rows.ldo, Dh);
+    if (outer.grad_table)
+      add_product<T::R, T::C>(depth, b, Matrix{cells, depth}.transposed(), outer.x + r0 * outer.ldx, outer.ldx,
+                              outer.grad_table + base * stride, stride, Dh);
   }
 }
 
@@ -678,8 +683,8 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       else
         set_product<T::R, T::C>(rows, Tk, block_exps, values.data(), Dh, oi, out.row, Dh);
       if (in.value_rows.data)
-        add_skewed_weighted_rows<T>(rows, Tk, block_exps, in.value_rows.at(h), Dh, Skew{first0 - i0, c, i0}, oi, out.row,
-                                    Dh, scratch);
+        add_skewed_weighted<T>(rows, Tk, block_exps, Dh, Skew{first0 - i0, c, i0}, Dh,
+                               SkewedRows{in.value_rows.at(h), oi, out.row}, SkewedOuter{}, scratch);
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t d = 0; d < Dh; ++d) oi[i * out.row + d] *= inverse_sums[i];
     }
@@ -796,28 +801,29 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       else
         add_product<T::R, T::C>(rows, Tk, dS, keys.data(), Dh, dq + i0 * ldq, ldq, Dh);
       if (in.query_rows.data) {
-        add_skewed_weighted_rows<T>(rows, Tk, dS, in.query_rows.at(h), Dh, query_skew, dqp + i0 * ldqp, ldqp, Dh,
-                                    scratch);
-        add_skewed_outer<T>(rows, Tk, dS, offset_query_rows + i0 * Dh, Dh,
-                            head_rows(grad.query_rows, in.query_rows, h, table_rows, Dh), Dh, query_skew, Dh, scratch);
+        add_skewed_weighted<T>(rows, Tk, dS, Dh, query_skew, Dh, SkewedRows{in.query_rows.at(h), dqp + i0 * ldqp, ldqp},
+                               SkewedOuter{offset_query_rows + i0 * Dh, Dh,
+                                           head_rows(grad.query_rows, in.query_rows, h, table_rows, Dh)},
+                               scratch);
       }
       // dV = P^T dO, as dV^T += dO^T P (the long rows of P read along their length, not
       // down its columns); dRv[i - j] += P_ij dO_i
       add_product<T::R, T::C>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p, Tk, grad_values_transposed.data(),
                               ld, Tk, &prefetch_next_probs);
       if (in.value_rows.data)
-        add_skewed_outer<T>(rows, Tk, {p, Tk}, grad_out_rows, Dh,
-                            head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh), Dh, query_skew, Dh, scratch);
+        add_skewed_weighted<T>(rows, Tk, {p, Tk}, Dh, query_skew, Dh, SkewedRows{},
+                               SkewedOuter{grad_out_rows, Dh, head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh)},
+                               scratch);
       // dK = scale dS^T q, as dK^T += q^T dS; key-major with an ascending table (rows read
       // backwards from the last descending one): dK_j += scale dS_ij Rk[i - j],
       // dRk[i - j] += scale dS_ij k_j
       add_product<T::R, T::C>(Dh, rows, Matrix{queries.data() + i0 * Dh, Dh}.transposed(), grad_scores.data(), ld,
                               grad_keys_transposed.data(), ld, Tk, &prefetch_next_probs);
       if (in.key_rows.data) {
-        add_skewed_weighted_rows<T>(Tk, rows, dS.transposed(), in.key_rows.at(h) + (W - 1) * Dh, -Dh, key_skew, dk, ldk,
-                                    Dh, scratch);
-        add_skewed_outer<T>(Tk, rows, dS.transposed(), keys.data(), Dh,
-                            head_rows(grad.key_rows, in.key_rows, h, W, Dh) + (W - 1) * Dh, -Dh, key_skew, Dh, scratch);
+        add_skewed_weighted<T>(Tk, rows, dS.transposed(), -Dh, key_skew, Dh,
+                               SkewedRows{in.key_rows.at(h) + (W - 1) * Dh, dk, ldk},
+                               SkewedOuter{keys.data(), Dh, head_rows(grad.key_rows, in.key_rows, h, W, Dh) + (W - 1) * Dh},
+                               scratch);
       }
     }
     transpose(Dh, Tk, grad_values_transposed.data(), ld, dv, grad.v.row);
