@@ -25,6 +25,21 @@ Batch batch() {
   Rng rng(4);
   return task->sample(2, 5, rng);
 }
+// f(isa, threads) for every kernel copy this CPU runs, with 1 and then 2 threads; the widest
+// copy and the thread count are restored afterwards
+template <class Function>
+void for_each_kernel_copy_and_thread_count(const Function& f) {
+  const int threads = torch::get_num_threads();
+  for (const auto& isa : kernels::supported_instruction_sets()) {
+    kernels::use_instruction_set(isa);
+    for (int n : {1, 2}) {
+      torch::set_num_threads(n);
+      f(isa, n);
+    }
+  }
+  torch::set_num_threads(threads);
+  kernels::use_instruction_set(kernels::supported_instruction_sets().back());
+}
 }  // namespace
 
 CATCH_TEST_CASE("pre-LN, post-LN, GELU and ReLU all build and differ", "[encoder]") {
@@ -279,27 +294,19 @@ CATCH_TEST_CASE("gelu_activation with a bias equals gelu(x + bias): values, both
   auto bd = bias.detach().to(torch::kFloat64).requires_grad_();
   auto expected = torch::gelu(xd + bd);
   expected.backward(grad_y.to(torch::kFloat64));
-  const int threads = torch::get_num_threads();
-  torch::Tensor bias_grad_two_threads;
-  for (const auto& isa : kernels::supported_instruction_sets()) {
-    CATCH_CAPTURE(isa);
-    kernels::use_instruction_set(isa);
-    for (int n : {1, 2}) {
-      CATCH_CAPTURE(n);
-      torch::set_num_threads(n);
-      x.mutable_grad() = torch::Tensor();
-      bias.mutable_grad() = torch::Tensor();
-      auto y = gelu_activation(x, bias);
-      CATCH_CHECK(torch::allclose(y.to(torch::kFloat64), expected, 1e-6, 1e-6));
-      y.backward(grad_y);
-      CATCH_CHECK(torch::allclose(x.grad().to(torch::kFloat64), xd.grad(), 1e-5, 1e-6));
-      CATCH_CHECK(torch::allclose(bias.grad().to(torch::kFloat64), bd.grad(), 1e-5, 1e-4));
-      if (n == 1) bias_grad_two_threads = bias.grad().clone();
-      else CATCH_CHECK(torch::equal(bias.grad(), bias_grad_two_threads));  // summed in chunk order
-    }
-  }
-  torch::set_num_threads(threads);
-  kernels::use_instruction_set(kernels::supported_instruction_sets().back());
+  torch::Tensor bias_grad_one_thread;
+  for_each_kernel_copy_and_thread_count([&](const std::string& isa, int n) {
+    CATCH_CAPTURE(isa, n);
+    x.mutable_grad() = torch::Tensor();
+    bias.mutable_grad() = torch::Tensor();
+    auto y = gelu_activation(x, bias);
+    CATCH_CHECK(torch::allclose(y.to(torch::kFloat64), expected, 1e-6, 1e-6));
+    y.backward(grad_y);
+    CATCH_CHECK(torch::allclose(x.grad().to(torch::kFloat64), xd.grad(), 1e-5, 1e-6));
+    CATCH_CHECK(torch::allclose(bias.grad().to(torch::kFloat64), bd.grad(), 1e-5, 1e-4));
+    if (n == 1) bias_grad_one_thread = bias.grad().clone();
+    else CATCH_CHECK(torch::equal(bias.grad(), bias_grad_one_thread));  // summed in chunk order
+  });
   // without a gradient for the bias (a frozen layer), and off the kernel (float64)
   x.mutable_grad() = torch::Tensor();
   gelu_activation(x, bias.detach()).backward(grad_y);
@@ -313,7 +320,6 @@ CATCH_TEST_CASE("gelu_activation with a bias equals gelu(x + bias): values, both
 CATCH_TEST_CASE("layer_norm equals torch::layer_norm: values and the gradients of x, weight and bias", "[encoder]") {
   // rows of 64 (whole vectors) and of 37 (a tail), enough rows for several chunks, x a
   // non-contiguous view; offset and scaled inputs (a large mean next to a small spread)
-  const int threads = torch::get_num_threads();
   for (int64_t cols : {64, 37}) {
     torch::manual_seed(cols);
     auto x = (5 + 2 * torch::randn({cols, 700})).t().detach().requires_grad_();
@@ -325,25 +331,19 @@ CATCH_TEST_CASE("layer_norm equals torch::layer_norm: values and the gradients o
     auto expected = torch::layer_norm(xd, {cols}, wd, bd, 1e-5);
     expected.backward(grad_y.to(torch::kFloat64));
     torch::Tensor weight_grad_one_thread;
-    for (const auto& isa : kernels::supported_instruction_sets()) {
-      kernels::use_instruction_set(isa);
-      for (int n : {1, 2}) {
-        CATCH_CAPTURE(cols, isa, n);
-        torch::set_num_threads(n);
-        for (auto* t : {&x, &weight, &bias}) t->mutable_grad() = torch::Tensor();
-        auto y = layer_norm(x, weight, bias, 1e-5);
-        CATCH_CHECK(torch::allclose(y.to(torch::kFloat64), expected, 1e-5, 1e-5));
-        y.backward(grad_y);
-        CATCH_CHECK(torch::allclose(x.grad().to(torch::kFloat64), xd.grad(), 1e-4, 1e-5));
-        CATCH_CHECK(torch::allclose(weight.grad().to(torch::kFloat64), wd.grad(), 1e-4, 1e-4));
-        CATCH_CHECK(torch::allclose(bias.grad().to(torch::kFloat64), bd.grad(), 1e-5, 1e-4));
-        if (n == 1) weight_grad_one_thread = weight.grad().clone();
-        else CATCH_CHECK(torch::equal(weight.grad(), weight_grad_one_thread));  // summed in chunk order
-      }
-    }
+    for_each_kernel_copy_and_thread_count([&](const std::string& isa, int n) {
+      CATCH_CAPTURE(cols, isa, n);
+      for (auto* t : {&x, &weight, &bias}) t->mutable_grad() = torch::Tensor();
+      auto y = layer_norm(x, weight, bias, 1e-5);
+      CATCH_CHECK(torch::allclose(y.to(torch::kFloat64), expected, 1e-5, 1e-5));
+      y.backward(grad_y);
+      CATCH_CHECK(torch::allclose(x.grad().to(torch::kFloat64), xd.grad(), 1e-4, 1e-5));
+      CATCH_CHECK(torch::allclose(weight.grad().to(torch::kFloat64), wd.grad(), 1e-4, 1e-4));
+      CATCH_CHECK(torch::allclose(bias.grad().to(torch::kFloat64), bd.grad(), 1e-5, 1e-4));
+      if (n == 1) weight_grad_one_thread = weight.grad().clone();
+      else CATCH_CHECK(torch::equal(weight.grad(), weight_grad_one_thread));  // summed in chunk order
+    });
   }
-  torch::set_num_threads(threads);
-  kernels::use_instruction_set(kernels::supported_instruction_sets().back());
   // the module form uses the module's parameters and eps; float64 goes to torch::layer_norm
   torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({8}).eps(0.5));
   const auto x = torch::randn({3, 8});

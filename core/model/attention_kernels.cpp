@@ -200,13 +200,13 @@ PELAB_INLINE void store_prefix(float* p, Float16 v, int64_t n) {
     for (int64_t i = 0; i < n; ++i) p[i] = v[i];
 }
 
-// dst (cols, rows) = src (rows, cols)^T, leading dimensions lds, ldd (with Accumulate: dst +=
-// src^T): 16 x 16 blocks (partial at the edges) through transpose_16x16, so that each block
-// is 16 row loads and 16 stores, not 256 of each (k^T, q^T, v^T and dO^T per pair; dV and dK
-// back at the end).
+// dst (cols, rows) = factor src (rows, cols)^T, leading dimensions lds, ldd (with
+// Accumulate: dst += factor src^T): 16 x 16 blocks (partial at the edges) through
+// transpose_16x16, so that each block is 16 row loads and 16 stores, not 256 of each (k^T,
+// q^T, v^T and dO^T per pair; dV and dK back at the end).
 template <bool Accumulate = false>
 PELAB_INLINE void transpose(int64_t rows, int64_t cols, const float* __restrict src, int64_t lds,
-                            float* __restrict dst, int64_t ldd) {
+                            float* __restrict dst, int64_t ldd, float factor = 1.0f) {
   for (int64_t r0 = 0; r0 < rows; r0 += kLanes) {
     const int64_t height = std::min(kLanes, rows - r0);
     for (int64_t c0 = 0; c0 < cols; c0 += kLanes) {
@@ -216,18 +216,18 @@ PELAB_INLINE void transpose(int64_t rows, int64_t cols, const float* __restrict 
       transpose_16x16(block);
       for (int64_t c = 0; c < width; ++c) {
         float* d = dst + (c0 + c) * ldd + r0;
-        store_prefix(d, Accumulate ? load_prefix(d, height) + block[c] : block[c], height);
+        const Float16 column = factor * block[c];
+        store_prefix(d, Accumulate ? load_prefix(d, height) + column : column, height);
       }
     }
   }
 }
 
-// Rows of a (B, H, rows, Dh) view copied into a contiguous (rows, Dh) block, times `factor`.
-PELAB_INLINE void gather_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* out,
-                              float factor = 1.0f) {
+// Rows of a (B, H, rows, Dh) view copied into a contiguous (rows, Dh) block.
+PELAB_INLINE void gather_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* out) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = s.at(b, h, r);
-    for (int64_t c = 0; c < d; ++c) out[r * d + c] = factor * src[c];
+    for (int64_t c = 0; c < d; ++c) out[r * d + c] = src[c];
   }
 }
 
@@ -237,10 +237,7 @@ PELAB_INLINE void gather_rows(const Strided& s, int64_t b, int64_t h, int64_t ro
 // not one register per row, which GCC spilled to the stack).
 PELAB_INLINE void transpose_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* t, int64_t ld,
                                  float factor = 1.0f) {
-  transpose(rows, d, s.at(b, h, 0), s.row, t, ld);
-  if (factor != 1.0f)
-    for (int64_t c = 0; c < d; ++c)
-      for (int64_t r = 0; r < rows; ++r) t[c * ld + r] *= factor;
+  transpose(rows, d, s.at(b, h, 0), s.row, t, ld, factor);
 }
 
 // sum_j x[j] and sum_j x[j] y[j] for j < n (four independent chains of vector adds or
@@ -340,12 +337,9 @@ PELAB_INLINE void narrow_product(int64_t rows, int64_t depth, const float* __res
     }
 }
 
-// Whether tile T's kernels take the products Dh columns wide by narrow_product, and that
-// product for N = Dh.
-template <class T>
-bool uses_narrow_products(int64_t Dh) {
-  return T::kNarrowDots && (Dh == 8 || Dh == 16);
-}
+// Whether the products Dh columns wide go by narrow_product (on tiles with kNarrowDots),
+// and that product for N = Dh.
+constexpr bool narrow_head_dim(int64_t Dh) { return Dh == 8 || Dh == 16; }
 template <bool Accumulate>
 PELAB_INLINE void narrow_product_of_width(int64_t Dh, int64_t rows, int64_t depth, const float* x, int64_t ldx,
                                           const float* panels, float* y, int64_t ldy) {
@@ -625,7 +619,7 @@ constexpr int64_t kQueryBlock = 64;
 // (see backward_pairs): 256 KB, an eighth of this machine's L2 cache.
 constexpr int64_t kHeadMajorCells = 65536;
 
-// Narrow (uses_narrow_products): a separate instantiation, so that the other one's register
+// Narrow (narrow_head_dim): a separate instantiation, so that the other one's register
 // allocation does not see the narrow products' code (with both in one function, GCC spilled
 // in the p v tile at head size 32: 4% more time in the forward).
 template <class T, bool Narrow>
@@ -717,11 +711,13 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
   const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
   const int64_t block = std::min(kQueryBlock, Tq);
-  std::vector<float> value_columns(Dh * ld, 0.0f), keys(Tk * Dh), queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
+  std::vector<float> value_columns(Dh * ld, 0.0f), keys, queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
       grad_scores(block * ld), grad_values_transposed(Dh * ld), grad_keys_transposed(Dh * ld),
       grad_outs_t(Dh * Tq), scratch;
   constexpr bool narrow = Narrow;  // dS k by narrow_product, from k^T's panels
   std::vector<float> key_panels(narrow ? Dh * Tkp : 0);
+  const bool row_major_keys = !narrow || in.key_rows.data;  // read by dQ's tile product or the key term
+  if (row_major_keys) keys.resize(Tk * Dh);
   if (in.query_rows.data && in.offset_query.data) offset_queries.resize(Tq * Dh);
   OffsetColumns value_columns_relative(in.value_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   const bool bias_broadcasts = grad.bias.batch == 0 || grad.bias.head == 0 || grad.bias.row == 0;
@@ -734,7 +730,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   for (int64_t index = begin; index < end; ++index) {
     const int64_t pair = pair_at(dims, head_major, index), b = pair / dims.heads, h = pair % dims.heads;
     transpose_rows(in.v, b, h, Tk, Dh, value_columns.data(), ld);
-    gather_rows(in.k, b, h, Tk, Dh, keys.data());
+    if (row_major_keys) gather_rows(in.k, b, h, Tk, Dh, keys.data());
     if (narrow) pack_column_panels(in.k, b, h, Tk, Dh, key_panels.data());  // Tkp / 16 panels of (Dh, 16)
     gather_rows(in.q, b, h, Tq, Dh, queries.data());
     gather_rows(grad_out, b, h, Tq, Dh, grad_outs.data());
@@ -847,13 +843,13 @@ namespace {
 template <class T>
 PELAB_INLINE void forward_tiles(PELAB_FORWARD_PARAMETERS) {
   if constexpr (T::kNarrowDots)
-    if (uses_narrow_products<T>(dims.head_dim)) return forward_pairs<T, true>(PELAB_FORWARD_ARGUMENTS);
+    if (narrow_head_dim(dims.head_dim)) return forward_pairs<T, true>(PELAB_FORWARD_ARGUMENTS);
   forward_pairs<T, false>(PELAB_FORWARD_ARGUMENTS);
 }
 template <class T>
 PELAB_INLINE void backward_tiles(PELAB_BACKWARD_PARAMETERS) {
   if constexpr (T::kNarrowDots)
-    if (uses_narrow_products<T>(dims.head_dim)) return backward_pairs<T, true>(PELAB_BACKWARD_ARGUMENTS);
+    if (narrow_head_dim(dims.head_dim)) return backward_pairs<T, true>(PELAB_BACKWARD_ARGUMENTS);
   backward_pairs<T, false>(PELAB_BACKWARD_ARGUMENTS);
 }
 

@@ -14,8 +14,6 @@ namespace pelab {
 
 namespace {
 
-constexpr int64_t kGrain = 16384;  // elements per parallel chunk without a bias (64 KB of input)
-
 struct Gelu : torch::autograd::Function<Gelu> {
   // x: (..., C) float32 CPU; bias: (C), or (0) for none -> gelu(x + bias), contiguous
   // (LibTorch 1.13's custom functions take no undefined tensors)
@@ -34,7 +32,7 @@ struct Gelu : torch::autograd::Function<Gelu> {
         kernels::gelu_forward(in + first * cols, b, out + first * cols, n, cols);
       });
     } else {
-      at::parallel_for(0, x.numel(), kGrain, [&](int64_t begin, int64_t end) {
+      at::parallel_for(0, x.numel(), kChunkElements, [&](int64_t begin, int64_t end) {
         kernels::gelu_forward(in + begin, nullptr, out + begin, 1, end - begin);
       });
     }
@@ -51,7 +49,7 @@ struct Gelu : torch::autograd::Function<Gelu> {
     const float *in = x.data_ptr<float>(), *g = grad_y.data_ptr<float>();
     float* out = grad_x.data_ptr<float>();
     if (!bias.numel()) {
-      at::parallel_for(0, x.numel(), kGrain, [&](int64_t begin, int64_t end) {
+      at::parallel_for(0, x.numel(), kChunkElements, [&](int64_t begin, int64_t end) {
         kernels::gelu_backward(in + begin, nullptr, g + begin, out + begin, nullptr, 1, end - begin);
       });
       return {grad_x, torch::Tensor()};

@@ -65,14 +65,12 @@ PELAB_INLINE void backward_rows(const float* __restrict x, const float* __restri
                                                       ((load<Float16>(xr + c) - m) * s);
                                              },
                                              [&](int64_t c) { return gy[c] * weight[c] * ((xr[c] - m) * s); });
-    for (int64_t c = 0; c < cols; ++c) {
+    for (int64_t c = 0; c < cols; ++c) {  // (GCC unswitches the loop on the two pointers)
       const float xhat = (xr[c] - m) * s;
       gx[c] = s * (gy[c] * weight[c] - g_mean - xhat * gx_mean);
+      if (weight_sums) weight_sums[c] += gy[c] * xhat;
+      if (bias_sums) bias_sums[c] += gy[c];
     }
-    if (weight_sums)
-      for (int64_t c = 0; c < cols; ++c) weight_sums[c] += gy[c] * ((xr[c] - m) * s);
-    if (bias_sums)
-      for (int64_t c = 0; c < cols; ++c) bias_sums[c] += gy[c];
   }
 }
 

@@ -12,8 +12,13 @@
 
 namespace pelab {
 
-// Rows per chunk: about 16384 elements (64 KB of floats).
-inline int64_t rows_per_chunk(int64_t cols) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)); }
+// Elements per parallel chunk: 64 KB of floats.
+constexpr int64_t kChunkElements = 16384;
+
+// Rows per chunk: about kChunkElements elements.
+inline int64_t rows_per_chunk(int64_t cols) {
+  return std::max<int64_t>(1, kChunkElements / std::max<int64_t>(cols, 1));
+}
 
 inline int64_t row_chunk_count(int64_t rows, int64_t cols) {
   const int64_t step = rows_per_chunk(cols);
