@@ -17,9 +17,11 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 
 #include "core/blas_core.h"
+#include "core/device_memory.h"
 #include "core/encodings/registry.h"
 #include "core/model/flops.h"
 #include "core/run.h"
+#include "core/train/autocast.h"
 #include "core/train/metrics.h"
 #include "data/task_registry.h"
 
@@ -102,15 +104,25 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-double matmul_peak_gflops(int64_t threads, int64_t n) {
+// Waits for the device's queued work (a GPU's kernels run after their launch returns).
+void wait_for(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+double matmul_peak_gflops(int64_t threads, int64_t n, const std::string& device_name, const std::string& precision) {
   set_threads(threads);
+  const torch::Device device = resolve_device(device_name);
+  const auto options =
+      torch::TensorOptions().device(device).dtype(device.is_cuda() && precision == "bf16" ? torch::kBFloat16 : torch::kFloat);
   // into a preallocated product: a fresh 4 MB one each time would be mmap()ed and faulted
   // in inside the timing (this parent process keeps glibc's default mmap threshold)
-  auto a = torch::randn({n, n}), b = torch::randn({n, n}), c = torch::empty({n, n});
+  auto a = torch::randn({n, n}, options), b = torch::randn({n, n}, options), c = torch::empty({n, n}, options);
   double best = 1e30;
   for (int i = 0; i < 12; ++i) {
+    wait_for(device);
     const auto start = std::chrono::steady_clock::now();
     torch::mm_out(c, a, b);
+    wait_for(device);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (i >= 2) best = std::min(best, seconds);  // after 2 warm-up products
   }
@@ -124,31 +136,43 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
   set_threads(options.threads);
   configure_cpu_math();
   const RunConfig config = bench_config(options, scheme, length);
+  const torch::Device device = resolve_device(options.device);
+  const bool gpu = device.is_cuda();
   auto task = make_task(config.task.name, config.task.options, config.task.format);
   Encoder model = build_model(config, *task);
+  model->to(device);
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-4));
   Rng rng(0);
-  Batch batch = task->sample(options.batch, length / 2, rng);
-  auto positions = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1));
+  Batch batch = task->sample(options.batch, length / 2, rng).to(device);
+  auto positions = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1), device);
   auto step = [&] {
     optimizer.zero_grad();
-    auto out = model->forward(batch.tokens, batch.padding, positions, batch.segments);
-    score_batch(out.logits, batch).loss.backward();
+    torch::Tensor loss;
+    {
+      AutocastScope autocast(options.precision == "bf16", device);  // as the trainer's step
+      auto out = model->forward(batch.tokens, batch.padding, positions, batch.segments);
+      loss = score_batch(out.logits, batch).loss;
+    }
+    loss.backward();
     optimizer.step();
   };
   const double resident_before = resident_mb();
+  if (gpu) reset_cuda_peak_memory(device.index());
+  const double gpu_allocated_before = gpu ? cuda_memory(device.index()).allocated_mb : 0.0;
   std::vector<double> times, per_mm;
   {
     MmClock mm;
     for (int64_t i = 0; i < options.warmup + options.repeats; ++i) {
       const double mm_before = mm.milliseconds();
+      wait_for(device);
       const auto start = std::chrono::steady_clock::now();
       step();
+      wait_for(device);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       const double mm_ms = mm.milliseconds() - mm_before;
       if (i < options.warmup) continue;
       times.push_back(ms);
-      if (mm_ms > 0) per_mm.push_back(ms / mm_ms);
+      if (mm_ms > 0 && !gpu) per_mm.push_back(ms / mm_ms);
     }
   }
   if (!options.trace.empty()) {
@@ -158,7 +182,7 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
   r.median_ms = median(times);
   r.min_ms = *std::min_element(times.begin(), times.end());
   r.step_per_mm = per_mm.empty() ? 0.0 : median(per_mm);
-  r.peak_mb = peak_resident_mb() - resident_before;
+  r.peak_mb = gpu ? cuda_memory(device.index()).peak_mb - gpu_allocated_before : peak_resident_mb() - resident_before;
   return r;
 }
 
@@ -192,16 +216,33 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   schemes.erase(std::remove(schemes.begin(), schemes.end(), "none"), schemes.end());
   schemes.insert(schemes.begin(), "none");
 
+  bool gpu = false;
+  try {
+    gpu = resolve_device(options.device).is_cuda();
+  } catch (const std::exception& e) {
+    out << "pelab bench: " << e.what() << "\n";
+    return 2;
+  }
   out << fmt::format("pelab bench: training step (forward, backward, Adam) of d_model {}, {} layers, {} heads, "
                      "d_ff {}, batch {}, {}; median of {} after {} warm-up; each in its own process, `none` right before "
-                     "each scheme, {} round(s)\n",
+                     "each scheme, {} round(s); device {}, {}\n",
                      options.d_model, options.num_layers, options.num_heads, options.d_ff, options.batch,
-                     options.causal ? "causal" : "bidirectional", options.repeats, options.warmup, options.rounds);
-  double peak = matmul_peak_gflops(options.threads, 1024);
-  const std::string blas = openblas_core();
-  out << fmt::format("matmul peak of this machine: {:.1f} GFLOP/s (1024 x 1024 float32 torch::mm, {} threads, best "
-                     "of 10; BLAS: {})\n", peak, torch::get_num_threads(),
-                     blas.empty() ? std::string("not OpenBLAS") : "OpenBLAS, " + blas + " kernels") << std::flush;
+                     options.causal ? "causal" : "bidirectional", options.repeats, options.warmup, options.rounds,
+                     options.device, options.precision);
+  // a GPU's peak needs a product large enough to fill it (and to outlast the launch)
+  const int64_t peak_n = gpu ? 8192 : 1024;
+  auto measure_peak = [&] { return matmul_peak_gflops(options.threads, peak_n, options.device, options.precision); };
+  double peak = measure_peak();
+  if (gpu) {
+    out << fmt::format("device: {}; matmul peak: {:.1f} GFLOP/s ({} x {} {} torch::mm, best of 10)\n",
+                       resolve_device(options.device).str(), peak, peak_n, peak_n,
+                       options.precision == "bf16" ? "bfloat16" : "float32") << std::flush;
+  } else {
+    const std::string blas = openblas_core();
+    out << fmt::format("matmul peak of this machine: {:.1f} GFLOP/s (1024 x 1024 float32 torch::mm, {} threads, best "
+                       "of 10; BLAS: {})\n", peak, torch::get_num_threads(),
+                       blas.empty() ? std::string("not OpenBLAS") : "OpenBLAS, " + blas + " kernels") << std::flush;
+  }
   // `none` is measured right before every other scheme, and "x none" is the median over
   // rounds of those paired ratios: this machine's speed drifts by +-20% over minutes, which
   // a single `none` measurement at the start would pass on to every ratio.
@@ -227,7 +268,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   int64_t peak_measurements = 1;
   double lowest_peak = peak;
   auto remeasure_peak = [&] {
-    const double now = matmul_peak_gflops(options.threads, 1024);
+    const double now = measure_peak();
     peak = std::max(peak, now);
     lowest_peak = std::min(lowest_peak, now);
     ++peak_measurements;
@@ -242,9 +283,10 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     remeasure_peak();
     const std::string command = fmt::format(
         "'{}' bench --worker --scheme {} --lengths {} --d-model {} --layers {} --heads {} --d-ff {} --batch {} "
-        "--warmup {} --repeats {} --threads {}{}{} 2>&1",
+        "--warmup {} --repeats {} --threads {} --device {} --precision {}{}{} 2>&1",
         self_executable, scheme, length, options.d_model, options.num_layers, options.num_heads, options.d_ff,
-        options.batch, options.warmup, options.repeats, options.threads, options.causal ? " --causal" : "", trace);
+        options.batch, options.warmup, options.repeats, options.threads, options.device, options.precision,
+        options.causal ? " --causal" : "", trace);
     BenchResult r;
     r.scheme = scheme;
     r.length = length;
@@ -328,10 +370,12 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
       // the fastest step against the best peak: both the best this machine gave in the run
       const double fastest_ms = *std::min_element(s.min_ms.begin(), s.min_ms.end());
       const double fastest_fraction = flops / (fastest_ms / 1000.0) / 1e9 / peak;
-      table += fmt::format(
-          "| {} | {} | {:.1f} | {:.2f} | {:.3f} | {:.2f} | {:.1f} | {:.2f} | {:.0f} | {:.1f} | {:.0f}%, {:.0f}% |\n", scheme,
-          length, step_ms, time_ratio, per_mm, per_mm_ratio, median(s.peak_mb), memory_ratio, tokens_per_second, gflops,
-          100 * gflops / peak, 100 * fastest_fraction);
+      // no mm units on a GPU (BenchResult::step_per_mm)
+      const std::string per_mm_columns =
+          per_mm > 0 ? fmt::format("{:.3f} | {:.2f}", per_mm, per_mm_ratio) : std::string("n/a | n/a");
+      table += fmt::format("| {} | {} | {:.1f} | {:.2f} | {} | {:.1f} | {:.2f} | {:.0f} | {:.1f} | {:.0f}%, {:.0f}% |\n",
+                           scheme, length, step_ms, time_ratio, per_mm_columns, median(s.peak_mb), memory_ratio,
+                           tokens_per_second, gflops, 100 * gflops / peak, 100 * fastest_fraction);
       csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f},{:.1f},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f}\n", scheme,
                          length, step_ms, fastest_ms, median(s.peak_mb), time_ratio, memory_ratio, tokens_per_second,
                          gflops, gflops / peak, per_mm, per_mm_ratio, fastest_fraction);

@@ -18,6 +18,8 @@ struct BenchOptions {
   int64_t warmup = 2, repeats = 5, threads = 0;
   int64_t rounds = 1;                      // each: `none` right before every other scheme
   bool causal = false;
+  std::string device = "cpu";              // cpu | cuda | auto: where the workers train
+  std::string precision = "fp32";          // fp32 | bf16 (autocast)
   std::string csv;                         // also write the table here
   std::string trace;                       // one more step under LibTorch's profiler, as a Chrome trace here
 };
@@ -26,16 +28,23 @@ struct BenchResult {
   std::string scheme;
   int64_t length = 0;
   double median_ms = 0, min_ms = 0;
-  double peak_mb = 0;  // peak resident memory of the steps above the model's resident memory
+  // CPU: peak resident memory of the steps above the model's resident memory; CUDA: the
+  // caching allocator's peak of the steps above what the model and batch hold
+  double peak_mb = 0;
   // The step in units of its own matrix products: the median over the measured steps of
   // step time / time inside aten::mm (the linear layers' OpenBLAS products, plus any small
   // table product a scheme adds). This shared machine's speed swings by +-30% within
   // seconds, and both times swing together: the ratio of two schemes' values is a far
-  // steadier "x none" than the ratio of their milliseconds.
+  // steadier "x none" than the ratio of their milliseconds. 0 on a GPU, where the host's
+  // clock around an operator measures its launch, not its run.
   double step_per_mm = 0;
   std::string error;   // non-empty when the scheme failed at this length
 };
 
+// The machine's matrix-product peak in GFLOP/s: an n x n x n product, best of 10 after 2
+// warm-ups; float32 on the CPU, `precision`'s dtype (float32 or bfloat16) on a GPU.
+double matmul_peak_gflops(int64_t threads, int64_t n, const std::string& device = "cpu",
+                          const std::string& precision = "fp32");
 // One measurement in this process (the child side).
 BenchResult bench_one(const BenchOptions& options, const std::string& scheme, int64_t length);
 // Every scheme x length, each in a child `pelab bench --worker`; prints the table.

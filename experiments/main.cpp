@@ -49,6 +49,12 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--rounds", bench.rounds, "rounds; each measures none right before every scheme, and x none is "
                         "the median of those paired ratios")->capture_default_str()->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--causal", bench.causal, "causal attention");
+  bench_cmd->add_option("--device", bench.device, "cpu, cuda or auto (cuda when available)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  bench_cmd->add_option("--precision", bench.precision, "fp32, or bf16 (autocast; the peak is then bfloat16's)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   bench_cmd->add_option("--csv", bench.csv, "also write the table as CSV");
   bench_cmd->add_option("--trace", bench.trace, "with one scheme and one length: profile one more step in the worker "
                         "and write LibTorch's Chrome trace (chrome://tracing, Perfetto) here");

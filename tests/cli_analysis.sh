@@ -4,7 +4,7 @@
 set -euo pipefail
 source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
-py=/usr/bin/python3
+py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py
 analysis="$source_dir/analysis"
 "$PELAB" sweep "$source_dir/tests/fixtures/sweeps/tiny.yaml" --jobs 2 > sweep.txt
 

@@ -41,12 +41,12 @@ test "$status" = 1 && test "$(wc -l < filling.err)" = 1
 grep -q "error: run 'quickstart' failed: cannot write checkpoint filling/checkpoint.h5: .*No space left on device" filling.err
 no_partial_files filling
 checkpoint_bytes=$(stat -c %s filling/checkpoint.h5)
-/usr/bin/python3 -c "import h5py; h5py.File('filling/checkpoint.h5', 'r')['model']"   # the last good one is whole
+"${PELAB_PYTHON:-/usr/bin/python3}" -c "import h5py; h5py.File('filling/checkpoint.h5', 'r')['model']"   # the last good one is whole
 
 echo "== space again: --resume finishes the run, equal to the reference"
 "$PELAB" train "$config" "${set_args[@]}" --out filling --resume > resumed.log
 grep -q "resuming from step [1-9]" resumed.log
-/usr/bin/python3 - <<'PY'
+"${PELAB_PYTHON:-/usr/bin/python3}" - <<'PY'
 import h5py, numpy as np
 a, b = h5py.File("reference/run.h5", "r"), h5py.File("filling/run.h5", "r")
 for key in ["training/loss", "evaluation/per_token_accuracy"] + ["checkpoint/" + n for n in a["checkpoint"]]:

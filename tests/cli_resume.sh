@@ -7,7 +7,7 @@
 set -euo pipefail
 source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
-py=/usr/bin/python3
+py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py
 config="$source_dir/tests/fixtures/learning.yaml"
 # dropout, randomized positions and a log window that checkpoints cut in the middle
 set_args=(--set train.steps=300 --set train.checkpoint_every=20 --set train.log_every=7 --set threads=1

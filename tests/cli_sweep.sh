@@ -8,7 +8,7 @@ set -euo pipefail
 source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 fixtures="$source_dir/tests/fixtures/sweeps"
-py=/usr/bin/python3
+py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py
 
 echo "== dry run"
 "$PELAB" sweep "$fixtures/tiny.yaml" --dry-run | tee dry.txt

@@ -6,9 +6,11 @@
 set -euo pipefail
 source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
-py=/usr/bin/python3
+py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py (a GPU machine: its own python3)
 config="$source_dir/tests/fixtures/learning.yaml"
-common=(--set train.steps=200 --set eval.lengths=[4,8] --set eval.samples=64
+# 40 steps: the loss is still falling fast; runs that differ only in float rounding agree to
+# about 1e-8 there, and drift apart chaotically later (relative_key by 3.5% at 200 steps)
+common=(--set train.steps=40 --set eval.lengths=[4,8] --set eval.samples=64
         --set analysis.attention_lengths=[8] --set analysis.probe_lengths=[8])
 
 if ! "$PELAB" train "$config" "${common[@]}" --set device=cuda --set train.steps=1 --out probe > probe.log 2>&1; then
@@ -30,12 +32,18 @@ assert cuda["environment"].attrs["device"].startswith("cuda"), cuda["environment
 assert bf16["environment"].attrs["device"].startswith("cuda"), "device: auto must pick the GPU"
 # same seed and data: the GPU's float32 run follows the CPU's curve closely, bf16 loosely
 c, g, b = (f["training/loss"][()] for f in (cpu, cuda, bf16))
-assert np.allclose(c[0], g[0], rtol=1e-3), (c, g)
+assert np.allclose(c[0], g[0], rtol=1e-5), (c, g)
 assert np.allclose(c[0], b[0], rtol=3e-2), (c, b)
-for f in (cuda, bf16):
-    assert np.all(np.isfinite(f["evaluation/loss"][()]))
-    assert f["attention/length_8/probs"].shape[-1] == 8
-    assert len(f["probes/layer"][()]) > 0
+maps = [f["attention/length_8/probs"][()].astype(np.float64) for f in (cpu, cuda, bf16)]
+for f, m in zip((cuda, bf16), maps[1:]):
+    assert np.all(np.isfinite(f["evaluation/loss"][()])), f.filename
+    assert m.shape == maps[0].shape, (m.shape, maps[0].shape)
+    assert len(f["probes/layer"][()]) == len(cpu["probes/layer"][()]), f.filename
+# the GPU's float32 maps are the CPU's (to float16 storage); rows are distributions
+# (stored in float16)
+assert np.abs(maps[1] - maps[0]).max() < 2e-3, np.abs(maps[1] - maps[0]).max()
+for m in maps[1:]:
+    assert np.all(np.abs(m.sum(-1) - 1) < 2e-3), np.abs(m.sum(-1) - 1).max()
 assert "attention/length_4" in cuda
 print(scheme, "cpu", c[-1], "cuda", g[-1], "bf16", b[-1])
 PY

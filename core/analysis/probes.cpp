@@ -30,7 +30,7 @@ torch::Tensor ridge_predict(const torch::Tensor& x_fit, const torch::Tensor& y_f
   auto gram = x.t().mm(x);  // (d + 1, d + 1)
   const int64_t d = gram.size(0);
   const double lambda = ridge * gram.trace().item<double>() / d;
-  auto weights = torch::linalg::solve(gram + lambda * torch::eye(d, gram.options()), x.t().mm(y), true);
+  auto weights = at::linalg_solve(gram + lambda * torch::eye(d, gram.options()), x.t().mm(y), /*left=*/true);
   return with_bias(x_test.to(torch::kFloat64)).mm(weights);
 }
 

@@ -88,7 +88,9 @@ torch::Tensor FireImpl::score_bias(const torch::Tensor& q, const torch::Tensor& 
     }
   }
   auto x = interpolated_distance(attention.positions, attention.layer);  // (B'|1, Tq, Tk)
-  return mlp(x, attention.layer).permute({0, 3, 1, 2}).to(q.scalar_type());  // (B'|1, H, Tq, Tk)
+  // GPUs: the plain MLP (fire.h)
+  auto f = x.device().is_cpu() ? mlp(x, layer) : mlp_reference(x, layer);  // (B'|1, Tq, Tk, H)
+  return f.permute({0, 3, 1, 2}).to(q.scalar_type());                       // (B'|1, H, Tq, Tk)
 }
 
 }  // namespace pelab

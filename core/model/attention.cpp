@@ -54,8 +54,10 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   } else if (!probs_out && !encoding.has_value_term() && !q.device().is_cpu()) {
     // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask
     // as one additive mask. SDPA scales by 1/sqrt(Dh): q is pre-scaled to give attention_scale().
-    // Not verified on a GPU yet (no GPU machine in the sessions so far).
-    const auto additive = (bias.defined() ? bias + mask : mask).to(q.scalar_type());
+    // Both cast first: under bf16 autocast the (B, H, T, T) sum is then written once, in
+    // bf16 (adding a mask of 0 and -inf is exact in any dtype).
+    const auto dtype = q.scalar_type();
+    const auto additive = bias.defined() ? bias.to(dtype) + mask.to(dtype) : mask.to(dtype);
     const auto q_scaled = q * (encoding.attention_scale() * std::sqrt(static_cast<double>(Dh)));
     context = at::scaled_dot_product_attention(q_scaled, k, v, additive,
                                                dropout_active ? dropout_->options.p() : 0.0, false);

@@ -14,7 +14,9 @@ torch::Tensor products(const torch::Tensor& a, const torch::Tensor& b) {
   TORCH_CHECK(b.size(-2) == k, "batch_parallel_matmul: inner dimensions differ: ", a.sizes(), " x ", b.sizes());
   // mixed dtypes under autocast (bf16 products, float32 softmax): compute in the wider one
   const auto dtype = at::promote_types(a.scalar_type(), b.scalar_type());
-  auto a3 = a.to(dtype).reshape({-1, n, k}), b3 = b.to(dtype).reshape({-1, k, m});  // views where the strides allow
+  // detached: the products run in worker threads, whose grad mode LibTorch 2.x does not turn
+  // off, and its bmm_out refuses inputs that require grad (the Function below owns autograd)
+  auto a3 = a.detach().to(dtype).reshape({-1, n, k}), b3 = b.detach().to(dtype).reshape({-1, k, m});
   auto shape = a.sizes().vec();
   shape.back() = m;
   // returned as allocated, not as a view: callers add biases to it in place

@@ -105,7 +105,7 @@ class Scheme(nn.Module):
 class Block(nn.Module):
     def __init__(self, d_model, heads, d_ff):
         super().__init__()
-        self.heads = heads
+        self.heads, self.sdpa = heads, False
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.qkv, self.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
         self.ff_in, self.ff_out = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
@@ -115,11 +115,15 @@ class Block(nn.Module):
         H = self.heads
         q, k, v = self.qkv(self.norm1(x)).view(B, T, 3, H, D // H).permute(2, 0, 3, 1, 4)
         q, k = scheme.rotate(q, k)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(D // H)
         bias = scheme.bias(q, k)
-        if bias is not None:
-            scores = scores + bias
-        context = torch.softmax(scores, -1) @ v
+        if not self.sdpa:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(D // H)
+            if bias is not None:
+                scores = scores + bias
+        if self.sdpa:  # the fused kernels (GPUs): bias as additive mask, scaled by 1/sqrt(Dh)
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=None if bias is None else bias.to(q.dtype))
+        else:
+            context = torch.softmax(scores, -1) @ v
         x = x + self.out(context.transpose(1, 2).reshape(B, T, D))
         return x + self.ff_out(F.gelu(self.ff_in(self.norm2(x))))
 
@@ -143,18 +147,29 @@ class Encoder(nn.Module):
 
 def bench(scheme, T, args):
     torch.manual_seed(0)
-    model = Encoder(scheme, 4, 2, args.d_model, args.layers, args.heads, args.d_ff, max(T, 512))
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.set_default_device(device)  # the schemes' position tables too (torch >= 2)
+    model = Encoder(scheme, 4, 2, args.d_model, args.layers, args.heads, args.d_ff, max(T, 512)).to(device)
+    for block in model.blocks:
+        block.sdpa = args.attention == "sdpa"
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     half = T // 2
     tokens = torch.cat([torch.randint(2, 4, (args.batch, half)), torch.ones(args.batch, T - half, dtype=torch.long)], 1)
     targets = torch.randint(0, 2, (args.batch, T - half))
+    tokens, targets = tokens.to(device), targets.to(device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     times = []
     for step in range(args.warmup + args.repeats):
+        sync()
         start = time.perf_counter()
         optimizer.zero_grad()
-        logits = model(tokens)[:, half:]
-        F.cross_entropy(logits.reshape(-1, 2), targets.reshape(-1)).backward()
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+            logits = model(tokens)[:, half:]
+            loss = F.cross_entropy(logits.reshape(-1, 2).float(), targets.reshape(-1))
+        loss.backward()
         optimizer.step()
+        sync()
         if step >= args.warmup:
             times.append(1000 * (time.perf_counter() - start))
     return statistics.median(times)
@@ -172,6 +187,10 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (timed with torch.cuda.synchronize)")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: autocast")
+    parser.add_argument("--attention", default="math", choices=["math", "sdpa"],
+                        help="sdpa: F.scaled_dot_product_attention (the fused GPU kernels)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)  # as pelab does
