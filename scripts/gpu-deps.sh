@@ -36,6 +36,7 @@ hdf5_lib="$d/usr/lib/x86_64-linux-gnu/hdf5/serial"
 hdf5_include="$d/usr/include/hdf5/serial"
 export CMAKE_ARGS="-DHDF5_C_INCLUDE_DIR=$hdf5_include -DHDF5_CXX_INCLUDE_DIR=$hdf5_include \
 -DHDF5_hdf5_LIBRARY_RELEASE=$hdf5_lib/libhdf5.so -DHDF5_hdf5_cpp_LIBRARY_RELEASE=$hdf5_lib/libhdf5_cpp.so"
+command -v make >/dev/null || export CMAKE_GENERATOR=Ninja  # CMake's default needs make
 export PELAB_SKIP_SETUP=1     # scripts/dev: nothing to install (there is no registry)
 export PELAB_PYTHON=python3   # tests: the Python with h5py (torch's)
 EOS
