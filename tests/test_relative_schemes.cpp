@@ -423,8 +423,16 @@ CATCH_TEST_CASE("deberta equals c2p + p2c of He et al. with HF's indexing", "[re
         }
       }
     auto naive = dot_rows(f.q, c2p_rows) + torch::einsum("bhjd,hijd->bhij", {f.k, p2c_rows});
-    CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(layer)), naive / std::sqrt(3.0 * 4)));
+    auto bias = scheme->score_bias(f.q, f.k, f.at(layer));
+    CATCH_CHECK(close(bias, naive / std::sqrt(3.0 * 4)));
     CATCH_CHECK(scheme->attention_scale() == Approx(1.0 / std::sqrt(12.0)));
+    // gradients too: the 11 offsets use 8 rows, each normalized and projected once and gathered
+    std::vector<torch::Tensor> params = {table, param(scheme, "rel_norm.weight"), param(scheme, "rel_norm.bias")};
+    if (!share) params.insert(params.end(), {Wq, bq, Wk, bk});
+    const auto upstream = torch::randn_like(naive);
+    const auto got = torch::autograd::grad({(bias * upstream).sum()}, params);
+    const auto want = torch::autograd::grad({(naive / std::sqrt(3.0 * 4) * upstream).sum()}, params);
+    for (size_t i = 0; i < params.size(); ++i) CATCH_CHECK(close(got[i], want[i]));
   }
 }
 

@@ -63,7 +63,11 @@ torch::Tensor DebertaImpl::table_row(const torch::Tensor& offsets) const {
 std::pair<torch::Tensor, torch::Tensor> DebertaImpl::projected_rows(const AttentionContext& attention,
                                                                     const torch::Tensor& rows) {
   const int64_t D = context_.d_model, H = context_.num_heads, Dh = context_.head_dim(), count = rows.size(0);
-  auto R = norm_->forward(rel_embeddings_.index_select(0, rows));  // (W, D); LayerNorm is per row
+  // Beyond the exact distances the log buckets repeat rows (at T = 512, 2T - 1 = 1023
+  // offsets use about 510 rows): LayerNorm and project each distinct row once, then gather.
+  torch::Tensor distinct, row_of_offset;  // (U), (W)
+  std::tie(distinct, row_of_offset) = at::_unique(rows, /*sorted=*/true, /*return_inverse=*/true);
+  auto R = norm_->forward(rel_embeddings_.index_select(0, distinct));  // (U, D); LayerNorm is per row
   torch::Tensor Kr, Qr;
   if (share_att_key_) {
     Qr = torch::nn::functional::linear(R, attention.qkv_weight.narrow(0, 0, D), attention.qkv_bias.narrow(0, 0, D));
@@ -72,7 +76,10 @@ std::pair<torch::Tensor, torch::Tensor> DebertaImpl::projected_rows(const Attent
     Kr = pos_key_proj_[attention.layer]->as<torch::nn::Linear>()->forward(R);
     Qr = pos_query_proj_[attention.layer]->as<torch::nn::Linear>()->forward(R);
   }
-  auto heads = [&](const torch::Tensor& x) { return x.view({count, H, Dh}).permute({1, 0, 2}); };
+  // (U, D) -> (W, D) -> (H, W, Dh)
+  auto heads = [&](const torch::Tensor& x) {
+    return x.index_select(0, row_of_offset).view({count, H, Dh}).permute({1, 0, 2});
+  };
   return {heads(Kr), heads(Qr)};
 }
 
