@@ -82,6 +82,10 @@ CATCH_TEST_CASE("attention mask: padding keys and, if causal, future keys are -i
   CATCH_CHECK(std::isinf(causal[0][0][0][1].item<float>()));   // query 0 cannot see key 1
   CATCH_CHECK(causal[0][0][1][0].item<float>() == 0.0f);       // query 1 sees key 0
   CATCH_CHECK(std::isinf(causal[0][0][2][2].item<float>()));   // padding key
+  // nothing to mask: no tensor (attention then adds none)
+  const auto no_padding = torch::zeros({2, 3}, torch::kBool);
+  CATCH_CHECK(!attention_mask(no_padding, false).defined());
+  CATCH_CHECK(attention_mask(no_padding, true).sizes() == torch::IntArrayRef({2, 1, 3, 3}));
 }
 
 CATCH_TEST_CASE("the encoder checks its input shapes", "[encoder]") {
@@ -439,7 +443,7 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
           auto scores = torch::matmul(q, k.transpose(-2, -1));
           if (c.query) scores = scores + ((c.offset_query ? q2 : q).unsqueeze(3) * embeddings(rows.query, true)).sum(-1);
           if (c.key) scores = scores + (k.unsqueeze(2) * embeddings(rows.key, false)).sum(-1);
-          auto probs = torch::softmax(scores * scale + mask, -1);
+          auto probs = torch::softmax(mask.defined() ? scores * scale + mask : scores * scale, -1);
           auto expected = torch::matmul(probs, v);
           if (c.value) expected = expected + (probs.unsqueeze(-1) * embeddings(rows.value, true)).sum(3);
           auto out = fused_attention(q, k, v, scale, {}, mask, rows);

@@ -57,7 +57,10 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     // Both cast first: under bf16 autocast the (B, H, T, T) sum is then written once, in
     // bf16 (adding a mask of 0 and -inf is exact in any dtype).
     const auto dtype = q.scalar_type();
-    const auto additive = bias.defined() ? bias.to(dtype) + mask.to(dtype) : mask.to(dtype);
+    c10::optional<torch::Tensor> additive;  // none: no bias and no masked key
+    if (bias.defined() && mask.defined()) additive = bias.to(dtype) + mask.to(dtype);
+    else if (bias.defined()) additive = bias.to(dtype);
+    else if (mask.defined()) additive = mask.to(dtype);
     const auto q_scaled = q * (encoding.attention_scale() * std::sqrt(static_cast<double>(Dh)));
     context = at::scaled_dot_product_attention(q_scaled, k, v, additive,
                                                dropout_active ? dropout_->options.p() : 0.0, false);
@@ -66,7 +69,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
     auto scores = batch_parallel_matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)
     if (bias.defined()) scores.add_(bias);  // in place: no backward needs the raw scores
-    scores.add_(mask);
+    if (mask.defined()) scores.add_(mask);
     auto probs = torch::softmax(scores, -1);
     if (probs_out) *probs_out = probs;
 

@@ -58,6 +58,7 @@ EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encodin
 }
 
 torch::Tensor attention_mask(const torch::Tensor& padding, bool causal) {
+  if (!causal && !padding.any().item<bool>()) return {};  // no key is masked
   const int64_t T = padding.size(1);
   const float neg_inf = -std::numeric_limits<float>::infinity();
   auto float_options = torch::TensorOptions().dtype(torch::kFloat32).device(padding.device());

@@ -68,7 +68,9 @@ class EncoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Encoder);
 
-// Additive attention mask (B, 1, T|1, T): -inf at padding keys and, if causal, future keys.
+// Additive attention mask (B, 1, T|1, T): -inf at padding keys and, if causal, future keys;
+// undefined when no key is masked (bidirectional, no padding), so that attention skips it
+// (on a GPU, SDPA may then take its flash kernel).
 torch::Tensor attention_mask(const torch::Tensor& padding, bool causal);
 
 }  // namespace pelab
