@@ -248,13 +248,15 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   // a single `none` measurement at the start would pass on to every ratio.
   struct Samples {
     std::vector<double> ms, min_ms, peak_mb, per_mm, time_ratio, memory_ratio, per_mm_ratio;
+    std::vector<double> peak_before;  // the matmul peak measured right before each worker
     std::string error;
-    void add(const BenchResult& r) {
+    void add(const BenchResult& r, double peak_just_before) {
       if (!r.error.empty()) {
         error = r.error;
         return;
       }
       ms.push_back(r.median_ms);
+      peak_before.push_back(peak_just_before);
       min_ms.push_back(r.min_ms);
       peak_mb.push_back(r.peak_mb);
       if (r.step_per_mm > 0) per_mm.push_back(r.step_per_mm);
@@ -272,6 +274,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     peak = std::max(peak, now);
     lowest_peak = std::min(lowest_peak, now);
     ++peak_measurements;
+    return now;
   };
   bool trace_pending = !options.trace.empty();  // the first worker of the named scheme writes it
   auto measure = [&](const std::string& scheme, int64_t length) {
@@ -280,7 +283,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
       trace = fmt::format(" --trace '{}'", options.trace);
       trace_pending = false;
     }
-    remeasure_peak();
+    const double peak_now = remeasure_peak();
     const std::string command = fmt::format(
         "'{}' bench --worker --scheme {} --lengths {} --d-model {} --layers {} --heads {} --d-ff {} --batch {} "
         "--warmup {} --repeats {} --threads {} --device {} --precision {}{}{} 2>&1",
@@ -308,7 +311,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
       }
       pclose(pipe);
     }
-    samples[{length, scheme}].add(r);
+    samples[{length, scheme}].add(r, peak_now);
     return r;
   };
   for (int64_t round = 1; round <= options.rounds; ++round) {
@@ -343,10 +346,10 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
                      peak_measurements, peak, lowest_peak);
   std::string table = fmt::format(
       "\n| scheme | T | step ms | x none | step / mm | x none, in mm units | peak MB | x none | tokens/s | GFLOP/s | % "
-      "of matmul peak (median step, fastest step) |\n"
+      "of matmul peak (median step, fastest step, paired) |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::string csv = "scheme,length,median_ms,min_ms,peak_mb,time_ratio,memory_ratio,tokens_per_second,gflops,"
-                    "fraction_of_peak,step_per_mm,step_per_mm_ratio,fastest_fraction_of_peak\n";
+                    "fraction_of_peak,step_per_mm,step_per_mm_ratio,fastest_fraction_of_peak,paired_fraction_of_peak\n";
   ModelConfig shape;
   shape.d_model = options.d_model;
   shape.num_layers = options.num_layers;
@@ -370,15 +373,22 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
       // the fastest step against the best peak: both the best this machine gave in the run
       const double fastest_ms = *std::min_element(s.min_ms.begin(), s.min_ms.end());
       const double fastest_fraction = flops / (fastest_ms / 1000.0) / 1e9 / peak;
+      // each worker's median step against the peak measured right before it, the median of
+      // those: both under the machine's speed of that moment
+      std::vector<double> paired;
+      for (size_t i = 0; i < s.ms.size(); ++i) paired.push_back(flops / (s.ms[i] / 1000.0) / 1e9 / s.peak_before[i]);
+      const double paired_fraction = median(paired);
       // no mm units on a GPU (BenchResult::step_per_mm)
       const std::string per_mm_columns =
           per_mm > 0 ? fmt::format("{:.3f} | {:.2f}", per_mm, per_mm_ratio) : std::string("n/a | n/a");
-      table += fmt::format("| {} | {} | {:.1f} | {:.2f} | {} | {:.1f} | {:.2f} | {:.0f} | {:.1f} | {:.0f}%, {:.0f}% |\n",
-                           scheme, length, step_ms, time_ratio, per_mm_columns, median(s.peak_mb), memory_ratio,
-                           tokens_per_second, gflops, 100 * gflops / peak, 100 * fastest_fraction);
-      csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f},{:.1f},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f}\n", scheme,
-                         length, step_ms, fastest_ms, median(s.peak_mb), time_ratio, memory_ratio, tokens_per_second,
-                         gflops, gflops / peak, per_mm, per_mm_ratio, fastest_fraction);
+      table += fmt::format(
+          "| {} | {} | {:.1f} | {:.2f} | {} | {:.1f} | {:.2f} | {:.0f} | {:.1f} | {:.0f}%, {:.0f}%, {:.0f}% |\n", scheme,
+          length, step_ms, time_ratio, per_mm_columns, median(s.peak_mb), memory_ratio, tokens_per_second, gflops,
+          100 * gflops / peak, 100 * fastest_fraction, 100 * paired_fraction);
+      csv += fmt::format("{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f},{:.1f},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}\n",
+                         scheme, length, step_ms, fastest_ms, median(s.peak_mb), time_ratio, memory_ratio,
+                         tokens_per_second, gflops, gflops / peak, per_mm, per_mm_ratio, fastest_fraction,
+                         paired_fraction);
     }
   }
   out << table;
