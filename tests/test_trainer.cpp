@@ -161,6 +161,19 @@ CATCH_TEST_CASE("a non-finite loss stops the run, naming the step; nonfinite: sk
   CATCH_CHECK(curve.skipped_steps == skip.train.steps);
   CATCH_CHECK(torch::equal(model->named_parameters()["blocks.0.attention.qkv.weight"], before));  // untouched
   CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("skipped 20 of 20 steps"));
+
+  // a finite loss whose backward gives one parameter a NaN gradient: the global gradient
+  // norm (without clipping, which would spread the NaN to every gradient) is NaN, and the
+  // message names the parameter
+  auto unclipped = test::tiny_config({"train.grad_clip=0"});
+  Encoder hooked = build_model(unclipped, *task);
+  hooked->named_parameters()["head.weight"].register_hook(
+      [](const torch::Tensor& g) { return g * std::numeric_limits<float>::quiet_NaN(); });
+  Trainer nan_gradient(unclipped, hooked, *task, torch::kCPU);
+  CATCH_CHECK_THROWS_WITH(nan_gradient.train(log, false),
+                          Catch::Matchers::Contains("non-finite gradient at step 1") &&
+                              Catch::Matchers::Contains("gradient norm = nan") &&
+                              Catch::Matchers::Contains("not finite in: head.weight;"));
 }
 
 namespace {
