@@ -147,7 +147,7 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
   Batch batch = task->sample(options.batch, length / 2, rng).to(device);
   auto positions = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1), device);
   auto step = [&] {
-    optimizer.zero_grad();
+    clear_gradients(optimizer);  // as the trainer
     torch::Tensor loss;
     {
       AutocastScope autocast(options.precision == "bf16", device);  // as the trainer's step

@@ -25,6 +25,11 @@ uint64_t evaluation_data_seed(int64_t run_seed, int64_t length) {
   return (static_cast<uint64_t>(run_seed) * 0x100000001B3ull) ^ (0xE7A1ull << 40) ^ static_cast<uint64_t>(length);
 }
 
+void clear_gradients(torch::optim::Optimizer& optimizer) {
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) p.mutable_grad() = torch::Tensor();
+}
+
 namespace {
 
 // Positions get their own stream beside each data stream, so that a sampler leaves the
@@ -112,7 +117,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
     const double lr = learning_rate_at(t, step);
     set_learning_rate(*optimizer_, lr);
 
-    optimizer_->zero_grad();
+    clear_gradients(*optimizer_);
     auto positions = sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng_, device_);
     BatchScore score = [&] {  // autocast over the forward pass only: backward follows its dtypes
       const auto scope = autocast();
@@ -135,7 +140,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
         throw std::runtime_error(what + "; lower train.learning_rate, enable train.grad_clip, or set "
                                         "train.nonfinite: skip");
       if (curve.skipped_steps++ < 3) log << "skipped " << what << "\n";
-      optimizer_->zero_grad();
+      clear_gradients(*optimizer_);
     } else {
       optimizer_->step();
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();

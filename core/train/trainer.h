@@ -59,6 +59,13 @@ struct TrainingCheckpoint;
 // Seeds of the data streams: training batches, and one evaluation set per test length
 // (the same for every scheme and run with the same seed).
 uint64_t training_data_seed(int64_t run_seed);
+
+// Drops every parameter's gradient (LibTorch 2's zero_grad(set_to_none=true)): the next
+// backward writes its gradients rather than adding them to zeros, one pass over the
+// parameters (on a GPU, a kernel per parameter) fewer per step. The optimizers skip
+// parameters without a gradient.
+void clear_gradients(torch::optim::Optimizer& optimizer);
+
 uint64_t evaluation_data_seed(int64_t run_seed, int64_t length);
 
 class Trainer {
