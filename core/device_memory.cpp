@@ -12,8 +12,6 @@ constexpr size_t kAllPools = 0;  // StatType::AGGREGATE: small and large pools t
 constexpr double kMiB = 1024.0 * 1024.0;
 }  // namespace
 
-bool cuda_memory_stats_available() { return true; }
-
 void reset_cuda_peak_memory(int64_t index) {
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
 }
@@ -23,7 +21,6 @@ CudaMemory cuda_memory(int64_t index) {
   return {double(stats.allocated_bytes[kAllPools].current) / kMiB, double(stats.allocated_bytes[kAllPools].peak) / kMiB};
 }
 #else
-bool cuda_memory_stats_available() { return false; }
 void reset_cuda_peak_memory(int64_t) {}
 CudaMemory cuda_memory(int64_t) { return {}; }
 #endif

@@ -6,8 +6,6 @@
 
 namespace pelab {
 
-// True when this build can read the CUDA allocator's statistics.
-bool cuda_memory_stats_available();
 // Starts a new peak on CUDA device `index`: the peak becomes what is allocated now.
 void reset_cuda_peak_memory(int64_t index);
 // Bytes allocated on CUDA device `index`, now and at the peak since the last reset (0, 0

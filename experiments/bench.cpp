@@ -219,13 +219,14 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   schemes.erase(std::remove(schemes.begin(), schemes.end(), "none"), schemes.end());
   schemes.insert(schemes.begin(), "none");
 
-  bool gpu = false;
+  torch::Device device = torch::kCPU;
   try {
-    gpu = resolve_device(options.device).is_cuda();
+    device = resolve_device(options.device);
   } catch (const std::exception& e) {
     out << "pelab bench: " << e.what() << "\n";
     return 2;
   }
+  const bool gpu = device.is_cuda();
   out << fmt::format("pelab bench: training step (forward, backward, Adam) of d_model {}, {} layers, {} heads, "
                      "d_ff {}, batch {}, {}; median of {} after {} warm-up; each in its own process, `none` right before "
                      "each scheme, {} round(s); device {}, {}\n",
@@ -238,7 +239,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   double peak = measure_peak();
   if (gpu) {
     out << fmt::format("device: {}; matmul peak: {:.1f} GFLOP/s ({} x {} {} torch::mm, best of 10)\n",
-                       resolve_device(options.device).str(), peak, peak_n, peak_n,
+                       device.str(), peak, peak_n, peak_n,
                        options.precision == "bf16" ? "bfloat16" : "float32") << std::flush;
   } else {
     const std::string blas = openblas_core();

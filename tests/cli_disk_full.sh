@@ -8,6 +8,7 @@ source_dir="$1"; work="$2"; shim="$3"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 work="$(pwd -P)"
 config="$source_dir/configs/quickstart.yaml"
+py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py
 set_args=(--set train.steps=60 --set train.checkpoint_every=10 --set threads=1 --set eval.samples=16
           --set model.d_model=16 --set model.d_ff=32)
 full() {  # budget in bytes, then the command
@@ -41,12 +42,12 @@ test "$status" = 1 && test "$(wc -l < filling.err)" = 1
 grep -q "error: run 'quickstart' failed: cannot write checkpoint filling/checkpoint.h5: .*No space left on device" filling.err
 no_partial_files filling
 checkpoint_bytes=$(stat -c %s filling/checkpoint.h5)
-"${PELAB_PYTHON:-/usr/bin/python3}" -c "import h5py; h5py.File('filling/checkpoint.h5', 'r')['model']"   # the last good one is whole
+"$py" -c "import h5py; h5py.File('filling/checkpoint.h5', 'r')['model']"   # the last good one is whole
 
 echo "== space again: --resume finishes the run, equal to the reference"
 "$PELAB" train "$config" "${set_args[@]}" --out filling --resume > resumed.log
 grep -q "resuming from step [1-9]" resumed.log
-"${PELAB_PYTHON:-/usr/bin/python3}" - <<'PY'
+"$py" - <<'PY'
 import h5py, numpy as np
 a, b = h5py.File("reference/run.h5", "r"), h5py.File("filling/run.h5", "r")
 for key in ["training/loss", "evaluation/per_token_accuracy"] + ["checkpoint/" + n for n in a["checkpoint"]]:

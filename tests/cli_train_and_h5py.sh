@@ -3,13 +3,14 @@
 # with h5py by analysis/summarize_run.py, which checks the documented schema.
 set -euo pipefail
 source_dir="$1"; out="$2"
+py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py
 rm -rf "$out"
 "$PELAB" train "$source_dir/configs/quickstart.yaml" --out "$out" \
   --set train.steps=30 --set train.log_every=10 --set eval.samples=16 --set threads=1
 test -f "$out/run.h5"
 test ! -e "$out/run.h5.tmp"
-"${PELAB_PYTHON:-/usr/bin/python3}" "$source_dir/analysis/summarize_run.py" --check "$out/run.h5"
-table=$("${PELAB_PYTHON:-/usr/bin/python3}" "$source_dir/analysis/summarize_run.py" "$out/run.h5" --csv "$out/table.csv")
+"$py" "$source_dir/analysis/summarize_run.py" --check "$out/run.h5"
+table=$("$py" "$source_dir/analysis/summarize_run.py" "$out/run.h5" --csv "$out/table.csv")
 echo "$table"
 grep -q "evaluation (encoder)" <<<"$table"
 grep -q "^extrapolation,length,.*chance_token_accuracy" "$out/table.csv"
@@ -19,6 +20,6 @@ for format in causal_lm masked_lm; do
   "$PELAB" train "$source_dir/configs/text/$format.yaml" --out "$out/$format" --set threads=1 \
     --set train.steps=5 --set train.log_every=5 --set eval.lengths=[64,128] --set eval.samples=4 \
     --set model.d_model=32 --set model.num_layers=1 --set model.d_ff=64
-  summary=$("${PELAB_PYTHON:-/usr/bin/python3}" "$source_dir/analysis/summarize_run.py" "$out/$format/run.h5")
+  summary=$("$py" "$source_dir/analysis/summarize_run.py" "$out/$format/run.h5")
   grep -q "evaluation ($format): $format on held-out bytes" <<<"$summary"
 done
