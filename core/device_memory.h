@@ -8,7 +8,7 @@ namespace pelab {
 
 // Starts a new peak on CUDA device `index`: the peak becomes what is allocated now.
 void reset_cuda_peak_memory(int64_t index);
-// Bytes allocated on CUDA device `index`, now and at the peak since the last reset (0, 0
+// Memory allocated on CUDA device `index`, in MiB, now and at the peak since the last reset (0, 0
 // without CUDA).
 struct CudaMemory {
   double allocated_mb = 0, peak_mb = 0;
