@@ -51,3 +51,44 @@ CATCH_TEST_CASE("exp_nonpositive, scalar and 16 lanes: relative error below 3e-7
     }
   }
 }
+
+CATCH_TEST_CASE("vectors of 8 and 4 lanes (the AVX2 and SSE copies' width): exp, sum and maximum as 16 lanes",
+                "[encoder]") {
+  // each instruction set's kernels work on its own register width (vector_math.h); the
+  // narrower vectors' exp is the same per-lane arithmetic, so equal bit for bit
+  std::vector<float> x;
+  for (int i = 0; i < 64; ++i) x.push_back(-0.37f * static_cast<float>(i * i % 97));
+  x[5] = -INFINITY;
+  x[11] = NAN;
+  x[20] = -90.0f;
+  for (size_t i = 0; i < x.size(); i += 16) {
+    kernels::Float16 sixteen;
+    std::memcpy(&sixteen, &x[i], sizeof sixteen);
+    const kernels::Float16 wide = kernels::exp_nonpositive(sixteen);
+    for (size_t part = 0; part < 16; part += 8) {
+      kernels::Float8 eight;
+      std::memcpy(&eight, &x[i + part], sizeof eight);
+      const kernels::Float8 e8 = kernels::exp_nonpositive(eight);
+      kernels::Float4 four;
+      std::memcpy(&four, &x[i + part], sizeof four);
+      const kernels::Float4 e4 = kernels::exp_nonpositive(four);
+      for (size_t l = 0; l < 8; ++l) {
+        CATCH_CAPTURE(i + part + l);
+        const float expected = wide[part + l];
+        if (std::isnan(expected)) {
+          CATCH_CHECK(std::isnan(e8[l]));
+        } else {
+          CATCH_CHECK(e8[l] == expected);
+          if (l < 4) CATCH_CHECK(e4[l] == expected);
+        }
+      }
+    }
+  }
+  const kernels::Float8 eight = {3.0f, -1.0f, 0.5f, 8.0f, -7.0f, 2.0f, 0.25f, 1.0f};
+  CATCH_CHECK(kernels::horizontal_sum(eight) == 6.75f);
+  CATCH_CHECK(kernels::horizontal_max(eight) == 8.0f);
+  const kernels::Float4 four = {-3.0f, -1.0f, -0.5f, -8.0f};
+  CATCH_CHECK(kernels::horizontal_sum(four) == -12.5f);
+  CATCH_CHECK(kernels::horizontal_max(four) == -0.5f);
+  CATCH_CHECK(kernels::kLanesOf<kernels::Float8> == 8);
+}

@@ -24,7 +24,10 @@ namespace pelab::kernels {
 
 namespace {
 
-constexpr int64_t kLanes = 16;  // one AVX-512 register, two AVX2 registers
+// Scratch rows, tables and bands are padded to multiples of 16 floats (one AVX-512 register,
+// two AVX2 ones, four SSE ones); each instruction set's copy works on its own register width
+// (Tile::Vector below).
+constexpr int64_t kLanes = 16;
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
 int64_t round_up_to_lanes(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
@@ -101,21 +104,22 @@ PELAB_INLINE void product_rows(int64_t rows, int64_t depth, Matrix x, const floa
 }
 
 // Y (rows, n) += X (rows, depth) M (depth, n) (set_product: Y = X M), M and Y row-major with
-// leading dimensions ldm, ldy: column blocks of C Float16s (the tile's width), then 16, 8
-// and single columns.
+// leading dimensions ldm, ldy: column blocks of C vectors V (the tile's width), then single
+// vectors, then 8 columns (when V is wider) and single columns.
 // The tile is R rows by C vectors: sized to the instruction set's registers (Tile below).
 // Long products go kDepthBlock steps at a time, so that the panel of M every row tile reads
-// (kDepthBlock x C Float16s: 16 KB for AVX-512) stays in the L1 cache.
+// (kDepthBlock x C vectors: 16 KB for AVX-512) stays in the L1 cache.
 constexpr int64_t kDepthBlock = 128;
-template <int R, int C, bool Overwrite>
+template <int R, int C, class V, bool Overwrite>
 PELAB_INLINE void product_columns(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y,
                                   int64_t ldy, int64_t n, PrefetchStream* prefetch) {
+  constexpr int64_t kWidth = kLanesOf<V>;
   int64_t c = 0;
-  for (; c + C * kLanes <= n; c += C * kLanes)
-    product_rows<R, C, Float16, Overwrite>(rows, depth, x, m + c, ldm, y + c, ldy, prefetch);
-  for (; c + kLanes <= n; c += kLanes)
-    product_rows<R, 1, Float16, Overwrite>(rows, depth, x, m + c, ldm, y + c, ldy, prefetch);
-  if (c + 8 <= n) {
+  for (; c + C * kWidth <= n; c += C * kWidth)
+    product_rows<R, C, V, Overwrite>(rows, depth, x, m + c, ldm, y + c, ldy, prefetch);
+  for (; c + kWidth <= n; c += kWidth)
+    product_rows<R, 1, V, Overwrite>(rows, depth, x, m + c, ldm, y + c, ldy, prefetch);
+  if (kWidth > 8 && c + 8 <= n) {
     product_rows<R, 1, Float8, Overwrite>(rows, depth, x, m + c, ldm, y + c, ldy, prefetch);
     c += 8;
   }
@@ -126,25 +130,28 @@ PELAB_INLINE void product_columns(int64_t rows, int64_t depth, Matrix x, const f
       y[r * ldy + c] = sum;
     }
 }
-template <int R, int C>
+// With the tile T's rows, vectors and vector type.
+template <class T>
 PELAB_INLINE void add_product(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y, int64_t ldy,
                               int64_t n, PrefetchStream* prefetch = nullptr, int64_t first_step = 0) {
   for (int64_t p0 = first_step; p0 < depth; p0 += kDepthBlock)
-    product_columns<R, C, /*Overwrite=*/false>(rows, std::min(kDepthBlock, depth - p0), {x.at(0, p0), x.row, x.column},
-                                               m + p0 * ldm, ldm, y, ldy, n, prefetch);
+    product_columns<T::R, T::C, typename T::Vector, /*Overwrite=*/false>(
+        rows, std::min(kDepthBlock, depth - p0), {x.at(0, p0), x.row, x.column}, m + p0 * ldm, ldm, y, ldy, n, prefetch);
 }
-template <int R, int C>
+template <class T>
 PELAB_INLINE void set_product(int64_t rows, int64_t depth, Matrix x, const float* m, int64_t ldm, float* y, int64_t ldy,
                               int64_t n) {
   const int64_t first = std::min(kDepthBlock, depth);  // the first depth block writes y (zeros if depth is 0)
-  product_columns<R, C, /*Overwrite=*/true>(rows, first, x, m, ldm, y, ldy, n, nullptr);
-  add_product<R, C>(rows, depth, x, m, ldm, y, ldy, n, nullptr, first);
+  product_columns<T::R, T::C, typename T::Vector, /*Overwrite=*/true>(rows, first, x, m, ldm, y, ldy, n, nullptr);
+  add_product<T>(rows, depth, x, m, ldm, y, ldy, n, nullptr, first);
 }
 
-// Rows and columns a tile covers, per instruction set: 8 rows x 2 Float16 = 16 of the 32
-// AVX-512 registers hold sums (enough independent FMA chains to hide their latency); AVX2
-// (16 registers) and SSE take 4 x 1 and 2 x 1. Stores: the instruction set's streaming
-// stores (vector_math.h), for the probabilities and the scores' gradient.
+// Rows and columns a tile covers, per instruction set, in vectors of the set's own register
+// width (Vector: wider generic vectors live on the stack, see vector_math.h): 8 rows x 2
+// Float16 = 16 of the 32 AVX-512 registers hold sums (enough independent FMA chains to hide
+// their latency); AVX2 and SSE (16 registers each) take 4 rows x 2 Float8 and 4 x 2 Float4,
+// 8 sums. Stores: the instruction set's streaming stores (vector_math.h), for the
+// probabilities and the scores' gradient.
 // NarrowDots: products only 8 or 16 columns wide (head sizes 8 and 16) go by narrow_product
 // below (it keeps 16 Float16 sums and their operands in registers: AVX-512's 32 only).
 template <int Rows, int Vectors, class StoreSet, bool NarrowDots>
@@ -152,72 +159,81 @@ struct Tile {
   static constexpr int R = Rows, C = Vectors;
   static constexpr bool kNarrowDots = NarrowDots;
   using Stores = StoreSet;
+  using Vector = typename StoreSet::Vector;
+  static constexpr int64_t kWidth = kLanesOf<Vector>;
 };
-using BaselineTile = Tile<2, 1, BaselineStores, false>;
+using BaselineTile = Tile<4, 2, BaselineStores, false>;
 #ifdef PELAB_X86_DISPATCH
 using Avx512Tile = Tile<8, 2, Avx512Stores, true>;
-using Avx2Tile = Tile<4, 1, Avx2Stores, false>;
+using Avx2Tile = Tile<4, 2, Avx2Stores, false>;
 #endif
 
 constexpr int64_t kBlock = 16;  // rows per band of a relative term (see add_skewed_product)
 
-// A 16 x 16 block transposed in registers: rows[i] holds row i, and on return column i.
-// Four butterfly stages of two-source shuffles (vpermt2ps on AVX-512); stage K swaps bit K
-// of the row and column indices.
-template <int K, int... J>
-PELAB_INLINE void butterfly(Float16& a, Float16& b, std::integer_sequence<int, J...>) {
-  const Float16 low = __builtin_shufflevector(a, b, (((J >> K) & 1) ? 16 + (J ^ (1 << K)) : J)...);
-  const Float16 high = __builtin_shufflevector(a, b, (((J >> K) & 1) ? 16 + J : (J | (1 << K)))...);
+// An N x N block (N = V's lanes: 16, 8 or 4) transposed in registers: rows[i] holds row i,
+// and on return column i. log2 N butterfly stages of two-source shuffles (vpermt2ps on
+// AVX-512); stage K swaps bit K of the row and column indices.
+template <int K, class V, int... J>
+PELAB_INLINE void butterfly(V& a, V& b, std::integer_sequence<int, J...>) {
+  constexpr int N = sizeof...(J);
+  const V low = __builtin_shufflevector(a, b, (((J >> K) & 1) ? N + (J ^ (1 << K)) : J)...);
+  const V high = __builtin_shufflevector(a, b, (((J >> K) & 1) ? N + J : (J | (1 << K)))...);
   a = low;
   b = high;
 }
-template <int K>
-PELAB_INLINE void butterfly_stage(Float16 (&rows)[kLanes]) {
-  for (int i = 0; i < kLanes; ++i)
-    if (!(i & (1 << K))) butterfly<K>(rows[i], rows[i | (1 << K)], std::make_integer_sequence<int, kLanes>());
+template <int K, class V>
+PELAB_INLINE void butterfly_stage(V (&rows)[kLanesOf<V>]) {
+  constexpr int N = kLanesOf<V>;
+  for (int i = 0; i < N; ++i)
+    if (!(i & (1 << K))) butterfly<K>(rows[i], rows[i | (1 << K)], std::make_integer_sequence<int, N>());
 }
-PELAB_INLINE void transpose_16x16(Float16 (&rows)[kLanes]) {
+template <class V>
+PELAB_INLINE void transpose_square(V (&rows)[kLanesOf<V>]) {
   butterfly_stage<0>(rows);
   butterfly_stage<1>(rows);
-  butterfly_stage<2>(rows);
-  butterfly_stage<3>(rows);
+  if constexpr (kLanesOf<V> >= 8) butterfly_stage<2>(rows);
+  if constexpr (kLanesOf<V> >= 16) butterfly_stage<3>(rows);
 }
 
-// Lanes [0, n) of a Float16 from or to p (the rest of a load 0): whole vectors for n = 16 and 8.
-PELAB_INLINE Float16 load_prefix(const float* p, int64_t n) {
-  if (n >= kLanes) return load<Float16>(p);
-  if (n == 8) return __builtin_shufflevector(load<Float8>(p), Float8{}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  Float16 v = {};
+// Lanes [0, n) of a vector from or to p (the rest of a load 0): whole vectors for n >= its
+// lanes and, for Float16, n = 8.
+template <class V>
+PELAB_INLINE V load_prefix(const float* p, int64_t n) {
+  if (n >= kLanesOf<V>) return load<V>(p);
+  if constexpr (kLanesOf<V> == 16)
+    if (n == 8)
+      return __builtin_shufflevector(load<Float8>(p), Float8{}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  V v = {};
   for (int64_t i = 0; i < n; ++i) v[i] = p[i];
   return v;
 }
-PELAB_INLINE void store_prefix(float* p, Float16 v, int64_t n) {
-  if (n >= kLanes)
-    store(p, v);
-  else if (n == 8)
-    store(p, Float8(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7)));
-  else
-    for (int64_t i = 0; i < n; ++i) p[i] = v[i];
+template <class V>
+PELAB_INLINE void store_prefix(float* p, V v, int64_t n) {
+  if (n >= kLanesOf<V>) return store(p, v);
+  if constexpr (kLanesOf<V> == 16)
+    if (n == 8) return store(p, Float8(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7)));
+  for (int64_t i = 0; i < n; ++i) p[i] = v[i];
 }
 
 // dst (cols, rows) = factor src (rows, cols)^T, leading dimensions lds, ldd (with
-// Accumulate: dst += factor src^T): 16 x 16 blocks (partial at the edges) through
-// transpose_16x16, so that each block is 16 row loads and 16 stores, not 256 of each (k^T,
-// q^T, v^T and dO^T per pair; dV and dK back at the end).
-template <bool Accumulate = false>
+// Accumulate: dst += factor src^T): N x N blocks of V's lanes (partial at the edges)
+// through transpose_square, so that each block is N row loads and N stores, not N^2 of
+// each (k^T, q^T, v^T and dO^T per pair; dV and dK back at the end).
+template <class V, bool Accumulate = false>
 PELAB_INLINE void transpose(int64_t rows, int64_t cols, const float* __restrict src, int64_t lds,
                             float* __restrict dst, int64_t ldd, float factor = 1.0f) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kLanes) {
-    const int64_t height = std::min(kLanes, rows - r0);
-    for (int64_t c0 = 0; c0 < cols; c0 += kLanes) {
-      const int64_t width = std::min(kLanes, cols - c0);
-      Float16 block[kLanes];
-      for (int64_t r = 0; r < kLanes; ++r) block[r] = r < height ? load_prefix(src + (r0 + r) * lds + c0, width) : Float16{};
-      transpose_16x16(block);
+  constexpr int64_t N = kLanesOf<V>;
+  for (int64_t r0 = 0; r0 < rows; r0 += N) {
+    const int64_t height = std::min(N, rows - r0);
+    for (int64_t c0 = 0; c0 < cols; c0 += N) {
+      const int64_t width = std::min(N, cols - c0);
+      V block[N];
+      for (int64_t r = 0; r < N; ++r) block[r] = r < height ? load_prefix<V>(src + (r0 + r) * lds + c0, width) : V{};
+      transpose_square(block);
       for (int64_t c = 0; c < width; ++c) {
         float* d = dst + (c0 + c) * ldd + r0;
-        const Float16 column = factor * block[c];
-        store_prefix(d, Accumulate ? load_prefix(d, height) + column : column, height);
+        const V column = factor * block[c];
+        store_prefix(d, Accumulate ? load_prefix<V>(d, height) + column : column, height);
       }
     }
   }
@@ -235,31 +251,36 @@ PELAB_INLINE void gather_rows(const Strided& s, int64_t b, int64_t h, int64_t ro
 // `factor`: k^T, v^T; q^T and dO^T as the left factors of products (a tile's rows of a
 // column-major left factor are one run of memory, so that its broadcasts need one pointer,
 // not one register per row, which GCC spilled to the stack).
+template <class V>
 PELAB_INLINE void transpose_rows(const Strided& s, int64_t b, int64_t h, int64_t rows, int64_t d, float* t, int64_t ld,
                                  float factor = 1.0f) {
-  transpose(rows, d, s.at(b, h, 0), s.row, t, ld, factor);
+  transpose<V>(rows, d, s.at(b, h, 0), s.row, t, ld, factor);
 }
 
-// sum_j x[j] and sum_j x[j] y[j] for j < n (four independent chains of vector adds or
-// FMAs, not one).
+// sum_j x[j] and sum_j x[j] y[j] for j < n, in vectors V (four independent chains of
+// vector adds or FMAs, not one).
+template <class V>
 PELAB_INLINE float sum_of(const float* x, int64_t n) {
-  Float16 sums[4] = {};
+  constexpr int64_t N = kLanesOf<V>;
+  V sums[4] = {};
   int64_t j = 0;
-  for (; j + 4 * kLanes <= n; j += 4 * kLanes)
-    for (int c = 0; c < 4; ++c) sums[c] += load<Float16>(x + j + c * kLanes);
-  for (; j + kLanes <= n; j += kLanes) sums[0] += load<Float16>(x + j);
-  const Float16 total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+  for (; j + 4 * N <= n; j += 4 * N)
+    for (int c = 0; c < 4; ++c) sums[c] += load<V>(x + j + c * N);
+  for (; j + N <= n; j += N) sums[0] += load<V>(x + j);
+  const V total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
   float sum = horizontal_sum(total);
   for (; j < n; ++j) sum += x[j];
   return sum;
 }
+template <class V>
 PELAB_INLINE float dot(const float* x, const float* y, int64_t n) {
-  Float16 sums[4] = {};
+  constexpr int64_t N = kLanesOf<V>;
+  V sums[4] = {};
   int64_t j = 0;
-  for (; j + 4 * kLanes <= n; j += 4 * kLanes)
-    for (int c = 0; c < 4; ++c) sums[c] += load<Float16>(x + j + c * kLanes) * load<Float16>(y + j + c * kLanes);
-  for (; j + kLanes <= n; j += kLanes) sums[0] += load<Float16>(x + j) * load<Float16>(y + j);
-  const Float16 total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+  for (; j + 4 * N <= n; j += 4 * N)
+    for (int c = 0; c < 4; ++c) sums[c] += load<V>(x + j + c * N) * load<V>(y + j + c * N);
+  for (; j + N <= n; j += N) sums[0] += load<V>(x + j) * load<V>(y + j);
+  const V total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
   float sum = horizontal_sum(total);
   for (; j < n; ++j) sum += x[j] * y[j];
   return sum;
@@ -295,7 +316,7 @@ PELAB_INLINE void pack_column_panels(const Strided& s, int64_t b, int64_t h, int
     const int64_t height = std::min(kLanes, rows - r0);
     float* panel = packed + r0 * N;  // (N, kLanes)
     if (height < kLanes) std::fill(panel, panel + N * kLanes, 0.0f);
-    transpose(height, N, s.at(b, h, r0), s.row, panel, kLanes);
+    transpose<Float16>(height, N, s.at(b, h, r0), s.row, panel, kLanes);
   }
 }
 
@@ -355,47 +376,48 @@ PELAB_INLINE void narrow_product_of_width(int64_t Dh, int64_t rows, int64_t dept
 // sum, by which the caller scales what it computes from row (the rows of p v: Dh floats,
 // not a third pass over Tk). Passes: the sum with bias and mask and the maximum; exp and its
 // sum; the scaled copy.
-template <class Stores>
+template <class T>
 PELAB_INLINE float softmax_padded(float* __restrict row, const float* __restrict bias, const float* __restrict mask,
                                   int64_t n, int64_t np, float* __restrict probs) {
+  using V = typename T::Vector;
+  constexpr int64_t N = T::kWidth;
   if (bias && mask)
     for (int64_t j = 0; j < n; ++j) row[j] += bias[j] + mask[j];
   else if (bias || mask)
     for (int64_t j = 0; j < n; ++j) row[j] += (bias ? bias : mask)[j];
   std::fill(row + n, row + np, kNegativeInfinity);
-  Float16 lane_max[4];
-  for (auto& m : lane_max) m = Float16{} + kNegativeInfinity;
+  V lane_max[4];
+  for (auto& m : lane_max) m = V{} + kNegativeInfinity;
   int64_t j0 = 0;
-  for (; j0 + 4 * kLanes <= np; j0 += 4 * kLanes)  // four independent chains
+  for (; j0 + 4 * N <= np; j0 += 4 * N)  // four independent chains
     for (int c = 0; c < 4; ++c) {
-      const Float16 x = load<Float16>(row + j0 + c * kLanes);
+      const V x = load<V>(row + j0 + c * N);
       lane_max[c] = x > lane_max[c] ? x : lane_max[c];
     }
-  for (; j0 < np; j0 += kLanes) {
-    const Float16 x = load<Float16>(row + j0);
+  for (; j0 < np; j0 += N) {
+    const V x = load<V>(row + j0);
     lane_max[0] = x > lane_max[0] ? x : lane_max[0];
   }
-  Float16 lanes = lane_max[0] > lane_max[1] ? lane_max[0] : lane_max[1];
-  const Float16 other = lane_max[2] > lane_max[3] ? lane_max[2] : lane_max[3];
+  V lanes = lane_max[0] > lane_max[1] ? lane_max[0] : lane_max[1];
+  const V other = lane_max[2] > lane_max[3] ? lane_max[2] : lane_max[3];
   lanes = lanes > other ? lanes : other;
-  const Float16 maximum = Float16{} + horizontal_max(lanes);
-  Float16 sum = {}, other_sum = {};  // two chains
+  const V maximum = V{} + horizontal_max(lanes);
+  V sum = {}, other_sum = {};  // two chains
   int64_t j = 0;
-  for (; j + 2 * kLanes <= np; j += 2 * kLanes) {
-    const Float16 e = exp_nonpositive(load<Float16>(row + j) - maximum),
-                  f = exp_nonpositive(load<Float16>(row + j + kLanes) - maximum);
+  for (; j + 2 * N <= np; j += 2 * N) {
+    const V e = exp_nonpositive(load<V>(row + j) - maximum), f = exp_nonpositive(load<V>(row + j + N) - maximum);
     store(row + j, e);
-    store(row + j + kLanes, f);
+    store(row + j + N, f);
     sum += e;
     other_sum += f;
   }
   if (j < np) {
-    const Float16 e = exp_nonpositive(load<Float16>(row + j) - maximum);
+    const V e = exp_nonpositive(load<V>(row + j) - maximum);
     store(row + j, e);
     sum += e;
   }
   const float inverse = 1.0f / horizontal_sum(sum + other_sum);
-  copy_streaming<Stores>(row, probs, n, inverse);
+  copy_streaming<typename T::Stores>(row, probs, n, inverse);
   return inverse;
 }
 
@@ -421,23 +443,25 @@ PELAB_INLINE void spread_clipped(const float* __restrict u, int64_t c, int64_t i
 }
 
 // m[r] = sum of w[j] over the keys j < width that meet row r (2c + 1 sums): the transpose of
-// spread_clipped (weights per table row, for products with the rows).
+// spread_clipped (weights per table row, for products with the rows); sums in vectors V.
+template <class V>
 PELAB_INLINE void collect_clipped(const float* __restrict w, int64_t c, int64_t i, float* __restrict m,
                                   int64_t width) {
   const ClippedRanges ranges(c, i, width);
   std::fill(m, m + 2 * c + 1, 0.0f);
   for (int64_t j = ranges.near_begin; j < ranges.near_end; ++j) m[c - i + j] = w[j];
-  m[0] += sum_of(w, ranges.near_begin);
-  m[2 * c] += sum_of(w + ranges.near_end, width - ranges.near_end);
+  m[0] += sum_of<V>(w, ranges.near_begin);
+  m[2 * c] += sum_of<V>(w + ranges.near_end, width - ranges.near_end);
 }
 
 // Every row of w (rows, width), row-major, the rows of queries first_query, first_query +
 // 1, ..., collected per clipped table row: (rows, 2c + 1) into `collected`.
+template <class V>
 PELAB_INLINE const float* collect_clipped_rows(int64_t rows, int64_t width, Matrix w, int64_t c, int64_t first_query,
                                                std::vector<float>& collected) {
   collected.resize(std::max<size_t>(collected.size(), rows * (2 * c + 1)));
   for (int64_t r = 0; r < rows; ++r)
-    collect_clipped(w.at(r, 0), c, first_query + r, collected.data() + r * (2 * c + 1), width);
+    collect_clipped<V>(w.at(r, 0), c, first_query + r, collected.data() + r * (2 * c + 1), width);
   return collected.data();
 }
 
@@ -466,7 +490,7 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
   if (skew.clip > 0) {  // the products with the 2c + 1 rows, spread over each row of out
     const int64_t clip = skew.clip, clipped_rows = 2 * clip + 1;
     band.resize(std::max<size_t>(band.size(), rows * clipped_rows));
-    set_product<T::R, T::C>(rows, depth, x, columns, ldc, band.data(), clipped_rows, clipped_rows);
+    set_product<T>(rows, depth, x, columns, ldc, band.data(), clipped_rows, clipped_rows);
     for (int64_t r = 0; r < rows; ++r)
       spread_clipped(band.data() + r * clipped_rows, clip, skew.first_query + r, out + r * out_row, width);
     return;
@@ -475,7 +499,7 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
     const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1),
                   band_width = round_up_to_lanes(width + b - 1);
     band.resize(std::max<size_t>(band.size(), b * band_width));
-    set_product<T::R, T::C>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
+    set_product<T>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
                             band_width);
     if (out_column == 1) {
       for (int64_t r = 0; r < b; ++r) {
@@ -484,17 +508,21 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
         for (int64_t n = 0; n < width; ++n) o[n] += shifted[n];
       }
     } else {  // a column of the output at a time: its b rows are one run of memory when out_row = 1
+      using V = typename T::Vector;
+      constexpr int64_t N = T::kWidth;
       int64_t n0 = 0;
-      if (b == kLanes && out_row == 1)  // 16 x 16 blocks: the shifted band rows, transposed in registers
-        for (; n0 + kLanes <= width; n0 += kLanes) {
-          Float16 block[kLanes];
-          for (int r = 0; r < kLanes; ++r) block[r] = load<Float16>(band.data() + r * band_width + (b - 1 - r) + n0);
-          transpose_16x16(block);
-          for (int n = 0; n < kLanes; ++n) {
-            float* o = out + r0 + (n0 + n) * out_column;
-            store<Float16>(o, load<Float16>(o) + block[n]);
+      if (b == kBlock && out_row == 1)  // N x N blocks: the shifted band rows, transposed in registers
+        for (; n0 + N <= width; n0 += N)
+          for (int64_t rs = 0; rs < kBlock; rs += N) {  // band rows rs .. rs + N - 1
+            V block[N];
+            for (int64_t r = 0; r < N; ++r)
+              block[r] = load<V>(band.data() + (rs + r) * band_width + (b - 1 - rs - r) + n0);
+            transpose_square(block);
+            for (int64_t n = 0; n < N; ++n) {
+              float* o = out + r0 + rs + (n0 + n) * out_column;
+              store<V>(o, load<V>(o) + block[n]);
+            }
           }
-        }
       for (int64_t n = n0; n < width; ++n)
         for (int64_t r = 0; r < b; ++r)
           out[(r0 + r) * out_row + n * out_column] += band[r * band_width + (b - 1 - r) + n];
@@ -505,7 +533,8 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
 // The weights w(r0 + r, n) (r < b, n < width) laid into their (row, table row) cells of a
 // zeroed (b, depth = width + b - 1) block: mass[r * depth + (b - 1 - r) + n], the skew of
 // add_skewed_product undone. Query-major weights (w.column = 1) are row copies; key-major
-// ones (w.row = 1: dS^T) are read 16 x 16 at a time and transposed in registers.
+// ones (w.row = 1: dS^T) are read N x N at a time (N: V's lanes) and transposed in registers.
+template <class V>
 PELAB_INLINE float* skewed_mass(int64_t r0, int64_t b, int64_t width, Matrix w, std::vector<float>& mass) {
   const int64_t depth = width + b - 1;
   mass.resize(std::max<size_t>(mass.size(), b * depth));
@@ -515,14 +544,16 @@ PELAB_INLINE float* skewed_mass(int64_t r0, int64_t b, int64_t width, Matrix w, 
     for (int64_t r = 0; r < b; ++r) std::memcpy(m + r * depth + (b - 1 - r), w.at(r0 + r, 0), sizeof(float) * width);
     return m;
   }
+  constexpr int64_t N = kLanesOf<V>;
   int64_t n0 = 0;
-  if (b == kLanes && w.row == 1)
-    for (; n0 + kLanes <= width; n0 += kLanes) {
-      Float16 block[kLanes];  // row n: w(r0 .. r0 + 15, n0 + n)
-      for (int n = 0; n < kLanes; ++n) block[n] = load<Float16>(w.at(r0, n0 + n));
-      transpose_16x16(block);
-      for (int r = 0; r < kLanes; ++r) store<Float16>(m + r * depth + (b - 1 - r) + n0, block[r]);
-    }
+  if (b == kBlock && w.row == 1)
+    for (; n0 + N <= width; n0 += N)
+      for (int64_t rs = 0; rs < kBlock; rs += N) {
+        V block[N];  // row n: w(r0 + rs .. r0 + rs + N - 1, n0 + n)
+        for (int64_t n = 0; n < N; ++n) block[n] = load<V>(w.at(r0 + rs, n0 + n));
+        transpose_square(block);
+        for (int64_t r = 0; r < N; ++r) store<V>(m + (rs + r) * depth + (b - 1 - rs - r) + n0, block[r]);
+      }
   for (int64_t n = n0; n < width; ++n)
     for (int64_t r = 0; r < b; ++r) m[r * depth + (b - 1 - r) + n] = *w.at(r0 + r, n);
   return m;
@@ -551,23 +582,24 @@ PELAB_INLINE void add_skewed_weighted(int64_t rows, int64_t width, Matrix w, int
                                       SkewedRows weighted_rows, SkewedOuter outer, std::vector<float>& mass) {
   if (skew.clip > 0) {  // w collected per table row: times the 2c + 1 rows, and transposed times x
     const int64_t clipped_rows = 2 * skew.clip + 1;
-    const float* collected = collect_clipped_rows(rows, width, w, skew.clip, skew.first_query, mass);
+    const float* collected =
+        collect_clipped_rows<typename T::Vector>(rows, width, w, skew.clip, skew.first_query, mass);
     if (weighted_rows.out)
-      add_product<T::R, T::C>(rows, clipped_rows, {collected, clipped_rows}, weighted_rows.table, stride,
+      add_product<T>(rows, clipped_rows, {collected, clipped_rows}, weighted_rows.table, stride,
                               weighted_rows.out, weighted_rows.ldo, Dh);
     if (outer.grad_table)
-      add_product<T::R, T::C>(clipped_rows, rows, Matrix{collected, clipped_rows}.transposed(), outer.x, outer.ldx,
+      add_product<T>(clipped_rows, rows, Matrix{collected, clipped_rows}.transposed(), outer.x, outer.ldx,
                               outer.grad_table, stride, Dh);
     return;
   }
   for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
     const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
-    const float* cells = skewed_mass(r0, b, width, w, mass);  // (row, table row); transposed for the outer product
+    const float* cells = skewed_mass<typename T::Vector>(r0, b, width, w, mass);  // (row, table row); transposed for the outer product
     if (weighted_rows.out)
-      add_product<T::R, T::C>(b, depth, {cells, depth}, weighted_rows.table + base * stride, stride,
+      add_product<T>(b, depth, {cells, depth}, weighted_rows.table + base * stride, stride,
                               weighted_rows.out + r0 * weighted_rows.ldo, weighted_rows.ldo, Dh);
     if (outer.grad_table)
-      add_product<T::R, T::C>(depth, b, Matrix{cells, depth}.transposed(), outer.x + r0 * outer.ldx, outer.ldx,
+      add_product<T>(depth, b, Matrix{cells, depth}.transposed(), outer.x + r0 * outer.ldx, outer.ldx,
                               outer.grad_table + base * stride, stride, Dh);
   }
 }
@@ -639,21 +671,21 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
   OffsetColumns key_columns_relative(in.key_rows, W, Dh, in.scale, /*ascending=*/true);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
-    transpose_rows(in.k, b, h, Tk, Dh, key_columns.data(), ld);  // (Dh, Tkp), zero padded
+    transpose_rows<typename T::Vector>(in.k, b, h, Tk, Dh, key_columns.data(), ld);  // (Dh, Tkp), zero padded
     if (narrow)
       pack_column_panels(in.v, b, h, Tk, Dh, value_panels.data());  // Tkp / 16 panels of (Dh, 16)
     else
       gather_rows(in.v, b, h, Tk, Dh, values.data());  // (Tk, Dh)
-    transpose_rows(in.q, b, h, Tq, Dh, queries_t.data(), Tq, in.scale);  // q^T (Dh, Tq), scaled
+    transpose_rows<typename T::Vector>(in.q, b, h, Tq, Dh, queries_t.data(), Tq, in.scale);  // q^T (Dh, Tq), scaled
     if (separate_offset_query)  // q'^T (Dh, Tq), scaled; else q' = q
-      transpose_rows(in.offset_query, b, h, Tq, Dh, offset_queries_t.data(), Tq, in.scale);
+      transpose_rows<typename T::Vector>(in.offset_query, b, h, Tq, Dh, offset_queries_t.data(), Tq, in.scale);
     const float* scaled_offset_queries_t = separate_offset_query ? offset_queries_t.data() : queries_t.data();
     float* o = out.at(b, h, 0);
     for (int64_t i0 = 0; i0 < Tq; i0 += block) {  // queries [i0, i0 + rows)
       const int64_t rows = std::min(block, Tq - i0);
       // scores = scale q k^T (+ the relative terms), Tkp columns (k^T is zero padded); the
       // bias and the mask are added by the softmax's first pass
-      set_product<T::R, T::C>(rows, Dh, Matrix{queries_t.data() + i0, Tq}.transposed(), key_columns.data(), ld,
+      set_product<T>(rows, Dh, Matrix{queries_t.data() + i0, Tq}.transposed(), key_columns.data(), ld,
                               scores.data(), ld, Tkp);
       if (in.query_rows.data)  // scale q'_i . Rq[i - j]
         add_skewed_product<T>(rows, Dh, Matrix{scaled_offset_queries_t + i0, Tq}.transposed(),
@@ -665,7 +697,7 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       float* p = probs + (pair * Tq + i0) * Tk;
       for (int64_t i = 0; i < rows; ++i)
         inverse_sums[i] =
-            softmax_padded<typename T::Stores>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
+            softmax_padded<T>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
                                                in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, Tk, Tkp, p + i * Tk);
       // out = p (v + Rv[i - .]): the unnormalized exps from the scores' scratch (in the
       // cache; the saved copy is not) times (v + Rv), each row then scaled by 1 / its sum
@@ -675,7 +707,7 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
         narrow_product_of_width</*Accumulate=*/false>(Dh, rows, Tkp, scores.data(), ld, value_panels.data(), oi,
                                                       out.row);
       else
-        set_product<T::R, T::C>(rows, Tk, block_exps, values.data(), Dh, oi, out.row, Dh);
+        set_product<T>(rows, Tk, block_exps, values.data(), Dh, oi, out.row, Dh);
       if (in.value_rows.data)
         add_skewed_weighted<T>(rows, Tk, block_exps, Dh, Skew{first0 - i0, c, i0}, Dh,
                                SkewedRows{in.value_rows.at(h), oi, out.row}, SkewedOuter{}, scratch);
@@ -729,12 +761,12 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   const bool head_major = grad.bias.data && grad.bias.batch == 0 && Tq * Tk >= kHeadMajorCells;
   for (int64_t index = begin; index < end; ++index) {
     const int64_t pair = pair_at(dims, head_major, index), b = pair / dims.heads, h = pair % dims.heads;
-    transpose_rows(in.v, b, h, Tk, Dh, value_columns.data(), ld);
+    transpose_rows<typename T::Vector>(in.v, b, h, Tk, Dh, value_columns.data(), ld);
     if (row_major_keys) gather_rows(in.k, b, h, Tk, Dh, keys.data());
     if (narrow) pack_column_panels(in.k, b, h, Tk, Dh, key_panels.data());  // Tkp / 16 panels of (Dh, 16)
     gather_rows(in.q, b, h, Tq, Dh, queries.data());
     gather_rows(grad_out, b, h, Tq, Dh, grad_outs.data());
-    transpose_rows(grad_out, b, h, Tq, Dh, grad_outs_t.data(), Tq);  // dO^T, the left factor of dP
+    transpose_rows<typename T::Vector>(grad_out, b, h, Tq, Dh, grad_outs_t.data(), Tq);  // dO^T, the left factor of dP
     const float* offset_query_rows = queries.data();  // q'
     if (in.query_rows.data && in.offset_query.data) {
       gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data());
@@ -759,12 +791,12 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       // The next block's P (read from memory by its dS pass) is fetched during this block's
       // dV and dK products: in as many steps as those take tiles
       const int64_t next_rows = i0 + rows < Tq ? std::min(block, Tq - i0 - rows) : std::min(block, Tq),
-                    tiles = 2 * ((Dh + T::R - 1) / T::R) * ((Tk + T::C * kLanes - 1) / (T::C * kLanes));
+                    tiles = 2 * ((Dh + T::R - 1) / T::R) * ((Tk + T::C * T::kWidth - 1) / (T::C * T::kWidth));
       PrefetchStream prefetch_next_probs(next_block_probs(dims, probs, head_major, index, end, i0 + rows),
                                          next_rows * Tk, (next_rows * Tk / PrefetchStream::kLine + tiles - 1) / tiles);
       // dP = dO (v + Rv[i - .])^T, dO read from its transpose (column-major)
       const Matrix grad_out_block = Matrix{grad_outs_t.data() + i0, Tq}.transposed();
-      set_product<T::R, T::C>(rows, Dh, grad_out_block, value_columns.data(), ld, grad_scores.data(), ld, Tkp);
+      set_product<T>(rows, Dh, grad_out_block, value_columns.data(), ld, grad_scores.data(), ld, Tkp);
       if (in.value_rows.data)
         add_skewed_product<T>(rows, Dh, grad_out_block, value_columns_relative.for_head(h), value_columns_relative.ld(),
                               query_skew, grad_scores.data(), ld, 1, Tkp, scratch);
@@ -773,7 +805,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       for (int64_t i = 0; i < rows; ++i) {
         const float* __restrict pi = p + i * Tk;
         float* __restrict row = grad_scores.data() + i * ld;
-        const float expected = dot(pi, row, Tk), scale = in.scale;
+        const float expected = dot<typename T::Vector>(pi, row, Tk), scale = in.scale;
         if (!grad.bias.data) {
           for (int64_t j = 0; j < Tk; ++j) row[j] = scale * (pi[j] * (row[j] - expected));
         } else if (bias_broadcasts) {
@@ -795,7 +827,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
         narrow_product_of_width</*Accumulate=*/true>(Dh, rows, Tkp, grad_scores.data(), ld, key_panels.data(),
                                                      dq + i0 * ldq, ldq);
       else
-        add_product<T::R, T::C>(rows, Tk, dS, keys.data(), Dh, dq + i0 * ldq, ldq, Dh);
+        add_product<T>(rows, Tk, dS, keys.data(), Dh, dq + i0 * ldq, ldq, Dh);
       if (in.query_rows.data) {
         add_skewed_weighted<T>(rows, Tk, dS, Dh, query_skew, Dh, SkewedRows{in.query_rows.at(h), dqp + i0 * ldqp, ldqp},
                                SkewedOuter{offset_query_rows + i0 * Dh, Dh,
@@ -804,7 +836,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       }
       // dV = P^T dO, as dV^T += dO^T P (the long rows of P read along their length, not
       // down its columns); dRv[i - j] += P_ij dO_i
-      add_product<T::R, T::C>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p, Tk, grad_values_transposed.data(),
+      add_product<T>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p, Tk, grad_values_transposed.data(),
                               ld, Tk, &prefetch_next_probs);
       if (in.value_rows.data)
         add_skewed_weighted<T>(rows, Tk, {p, Tk}, Dh, query_skew, Dh, SkewedRows{},
@@ -813,7 +845,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       // dK = scale dS^T q, as dK^T += q^T dS; key-major with an ascending table (rows read
       // backwards from the last descending one): dK_j += scale dS_ij Rk[i - j],
       // dRk[i - j] += scale dS_ij k_j
-      add_product<T::R, T::C>(Dh, rows, Matrix{queries.data() + i0 * Dh, Dh}.transposed(), grad_scores.data(), ld,
+      add_product<T>(Dh, rows, Matrix{queries.data() + i0 * Dh, Dh}.transposed(), grad_scores.data(), ld,
                               grad_keys_transposed.data(), ld, Tk, &prefetch_next_probs);
       if (in.key_rows.data) {
         add_skewed_weighted<T>(Tk, rows, dS.transposed(), -Dh, key_skew, Dh,
@@ -822,8 +854,8 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                                scratch);
       }
     }
-    transpose(Dh, Tk, grad_values_transposed.data(), ld, dv, grad.v.row);
-    transpose</*Accumulate=*/true>(Dh, Tk, grad_keys_transposed.data(), ld, dk, ldk);
+    transpose<typename T::Vector>(Dh, Tk, grad_values_transposed.data(), ld, dv, grad.v.row);
+    transpose<typename T::Vector, /*Accumulate=*/true>(Dh, Tk, grad_keys_transposed.data(), ld, dk, ldk);
   }
 }
 

@@ -8,19 +8,19 @@ namespace pelab::kernels {
 
 namespace {
 
-constexpr int64_t kLanes = 16;
-
-// sum_c f(c) over a row: Float16 lanes for the whole vectors, then the tail one by one.
-template <class Vector, class Scalar>
+// sum_c f(c) over a row: vectors V (the instruction set's own width, see vector_math.h) for
+// the whole vectors, then the tail one by one.
+template <class V, class Vector, class Scalar>
 PELAB_INLINE float row_sum(int64_t cols, const Vector& vector_term, const Scalar& scalar_term) {
-  Float16 sums = {};
+  V sums = {};
   int64_t c = 0;
-  for (; c + kLanes <= cols; c += kLanes) sums += vector_term(c);
+  for (; c + kLanesOf<V> <= cols; c += kLanesOf<V>) sums += vector_term(c);
   float sum = horizontal_sum(sums);
   for (; c < cols; ++c) sum += scalar_term(c);
   return sum;
 }
 
+template <class V>
 PELAB_INLINE void forward_rows(const float* __restrict x, const float* __restrict weight, const float* __restrict bias,
                                float eps, float* __restrict y, float* __restrict mean, float* __restrict rstd,
                                int64_t rows, int64_t cols) {
@@ -28,13 +28,13 @@ PELAB_INLINE void forward_rows(const float* __restrict x, const float* __restric
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     float* yr = y + r * cols;
-    const float m = inverse_cols * row_sum(
-                                       cols, [&](int64_t c) { return load<Float16>(xr + c); },
+    const float m = inverse_cols * row_sum<V>(
+                                       cols, [&](int64_t c) { return load<V>(xr + c); },
                                        [&](int64_t c) { return xr[c]; });
-    const float variance = inverse_cols * row_sum(
+    const float variance = inverse_cols * row_sum<V>(
                                               cols,
                                               [&](int64_t c) {
-                                                const Float16 d = load<Float16>(xr + c) - m;
+                                                const V d = load<V>(xr + c) - m;
                                                 return d * d;
                                               },
                                               [&](int64_t c) { return (xr[c] - m) * (xr[c] - m); });
@@ -45,6 +45,7 @@ PELAB_INLINE void forward_rows(const float* __restrict x, const float* __restric
   }
 }
 
+template <class V>
 PELAB_INLINE void backward_rows(const float* __restrict x, const float* __restrict weight, const float* __restrict mean,
                                 const float* __restrict rstd, const float* __restrict grad_y, float* __restrict grad_x,
                                 float* __restrict weight_sums, float* __restrict bias_sums, int64_t rows,
@@ -55,14 +56,14 @@ PELAB_INLINE void backward_rows(const float* __restrict x, const float* __restri
     float* gx = grad_x + r * cols;
     const float m = mean[r], s = rstd[r];
     // g = grad_y weight: mean_c g and mean_c g xhat
-    const float g_mean = inverse_cols * row_sum(
-                                            cols, [&](int64_t c) { return load<Float16>(gy + c) * load<Float16>(weight + c); },
+    const float g_mean = inverse_cols * row_sum<V>(
+                                            cols, [&](int64_t c) { return load<V>(gy + c) * load<V>(weight + c); },
                                             [&](int64_t c) { return gy[c] * weight[c]; });
-    const float gx_mean = inverse_cols * row_sum(
+    const float gx_mean = inverse_cols * row_sum<V>(
                                              cols,
                                              [&](int64_t c) {
-                                               return load<Float16>(gy + c) * load<Float16>(weight + c) *
-                                                      ((load<Float16>(xr + c) - m) * s);
+                                               return load<V>(gy + c) * load<V>(weight + c) *
+                                                      ((load<V>(xr + c) - m) * s);
                                              },
                                              [&](int64_t c) { return gy[c] * weight[c] * ((xr[c] - m) * s); });
     for (int64_t c = 0; c < cols; ++c) {  // (GCC unswitches the loop on the two pointers)
@@ -74,20 +75,20 @@ PELAB_INLINE void backward_rows(const float* __restrict x, const float* __restri
   }
 }
 
-#define PELAB_LAYER_NORM_COPIES(suffix, attributes)                                                                 \
+#define PELAB_LAYER_NORM_COPIES(suffix, attributes, V)                                                              \
   attributes void forward_##suffix(const float* x, const float* weight, const float* bias, float eps, float* y,     \
                                    float* mean, float* rstd, int64_t rows, int64_t cols) {                          \
-    forward_rows(x, weight, bias, eps, y, mean, rstd, rows, cols);                                                  \
+    forward_rows<V>(x, weight, bias, eps, y, mean, rstd, rows, cols);                                               \
   }                                                                                                                 \
   attributes void backward_##suffix(const float* x, const float* weight, const float* mean, const float* rstd,      \
                                     const float* grad_y, float* grad_x, float* weight_sums, float* bias_sums,       \
                                     int64_t rows, int64_t cols) {                                                   \
-    backward_rows(x, weight, mean, rstd, grad_y, grad_x, weight_sums, bias_sums, rows, cols);                       \
+    backward_rows<V>(x, weight, mean, rstd, grad_y, grad_x, weight_sums, bias_sums, rows, cols);                    \
   }
-PELAB_LAYER_NORM_COPIES(baseline, )
+PELAB_LAYER_NORM_COPIES(baseline, , Float4)
 #ifdef PELAB_X86_DISPATCH
-PELAB_LAYER_NORM_COPIES(avx2, PELAB_AVX2)
-PELAB_LAYER_NORM_COPIES(avx512, PELAB_AVX512)
+PELAB_LAYER_NORM_COPIES(avx2, PELAB_AVX2, Float8)
+PELAB_LAYER_NORM_COPIES(avx512, PELAB_AVX512, Float16)
 #endif
 #undef PELAB_LAYER_NORM_COPIES
 

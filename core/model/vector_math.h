@@ -38,11 +38,17 @@ Function pick_copy(Function baseline, Function avx2, Function avx512) {
 #define PELAB_PICK_COPY(f) f##_baseline
 #endif
 
-// Sixteen, eight and four floats as one value (GCC/Clang vector extension): one AVX-512 register,
-// two AVX2 ones or four SSE ones (Float16); one AVX register or two SSE ones (Float8).
+// Sixteen, eight and four floats as one value (GCC/Clang vector extension): one AVX-512 register
+// (Float16), one AVX register (Float8), one SSE register (Float4). A kernel's copy for an
+// instruction set works on that set's own width: a type wider than its registers (Float16 in
+// the AVX2 copy) has no machine mode there, so GCC keeps such values on the stack and goes
+// through memory for every operation (the AVX2 attention kernels ran 20x slower than AVX-512's
+// on a Zen 3 EPYC, slower even than the SSE copy).
 typedef float Float16 __attribute__((vector_size(64)));
 typedef float Float8 __attribute__((vector_size(32)));
 typedef float Float4 __attribute__((vector_size(16)));
+template <class V>
+constexpr int64_t kLanesOf = sizeof(V) / sizeof(float);
 template <class V>
 PELAB_INLINE V load(const float* p) {
   V v;
@@ -59,7 +65,7 @@ PELAB_INLINE void store(float* p, V v) {
 // cached operands. For outputs of many MB that are read back only later (the attention
 // probabilities, saved for the backward; a full bias's gradient): on the 2-core test VM
 // a plain-store write pass ran at 9-15 GB/s, a streaming one at 35-40 GB/s. Each struct
-// stores a Float16 at a 64-byte aligned address with its instruction set's widest stores;
+// stores its instruction set's widest vector (`Vector`) at an address aligned to its size;
 // a kernel that used them calls stream_fence() before its output is read (streaming
 // stores are weakly ordered).
 #ifdef PELAB_X86_DISPATCH
@@ -67,21 +73,19 @@ PELAB_INLINE void store(float* p, V v) {
 // templates, where GCC refuses to inline a target-specific intrinsic; the assembly takes
 // its registers in the instruction-set copy the template finally lands in.)
 struct BaselineStores {
-  PELAB_INLINE static void stream(float* p, Float16 v) {
-    const Float4 parts[4] = {__builtin_shufflevector(v, v, 0, 1, 2, 3), __builtin_shufflevector(v, v, 4, 5, 6, 7),
-                             __builtin_shufflevector(v, v, 8, 9, 10, 11), __builtin_shufflevector(v, v, 12, 13, 14, 15)};
-    for (int i = 0; i < 4; ++i) asm("movntps %1, %0" : "=m"(*reinterpret_cast<Float4*>(p + 4 * i)) : "x"(parts[i]));
+  using Vector = Float4;
+  PELAB_INLINE static void stream(float* p, Float4 v) {
+    asm("movntps %1, %0" : "=m"(*reinterpret_cast<Float4*>(p)) : "x"(v));
   }
 };
 struct Avx2Stores {
-  PELAB_INLINE static void stream(float* p, Float16 v) {
-    const Float8 low = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
-                 high = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-    asm("vmovntps %1, %0" : "=m"(*reinterpret_cast<Float8*>(p)) : "x"(low));
-    asm("vmovntps %1, %0" : "=m"(*reinterpret_cast<Float8*>(p + 8)) : "x"(high));
+  using Vector = Float8;
+  PELAB_INLINE static void stream(float* p, Float8 v) {
+    asm("vmovntps %1, %0" : "=m"(*reinterpret_cast<Float8*>(p)) : "x"(v));
   }
 };
 struct Avx512Stores {
+  using Vector = Float16;
   PELAB_INLINE static void stream(float* p, Float16 v) {
     asm("vmovntps %1, %0" : "=m"(*reinterpret_cast<Float16*>(p)) : "v"(v));
   }
@@ -89,38 +93,51 @@ struct Avx512Stores {
 PELAB_INLINE void stream_fence() { asm volatile("sfence" ::: "memory"); }
 #else
 struct BaselineStores {
-  PELAB_INLINE static void stream(float* p, Float16 v) { store(p, v); }
+  using Vector = Float4;
+  PELAB_INLINE static void stream(float* p, Float4 v) { store(p, v); }
 };
 PELAB_INLINE void stream_fence() {}
 #endif
 
-// dst[j] = factor * src[j] for j < n: the 64-byte aligned whole Float16s of dst by the
-// instruction set's streaming stores, the ends by plain ones. dst: 4-byte aligned floats.
+// dst[j] = factor * src[j] for j < n: the 64-byte aligned lines of dst by the instruction
+// set's streaming stores (its own vector width: a wider vector type than the instruction set
+// has registers for lives on the stack, see `Lanes`), the ends by plain ones. dst: 4-byte
+// aligned floats.
 template <class Stores>
 PELAB_INLINE void copy_streaming(const float* __restrict src, float* __restrict dst, int64_t n, float factor = 1.0f) {
+  using V = typename Stores::Vector;
+  constexpr int64_t kWidth = sizeof(V) / sizeof(float);
   const int64_t misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(dst) / sizeof(float) % 16);
   const int64_t head = std::min<int64_t>(n, misaligned ? 16 - misaligned : 0);
   int64_t j = 0;
   for (; j < head; ++j) dst[j] = factor * src[j];
-  for (; j + 16 <= n; j += 16) Stores::stream(dst + j, factor * load<Float16>(src + j));
+  for (; j + 16 <= n; j += 16)
+    for (int64_t k = 0; k < 16; k += kWidth) Stores::stream(dst + j + k, factor * load<V>(src + j + k));
   for (; j < n; ++j) dst[j] = factor * src[j];
 }
 
-// The sum and the maximum of a Float16's lanes, as a tree of halvings (4 dependent steps,
-// not a chain of 16).
+// The sum and the maximum of a vector's lanes, as a tree of halvings (4 dependent steps for
+// 16 lanes, not a chain of 16).
+PELAB_INLINE float horizontal_sum(Float4 four) { return (four[0] + four[2]) + (four[1] + four[3]); }
+PELAB_INLINE float horizontal_sum(Float8 eight) {
+  return horizontal_sum(
+      Float4(__builtin_shufflevector(eight, eight, 0, 1, 2, 3) + __builtin_shufflevector(eight, eight, 4, 5, 6, 7)));
+}
 PELAB_INLINE float horizontal_sum(Float16 v) {
-  const Float8 eight = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
-                       __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  const Float4 four = __builtin_shufflevector(eight, eight, 0, 1, 2, 3) + __builtin_shufflevector(eight, eight, 4, 5, 6, 7);
-  return (four[0] + four[2]) + (four[1] + four[3]);
+  return horizontal_sum(Float8(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                               __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15)));
+}
+PELAB_INLINE float horizontal_max(Float4 four) {
+  return std::max(std::max(four[0], four[2]), std::max(four[1], four[3]));
+}
+PELAB_INLINE float horizontal_max(Float8 eight) {
+  const Float4 a = __builtin_shufflevector(eight, eight, 0, 1, 2, 3), b = __builtin_shufflevector(eight, eight, 4, 5, 6, 7);
+  return horizontal_max(Float4(a > b ? a : b));
 }
 PELAB_INLINE float horizontal_max(Float16 v) {
   const Float8 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
                hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  const Float8 eight = lo > hi ? lo : hi;
-  const Float4 a = __builtin_shufflevector(eight, eight, 0, 1, 2, 3), b = __builtin_shufflevector(eight, eight, 4, 5, 6, 7);
-  const Float4 four = a > b ? a : b;
-  return std::max(std::max(four[0], four[2]), std::max(four[1], four[3]));
+  return horizontal_max(Float8(lo > hi ? lo : hi));
 }
 
 // exp(x) for x <= 0, -inf -> 0, NaN -> NaN; relative error below 3e-7 (range reduction by
@@ -139,27 +156,30 @@ PELAB_INLINE float exp_nonpositive(float x) {
   return x < -87.0f ? 0.0f : p * two_to_n;
 }
 
-// exp of 16 lanes, x <= 0, as exp_nonpositive above (the same reduction and polynomial, -inf
-// -> 0, NaN -> NaN), written on whole vectors: the compiler's vectorization of the scalar
-// function evaluated the polynomial twice and blended the range cases (about 45
-// instructions per vector; this is about 20). n = round(x / ln 2) comes from adding 1.5 *
+// exp of a vector's lanes (Float16, Float8, Float4), x <= 0, as exp_nonpositive above (the
+// same reduction and polynomial, -inf -> 0, NaN -> NaN), written on whole vectors: the
+// compiler's vectorization of the scalar function evaluated the polynomial twice and blended
+// the range cases (about 45 instructions per vector; this is about 20). n = round(x / ln 2) comes from adding 1.5 *
 // 2^23, which leaves n in the low bits of the sum's representation: 2^n is those bits
 // shifted into the exponent field (no float-to-integer conversion, which NaN would make
 // undefined).
-PELAB_INLINE Float16 exp_nonpositive(Float16 x) {
-  typedef int32_t Int16 __attribute__((vector_size(64)));
+template <class V>
+PELAB_INLINE V exp_nonpositive_lanes(V x) {
+  typedef int32_t Int __attribute__((vector_size(sizeof(V))));
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
-  const Float16 t = x < -87.0f ? Float16{} - 87.0f : x;  // NaN stays NaN
-  const Float16 shifted = t * 1.44269504088896341f + kRound, n = shifted - kRound;
-  const Float16 r = t - n * 0.693145751953125f - n * 1.428606765330187e-06f;
-  const Float16 p =
-      1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
-  Int16 bits;
+  const V t = x < -87.0f ? V{} - 87.0f : x;  // NaN stays NaN
+  const V shifted = t * 1.44269504088896341f + kRound, n = shifted - kRound;
+  const V r = t - n * 0.693145751953125f - n * 1.428606765330187e-06f;
+  const V p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720))))));
+  Int bits;
   std::memcpy(&bits, &shifted, sizeof bits);
   bits = (bits << 23) + (127 << 23);  // (n + 127) << 23
-  Float16 two_to_n;
+  V two_to_n;
   std::memcpy(&two_to_n, &bits, sizeof two_to_n);
-  return x < -87.0f ? Float16{} : p * two_to_n;
+  return x < -87.0f ? V{} : p * two_to_n;
 }
+PELAB_INLINE Float16 exp_nonpositive(Float16 x) { return exp_nonpositive_lanes(x); }
+PELAB_INLINE Float8 exp_nonpositive(Float8 x) { return exp_nonpositive_lanes(x); }
+PELAB_INLINE Float4 exp_nonpositive(Float4 x) { return exp_nonpositive_lanes(x); }
 
 }  // namespace pelab::kernels
