@@ -154,21 +154,23 @@ PELAB_INLINE void set_product(int64_t rows, int64_t depth, Matrix x, const float
 // probabilities and the scores' gradient.
 // NarrowDots: products only 8 or 16 columns wide (head sizes 8 and 16) go by narrow_product
 // below (it keeps 16 Float16 sums and their operands in registers: AVX-512's 32 only).
-template <int Rows, int Vectors, class StoreSet, bool NarrowDots>
+template <int Rows, int Vectors, class StoreSet, bool NarrowDots, int BandRows>
 struct Tile {
   static constexpr int R = Rows, C = Vectors;
+  static constexpr int64_t kBandRows = BandRows;  // rows per band of a relative term (add_skewed_product)
   static constexpr bool kNarrowDots = NarrowDots;
   using Stores = StoreSet;
   using Vector = typename StoreSet::Vector;
   static constexpr int64_t kWidth = kLanesOf<Vector>;
 };
-using BaselineTile = Tile<4, 2, BaselineStores, false>;
+using BaselineTile = Tile<4, 2, BaselineStores, false, 8>;
 #ifdef PELAB_X86_DISPATCH
-using Avx512Tile = Tile<8, 2, Avx512Stores, true>;
-using Avx2Tile = Tile<4, 2, Avx2Stores, false>;
+using Avx512Tile = Tile<8, 2, Avx512Stores, true, 16>;
+using Avx2Tile = Tile<4, 2, Avx2Stores, false, 8>;
 #endif
 
-constexpr int64_t kBlock = 16;  // rows per band of a relative term (see add_skewed_product)
+// The most rows per band of a relative term (Tile::kBandRows; see add_skewed_product).
+constexpr int64_t kBlock = 16;
 
 // An N x N block (N = V's lanes: 16, 8 or 4) transposed in registers: rows[i] holds row i,
 // and on return column i. log2 N butterfly stages of two-source shuffles (vpermt2ps on
@@ -469,7 +471,7 @@ PELAB_INLINE const float* collect_clipped_rows(int64_t rows, int64_t width, Matr
 // row first0 - r + n at column n (for the block of queries i0, i0 + 1, ...: first0 =
 // T - 1 - i0 for a descending table met by queries, row T - 1 - i + j = offset i - j;
 // first0 = T - 1 + i0 for an ascending one met by keys, row T - 1 - j + i). Rows are taken
-// kBlock at a time: a block [r0, r0 + b) meets the b + n - 1 table rows from
+// Tile::kBandRows at a time: a block [r0, r0 + b) meets the b + n - 1 table rows from
 // base = first0 - (r0 + b - 1) on, so each term is one product over that band plus a shift
 // (the Transformer-XL relative shift, done by addressing). With clip c > 0 (query-major
 // terms only, out and w row-major; row r is query first_query + r, key n) the table has
@@ -495,9 +497,10 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
       spread_clipped(band.data() + r * clipped_rows, clip, skew.first_query + r, out + r * out_row, width);
     return;
   }
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1),
-                  band_width = round_up_to_lanes(width + b - 1);
+  static_assert(T::kBandRows <= kBlock && T::kBandRows % T::kWidth == 0, "bands: whole N x N blocks, at most kBlock");
+  for (int64_t r0 = 0; r0 < rows; r0 += T::kBandRows) {
+    const int64_t b = std::min(T::kBandRows, rows - r0), base = skew.first0 - (r0 + b - 1),
+                  band_width = (width + b - 1 + T::kWidth - 1) / T::kWidth * T::kWidth;
     band.resize(std::max<size_t>(band.size(), b * band_width));
     set_product<T>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
                             band_width);
@@ -511,9 +514,9 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
       using V = typename T::Vector;
       constexpr int64_t N = T::kWidth;
       int64_t n0 = 0;
-      if (b == kBlock && out_row == 1)  // N x N blocks: the shifted band rows, transposed in registers
+      if (b == T::kBandRows && out_row == 1)  // N x N blocks: the shifted band rows, transposed in registers
         for (; n0 + N <= width; n0 += N)
-          for (int64_t rs = 0; rs < kBlock; rs += N) {  // band rows rs .. rs + N - 1
+          for (int64_t rs = 0; rs < b; rs += N) {  // band rows rs .. rs + N - 1
             V block[N];
             for (int64_t r = 0; r < N; ++r)
               block[r] = load<V>(band.data() + (rs + r) * band_width + (b - 1 - rs - r) + n0);
@@ -546,9 +549,9 @@ PELAB_INLINE float* skewed_mass(int64_t r0, int64_t b, int64_t width, Matrix w, 
   }
   constexpr int64_t N = kLanesOf<V>;
   int64_t n0 = 0;
-  if (b == kBlock && w.row == 1)
+  if (b % N == 0 && w.row == 1)
     for (; n0 + N <= width; n0 += N)
-      for (int64_t rs = 0; rs < kBlock; rs += N) {
+      for (int64_t rs = 0; rs < b; rs += N) {
         V block[N];  // row n: w(r0 + rs .. r0 + rs + N - 1, n0 + n)
         for (int64_t n = 0; n < N; ++n) block[n] = load<V>(w.at(r0 + rs, n0 + n));
         transpose_square(block);
@@ -592,8 +595,8 @@ PELAB_INLINE void add_skewed_weighted(int64_t rows, int64_t width, Matrix w, int
                               outer.grad_table, stride, Dh);
     return;
   }
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const int64_t b = std::min(kBlock, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
+  for (int64_t r0 = 0; r0 < rows; r0 += T::kBandRows) {
+    const int64_t b = std::min(T::kBandRows, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
     const float* cells = skewed_mass<typename T::Vector>(r0, b, width, w, mass);  // (row, table row); transposed for the outer product
     if (weighted_rows.out)
       add_product<T>(b, depth, {cells, depth}, weighted_rows.table + base * stride, stride,
