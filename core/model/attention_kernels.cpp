@@ -18,7 +18,9 @@
 // once per instruction set (AVX-512, AVX2 + FMA, baseline) and picked by what the CPU
 // supports (by feature, not by CPU model: target_clones("arch=...") matches models only;
 // core/model/instruction_sets.h); the helpers are forced inline so that each copy is
-// compiled for its instruction set.
+// compiled for its instruction set, and templated on the copy's vector type (Tile::Vector:
+// Float16, Float8 or Float4), since a vector wider than the copy's registers lives on the
+// stack (vector_math.h).
 
 namespace pelab::kernels {
 

@@ -37,7 +37,8 @@ def shape_args(s, threads):
 
 def run_worker(command, env=None):
     """-> (median step ms, OpenBLAS kernel family the process used or None)."""
-    out = subprocess.run(command, capture_output=True, text=True, env=env).stdout
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    out = done.stdout
     ms, blas = None, None
     for line in out.splitlines():
         parts = line.split()
@@ -46,7 +47,7 @@ def run_worker(command, env=None):
         if parts and parts[0] == "BLAS":
             blas = parts[1]
     if ms is None:
-        raise RuntimeError(f"no result from {' '.join(command)}:\n{out}")
+        raise RuntimeError(f"no result from {' '.join(command)} (exit {done.returncode}):\n{out}{done.stderr[-2000:]}")
     return ms, blas
 
 
