@@ -85,10 +85,10 @@ PELAB_INLINE void backward_rows(const float* __restrict x, const float* __restri
                                     int64_t rows, int64_t cols) {                                                   \
     backward_rows<V>(x, weight, mean, rstd, grad_y, grad_x, weight_sums, bias_sums, rows, cols);                    \
   }
-PELAB_LAYER_NORM_COPIES(baseline, , Float4)
+PELAB_LAYER_NORM_COPIES(baseline, , BaselineStores::Vector)
 #ifdef PELAB_X86_DISPATCH
-PELAB_LAYER_NORM_COPIES(avx2, PELAB_AVX2, Float8)
-PELAB_LAYER_NORM_COPIES(avx512, PELAB_AVX512, Float16)
+PELAB_LAYER_NORM_COPIES(avx2, PELAB_AVX2, Avx2Stores::Vector)
+PELAB_LAYER_NORM_COPIES(avx512, PELAB_AVX512, Avx512Stores::Vector)
 #endif
 #undef PELAB_LAYER_NORM_COPIES
 
