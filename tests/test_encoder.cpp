@@ -369,7 +369,10 @@ CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, valu
       {"encoding.name=relative_key"}, {"encoding.name=relative_key", "encoding.clip=2"},
       {"encoding.name=relative_key_query"}, {"encoding.name=shaw"},
       {"encoding.name=shaw", "encoding.clip=2"}, {"encoding.name=transformer_xl"},
-      {"encoding.name=deberta"}};
+      {"encoding.name=deberta"},
+      // log buckets and a clamp at this length: tables given by runs of offsets (RelativeRows::runs)
+      {"encoding.name=deberta", "encoding.position_buckets=4", "encoding.max_relative_positions=8"},
+      {"encoding.name=deberta", "encoding.position_buckets=0", "encoding.max_relative_positions=3"}};
   for (const auto& scheme : schemes) {
     CATCH_CAPTURE(scheme);
     for (const char* causal : {"model.causal=false", "model.causal=true"}) {
@@ -403,33 +406,42 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
                 "[encoder]") {
   // scores = s (q k^T + q' . Rq[i - j] + k_j . Rk[i - j]), out = p (v + Rv[i - j]), each
   // term alone and all together, tables shared by the heads or per head, q' = q or its own;
-  // with clip > 0 the query and value tables have 2 clip + 1 rows (Shaw's clipping)
+  // with clip > 0 the query and value tables have 2 clip + 1 rows (Shaw's clipping); with
+  // runs, one row per run of neighbouring offsets (DeBERTa's log buckets)
   struct Case {
     bool query, key, value, per_head, offset_query;
     int64_t clip;
+    bool runs = false;
   };
   const std::vector<Case> cases = {{true, false, false, false, false, 0}, {false, true, false, true, false, 0},
                                    {false, false, true, false, false, 0}, {true, true, false, true, false, 0},
                                    {true, false, true, false, false, 0},  {true, true, true, true, true, 0},
                                    {true, false, true, false, false, 3},  {true, true, true, true, true, 3},
-                                   {false, false, true, true, false, 9}};
+                                   {false, false, true, true, false, 9},  {true, true, false, true, false, 0, true},
+                                   {true, true, true, false, true, 0, true}, {false, true, false, false, false, 0, true}};
   for (const auto& isa : kernels::supported_instruction_sets()) {
     kernels::use_instruction_set(isa);
     for (int64_t T : {5, 17, 40, 150}) {  // 150: several query blocks, the last one partial
       for (int64_t Dh : {8, 6}) {
         for (const auto& c : cases) {
-          CATCH_CAPTURE(isa, T, Dh, c.query, c.key, c.value, c.per_head, c.offset_query, c.clip);
+          CATCH_CAPTURE(isa, T, Dh, c.query, c.key, c.value, c.per_head, c.offset_query, c.clip, c.runs);
           torch::manual_seed(T + Dh);
           const int64_t B = 2, H = 3;
+          // runs: each offset starts a new run with probability 0.4 (runs of 1 to about 10)
+          torch::Tensor runs;
+          if (c.runs)
+            runs = torch::cat({torch::zeros({1}, torch::kInt64), (torch::rand({2 * T - 2}) < 0.4).to(torch::kInt64)})
+                       .cumsum(0);
           auto q = torch::randn({B, H, T, Dh}).requires_grad_(), k = torch::randn({B, H, T, Dh}).requires_grad_(),
                v = torch::randn({B, H, T, Dh}).requires_grad_(), q2 = torch::randn({B, H, T, Dh}).requires_grad_();
           auto table = [&](bool used, int64_t rows) {  // ascending offsets
             if (!used) return torch::Tensor();
             return (c.per_head ? torch::randn({H, rows, Dh}) : torch::randn({rows, Dh})).requires_grad_();
           };
-          const int64_t clipped_rows = c.clip > 0 ? 2 * c.clip + 1 : 2 * T - 1;
-          RelativeRows rows{table(c.query, clipped_rows), table(c.key, 2 * T - 1), table(c.value, clipped_rows),
-                            c.offset_query ? q2 : torch::Tensor(), {}, c.clip};
+          const int64_t full_rows = c.runs ? runs[-1].item<int64_t>() + 1 : 2 * T - 1,
+                        clipped_rows = c.clip > 0 ? 2 * c.clip + 1 : full_rows;
+          RelativeRows rows{table(c.query, clipped_rows), table(c.key, full_rows), table(c.value, clipped_rows),
+                            c.offset_query ? q2 : torch::Tensor(), {}, c.clip, runs};
           const auto mask = attention_mask(torch::zeros({B, T}, torch::kBool), T % 2 == 1);
           const double scale = 1.0 / std::sqrt(double(Dh));
           // HF's way: the (T, T, Dh) embeddings of query - key (per head: (H, T, T, Dh)), einsums
@@ -437,6 +449,7 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
           auto offsets = i.view({T, 1}) - i.view({1, T});
           auto embeddings = [&](const torch::Tensor& t, bool clipped) {
             auto index = clipped && c.clip > 0 ? offsets.clamp(-c.clip, c.clip) + c.clip : offsets + (T - 1);
+            if (c.runs) index = runs.index_select(0, index.reshape(-1)).view({T, T});
             auto picked = t.index_select(-2, index.reshape(-1));
             return c.per_head ? picked.view({1, H, T, T, Dh}) : picked.view({1, 1, T, T, Dh});
           };
@@ -469,4 +482,22 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
                           Catch::Matchers::Contains("relative value rows need as many queries as keys, got 4 and 5"));
   CATCH_CHECK_THROWS_WITH(fused_attention(x, x, x, 1.0, {}, {}, {torch::randn({7, 8}), {}, {}, torch::randn({1, 2, 3, 8})}),
                           Catch::Matchers::Contains("offset query must be shaped like q"));
+  // runs: one per offset, from 0 in steps of 0 or 1, the tables one row per run, no clip
+  const auto runs = torch::tensor({0, 0, 1, 2, 2, 2, 3}, torch::kInt64);  // 4 runs of the 7 offsets
+  auto with_runs = [&](const torch::Tensor& table, const torch::Tensor& r, int64_t clip = 0) {
+    return fused_attention(x, x, x, 1.0, {}, {}, {table, {}, {}, {}, {}, clip, r});
+  };
+  CATCH_CHECK(with_runs(torch::randn({4, 8}), runs).sizes() == x.sizes());
+  CATCH_CHECK_THROWS_WITH(with_runs(torch::randn({7, 8}), runs),
+                          Catch::Matchers::Contains("query rows must be (runs[-1] + 1, Dh) = (4, 8)"));
+  CATCH_CHECK_THROWS_WITH(with_runs(torch::randn({4, 8}), runs.slice(0, 1)),
+                          Catch::Matchers::Contains("runs must be (2T - 1) = (7) integers, got [6]"));
+  CATCH_CHECK_THROWS_WITH(with_runs(torch::randn({4, 8}), runs.to(torch::kFloat32)),
+                          Catch::Matchers::Contains("runs must be (2T - 1) = (7) integers"));
+  CATCH_CHECK_THROWS_WITH(with_runs(torch::randn({5, 8}), torch::tensor({0, 0, 1, 3, 3, 3, 4}, torch::kInt64)),
+                          Catch::Matchers::Contains("runs must start at 0 and step by 0 or 1"));
+  CATCH_CHECK_THROWS_WITH(with_runs(torch::randn({4, 8}), runs + 1),
+                          Catch::Matchers::Contains("runs must start at 0 and step by 0 or 1"));
+  CATCH_CHECK_THROWS_WITH(with_runs(torch::randn({5, 8}), runs, 2),
+                          Catch::Matchers::Contains("runs do not combine with clip"));
 }

@@ -60,13 +60,12 @@ torch::Tensor DebertaImpl::table_row(const torch::Tensor& offsets) const {
   return (relative + span_).clamp(0, 2 * span_ - 1);
 }
 
-std::pair<torch::Tensor, torch::Tensor> DebertaImpl::projected_rows(const AttentionContext& attention,
-                                                                    const torch::Tensor& rows) {
-  const int64_t D = context_.d_model, H = context_.num_heads, Dh = context_.head_dim(), count = rows.size(0);
+DebertaImpl::ProjectedRows DebertaImpl::projected_rows(const AttentionContext& attention, const torch::Tensor& rows) {
+  const int64_t D = context_.d_model, H = context_.num_heads, Dh = context_.head_dim();
   // Beyond the exact distances the log buckets repeat rows (at T = 512, 2T - 1 = 1023
-  // offsets use about 510 rows): LayerNorm and project each distinct row once, then gather.
-  torch::Tensor distinct, row_of_offset;  // (U), (W)
-  std::tie(distinct, row_of_offset) = at::_unique(rows, /*sorted=*/true, /*return_inverse=*/true);
+  // offsets use 511 rows): LayerNorm and project each distinct row once.
+  torch::Tensor distinct, run;  // (U), (W)
+  std::tie(distinct, run) = at::_unique(rows, /*sorted=*/true, /*return_inverse=*/true);
   auto R = norm_->forward(rel_embeddings_.index_select(0, distinct));  // (U, D); LayerNorm is per row
   torch::Tensor Kr, Qr;
   if (share_att_key_) {
@@ -76,26 +75,29 @@ std::pair<torch::Tensor, torch::Tensor> DebertaImpl::projected_rows(const Attent
     Kr = pos_key_proj_[attention.layer]->as<torch::nn::Linear>()->forward(R);
     Qr = pos_query_proj_[attention.layer]->as<torch::nn::Linear>()->forward(R);
   }
-  // (U, D) -> (W, D) -> (H, W, Dh)
-  auto heads = [&](const torch::Tensor& x) {
-    return x.index_select(0, row_of_offset).view({count, H, Dh}).permute({1, 0, 2});
-  };
-  return {heads(Kr), heads(Qr)};
+  auto heads = [&](const torch::Tensor& x) { return x.view({distinct.size(0), H, Dh}).permute({1, 0, 2}); };  // (H, U, Dh)
+  return {heads(Kr), heads(Qr), run};
 }
 
 torch::Tensor DebertaImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
-  auto [Kr, Qr] = projected_rows(attention, table_row(geometry.offsets()));  // (H, W, Dh) each
+  const auto projected = projected_rows(attention, table_row(geometry.offsets()));
+  auto per_offset = [&](const torch::Tensor& x) { return x.index_select(1, projected.run); };  // (H, W, Dh)
   const double scale = attention_scale();  // on q and k (T x Dh), not on the (T, T) terms
-  return geometry.query_scores(q * scale, Kr) + geometry.key_scores(k * scale, Qr);  // c2p + p2c
+  return geometry.query_scores(q * scale, per_offset(projected.key)) +
+         geometry.key_scores(k * scale, per_offset(projected.query));  // c2p + p2c
 }
 
 RelativeRows DebertaImpl::relative_rows(const torch::Tensor& q, const torch::Tensor& k,
                                         const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
   if (!geometry.contiguous()) return {};
+  // offsets ascending -> table rows non-decreasing: the distinct rows are the runs
+  const auto projected = projected_rows(attention, table_row(geometry.offsets()));
   RelativeRows terms;
-  std::tie(terms.query, terms.key) = projected_rows(attention, table_row(geometry.offsets()));  // (H, 2T - 1, Dh)
+  terms.query = projected.key;  // (H, U, Dh)
+  terms.key = projected.query;
+  terms.runs = projected.run;  // (2T - 1)
   return terms;
 }
 

@@ -38,8 +38,14 @@ class DebertaImpl : public PositionEncodingImpl {
   // Row of the relative table of each offset (query - key), any shape, in [0, 2S).
   torch::Tensor table_row(const torch::Tensor& offsets) const;
   torch::Tensor table_index(const Positions& positions) const { return table_row(relative_offsets(positions)); }
-  // Kr and Qr of table rows (W): each (H, W, Dh).
-  std::pair<torch::Tensor, torch::Tensor> projected_rows(const AttentionContext& attention, const torch::Tensor& rows);
+  // Kr and Qr of table rows (W), each distinct row once: key, query (H, U, Dh) for the U
+  // distinct rows in ascending order, and the position of each row among them, run (W):
+  // Kr of rows[w] is key[:, run[w]]. Rows that never decrease (ascending offsets) make run
+  // non-decreasing in steps of 0 or 1 (RelativeRows::runs).
+  struct ProjectedRows {
+    torch::Tensor key, query, run;
+  };
+  ProjectedRows projected_rows(const AttentionContext& attention, const torch::Tensor& rows);
 
  private:
   int64_t position_buckets_, max_relative_positions_, span_;

@@ -60,12 +60,17 @@ struct AttentionContext {
 // q' is offset_query ((B, H, T, Dh); undefined: q itself), bias (B|1, H|1, T|1, T) what is
 // left of the scheme's score bias (undefined: none). clip > 0: the query and value tables
 // have 2 clip + 1 rows instead, for the offsets -clip .. clip, farther offsets using the end
-// rows (Shaw), which the kernel exploits: a few rows instead of 2T - 1.
+// rows (Shaw), which the kernel exploits: a few rows instead of 2T - 1. runs (not with
+// clip): undefined, or the (2T - 1) int64 row of each offset (ascending), non-decreasing from
+// 0 in steps of 0 or 1; the tables then have runs[-1] + 1 rows, one per run of neighbouring
+// offsets that share a row (DeBERTa's log buckets), and the kernel computes each run's
+// products once.
 struct RelativeRows {
   torch::Tensor query, key, value;
   torch::Tensor offset_query;
   torch::Tensor bias;
   int64_t clip = 0;
+  torch::Tensor runs;
   bool defined() const { return query.defined() || key.defined() || value.defined(); }
 };
 

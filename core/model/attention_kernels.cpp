@@ -478,11 +478,117 @@ PELAB_INLINE const float* collect_clipped_rows(int64_t rows, int64_t width, Matr
 // (the Transformer-XL relative shift, done by addressing). With clip c > 0 (query-major
 // terms only, out and w row-major; row r is query first_query + r, key n) the table has
 // the 2c + 1 clipped rows instead, and each term is a product with those rows, spread over
-// (or collected from) the score rows.
+// (or collected from) the score rows. With runs (tables given by runs,
+// AttentionInputs::runs) table row p above is row runs->row[p] of the table of runs: a band
+// is a product with its runs, spread over (or collected from) its positions.
+struct RunMap;
 struct Skew {
   int64_t first0;
   int64_t clip = 0, first_query = 0;
+  const RunMap* runs = nullptr;
 };
+
+// The table row of each band position (Skew::runs) when the tables are given by runs
+// (AttentionInputs::runs), continued past the last offset in steps of one (a band reaches
+// into OffsetColumns' zero padding); [single_begin, single_end): the longest stretch of
+// positions that are runs of one (DeBERTa's exact distances), whose weights need no
+// collecting per run.
+struct RunMap {
+  std::vector<int32_t> row;
+  int64_t single_begin = 0, single_end = 0;
+};
+// For descending tables (the query and value terms) and ascending ones (the key term, read
+// from the last row backwards); null without runs.
+class RunMaps {
+ public:
+  RunMaps(const AttentionInputs& in, int64_t W) {
+    if (!in.runs) return;
+    const int64_t length = W + kBlock + 3 * kLanes;  // OffsetColumns::ld() for W rows
+    const int32_t last = static_cast<int32_t>(in.run_count - 1);
+    descending_.row.resize(length);
+    ascending_.row.resize(length);
+    for (int64_t p = 0; p < length; ++p) {
+      const int32_t past_the_end = static_cast<int32_t>(last + 1 + (p - W));
+      descending_.row[p] = p < W ? in.runs[p] : past_the_end;
+      ascending_.row[p] = p < W ? last - in.runs[W - 1 - p] : past_the_end;
+    }
+    find_singles(descending_);
+    find_singles(ascending_);
+  }
+  const RunMap* descending() const { return descending_.row.empty() ? nullptr : &descending_; }
+  const RunMap* ascending() const { return ascending_.row.empty() ? nullptr : &ascending_; }
+
+ private:
+  static void find_singles(RunMap& map) {
+    const auto& row = map.row;
+    const int64_t n = static_cast<int64_t>(row.size());
+    auto single = [&](int64_t p) { return (p == 0 || row[p - 1] != row[p]) && (p + 1 == n || row[p + 1] != row[p]); };
+    for (int64_t p = 0; p < n;) {
+      if (!single(p)) {
+        ++p;
+        continue;
+      }
+      int64_t end = p + 1;
+      while (end < n && single(end)) ++end;
+      if (end - p > map.single_end - map.single_begin) map.single_begin = p, map.single_end = end;
+      p = end;
+    }
+  }
+  RunMap descending_, ascending_;
+};
+
+// Scratch of the relative terms: a band of products (or a skewed block of weights) and its
+// per-run products (or sums).
+struct RelativeScratch {
+  std::vector<float> band, per_run;
+};
+
+// out[r * ldo + n] = per_run[r * ldp + run_of[n] - run_of[0]] for r < rows, n < width (a
+// multiple of V's lanes): a band's products with its runs spread over its positions. Runs
+// step by 0 or 1, so the N positions n0 .. n0 + N - 1 take their values from the N runs
+// from run_of[n0] on: one vector load, permuted (per_run's rows are read up to a vector
+// past their last run).
+template <class V>
+PELAB_INLINE void expand_runs(int64_t rows, int64_t width, const int32_t* run_of, const float* per_run, int64_t ldp,
+                              float* out, int64_t ldo) {
+  constexpr int64_t N = kLanesOf<V>;
+  for (int64_t n0 = 0; n0 < width; n0 += N) {
+    LaneIndices<V> index;
+    std::memcpy(&index, run_of + n0, sizeof index);
+    const int32_t first = run_of[n0];
+    index -= first;
+    const float* from = per_run + (first - run_of[0]);
+    for (int64_t r = 0; r < rows; ++r) store<V>(out + r * ldo + n0, permute(load<V>(from + r * ldp), index));
+  }
+}
+
+// sums[(run_of[n] - run_of[0]) * rows + r] = the sum of cells[r * ldc + n] over each run's
+// positions n < depth (run-major: a run's sums for N rows are one vector): a block of
+// weights collected per run (the transpose of expand_runs), N x N blocks transposed in
+// registers and added per run.
+template <class V>
+PELAB_INLINE const float* collect_runs(int64_t rows, int64_t depth, const float* cells, int64_t ldc,
+                                       const int32_t* run_of, std::vector<float>& sums) {
+  constexpr int64_t N = kLanesOf<V>;
+  const int32_t first = run_of[0];
+  sums.assign((run_of[depth - 1] - first + 1) * rows, 0.0f);
+  float* s = sums.data();
+  int64_t n0 = 0;
+  if (rows % N == 0)
+    for (; n0 + N <= depth; n0 += N)
+      for (int64_t rs = 0; rs < rows; rs += N) {
+        V block[N];  // row r: cells of row rs + r at positions n0 .. n0 + N - 1
+        for (int64_t r = 0; r < N; ++r) block[r] = load<V>(cells + (rs + r) * ldc + n0);
+        transpose_square(block);
+        for (int64_t n = 0; n < N; ++n) {
+          float* run_sums = s + (run_of[n0 + n] - first) * rows + rs;
+          store<V>(run_sums, load<V>(run_sums) + block[n]);
+        }
+      }
+  for (int64_t n = n0; n < depth; ++n)
+    for (int64_t r = 0; r < rows; ++r) s[(run_of[n] - first) * rows + r] += cells[r * ldc + n];
+  return s;
+}
 
 // out[r * out_row + n * out_column] += sum_d x(r, d) columns[d * ldc + first0 - r + n] for
 // r < rows, n < width: x times a table laid out as columns (OffsetColumns); out may be
@@ -490,7 +596,8 @@ struct Skew {
 template <class T>
 PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, const float* columns, int64_t ldc,
                                      Skew skew, float* out, int64_t out_row, int64_t out_column, int64_t width,
-                                     std::vector<float>& band) {
+                                     RelativeScratch& scratch) {
+  std::vector<float>& band = scratch.band;
   if (skew.clip > 0) {  // the products with the 2c + 1 rows, spread over each row of out
     const int64_t clip = skew.clip, clipped_rows = 2 * clip + 1;
     band.resize(std::max<size_t>(band.size(), rows * clipped_rows));
@@ -504,8 +611,18 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
     const int64_t b = std::min(T::kBandRows, rows - r0), base = skew.first0 - (r0 + b - 1),
                   band_width = (width + b - 1 + T::kWidth - 1) / T::kWidth * T::kWidth;
     band.resize(std::max<size_t>(band.size(), b * band_width));
-    set_product<T>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
-                            band_width);
+    if (!skew.runs) {
+      set_product<T>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
+                     band_width);
+    } else {  // the products with the band's runs, spread over its positions
+      const int32_t* run_of = skew.runs->row.data() + base;
+      const int64_t runs = run_of[band_width - 1] - run_of[0] + 1,
+                    runs_width = (runs + T::kWidth - 1) / T::kWidth * T::kWidth, ldp = runs_width + T::kWidth;
+      scratch.per_run.resize(std::max<size_t>(scratch.per_run.size(), b * ldp));
+      set_product<T>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + run_of[0], ldc, scratch.per_run.data(), ldp,
+                     runs_width);
+      expand_runs<typename T::Vector>(b, band_width, run_of, scratch.per_run.data(), ldp, band.data(), band_width);
+    }
     if (out_column == 1) {
       for (int64_t r = 0; r < b; ++r) {
         const float* shifted = band.data() + r * band_width + (b - 1 - r);
@@ -582,9 +699,24 @@ struct SkewedOuter {
   int64_t ldx;
   float* grad_table;
 };
+// add_skewed_weighted's two products for the b rows from r0 on, with weights (row, table
+// row) on the table rows first_row, first_row + 1, ... (transposed for the outer product).
+template <class T>
+PELAB_INLINE void weighted_products(int64_t b, Matrix weights, int64_t first_row, int64_t rows_met, int64_t r0,
+                                    int64_t stride, int64_t Dh, const SkewedRows& weighted_rows,
+                                    const SkewedOuter& outer) {
+  if (weighted_rows.out)
+    add_product<T>(b, rows_met, weights, weighted_rows.table + first_row * stride, stride,
+                   weighted_rows.out + r0 * weighted_rows.ldo, weighted_rows.ldo, Dh);
+  if (outer.grad_table)
+    add_product<T>(rows_met, b, weights.transposed(), outer.x + r0 * outer.ldx, outer.ldx,
+                   outer.grad_table + first_row * stride, stride, Dh);
+}
+
 template <class T>
 PELAB_INLINE void add_skewed_weighted(int64_t rows, int64_t width, Matrix w, int64_t stride, Skew skew, int64_t Dh,
-                                      SkewedRows weighted_rows, SkewedOuter outer, std::vector<float>& mass) {
+                                      SkewedRows weighted_rows, SkewedOuter outer, RelativeScratch& scratch) {
+  std::vector<float>& mass = scratch.band;
   if (skew.clip > 0) {  // w collected per table row: times the 2c + 1 rows, and transposed times x
     const int64_t clipped_rows = 2 * skew.clip + 1;
     const float* collected =
@@ -599,13 +731,26 @@ PELAB_INLINE void add_skewed_weighted(int64_t rows, int64_t width, Matrix w, int
   }
   for (int64_t r0 = 0; r0 < rows; r0 += T::kBandRows) {
     const int64_t b = std::min(T::kBandRows, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
-    const float* cells = skewed_mass<typename T::Vector>(r0, b, width, w, mass);  // (row, table row); transposed for the outer product
-    if (weighted_rows.out)
-      add_product<T>(b, depth, {cells, depth}, weighted_rows.table + base * stride, stride,
-                              weighted_rows.out + r0 * weighted_rows.ldo, weighted_rows.ldo, Dh);
-    if (outer.grad_table)
-      add_product<T>(depth, b, Matrix{cells, depth}.transposed(), outer.x + r0 * outer.ldx, outer.ldx,
-                              outer.grad_table + base * stride, stride, Dh);
+    const float* cells = skewed_mass<typename T::Vector>(r0, b, width, w, mass);  // (b, depth)
+    if (!skew.runs) {
+      weighted_products<T>(b, {cells, depth}, base, depth, r0, stride, Dh, weighted_rows, outer);
+      continue;
+    }
+    // Runs: positions [begin, end) of the band that are runs of one meet one table row each
+    // (the weights as they are); those before and after are summed per run first
+    const int32_t* run_of = skew.runs->row.data() + base;
+    const int64_t begin = std::clamp<int64_t>(skew.runs->single_begin - base, 0, depth),
+                  end = std::clamp<int64_t>(skew.runs->single_end - base, begin, depth);
+    if (end > begin) weighted_products<T>(b, {cells + begin, depth}, run_of[begin], end - begin, r0, stride, Dh,
+                                          weighted_rows, outer);
+    const int64_t collected[2][2] = {{0, begin}, {end, depth}};  // positions [from, to)
+    for (const auto& [from, to] : collected) {
+      if (from == to) continue;
+      const float* sums =
+          collect_runs<typename T::Vector>(b, to - from, cells + from, depth, run_of + from, scratch.per_run);
+      weighted_products<T>(b, {sums, 1, b}, run_of[from], run_of[to - 1] - run_of[from] + 1, r0, stride, Dh,
+                           weighted_rows, outer);
+    }
   }
 }
 
@@ -665,15 +810,19 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
                 ld = scratch_stride(Tkp);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
-  const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
+  const int64_t c = in.clip;
+  const int64_t table_rows = in.runs ? in.run_count : c > 0 ? 2 * c + 1 : W,  // of the query and value tables
+      key_table_rows = in.runs ? in.run_count : W;
+  const RunMaps runs(in, W);
   const int64_t block = std::min(kQueryBlock, Tq);
   constexpr bool narrow = Narrow;  // p v by narrow_product, from v^T's panels
   std::vector<float> key_columns(Dh * ld, 0.0f), values(narrow ? 0 : Tk * Dh), value_panels(narrow ? Dh * Tkp : 0),
-      queries_t(Dh * Tq), offset_queries_t, scores(block * ld), inverse_sums(block), scratch;
+      queries_t(Dh * Tq), offset_queries_t, scores(block * ld), inverse_sums(block);
+  RelativeScratch scratch;
   const bool separate_offset_query = in.query_rows.data && in.offset_query.data;
   if (separate_offset_query) offset_queries_t.resize(Dh * Tq);
   OffsetColumns query_columns(in.query_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
-  OffsetColumns key_columns_relative(in.key_rows, W, Dh, in.scale, /*ascending=*/true);
+  OffsetColumns key_columns_relative(in.key_rows, key_table_rows, Dh, in.scale, /*ascending=*/true);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
     transpose_rows<typename T::Vector>(in.k, b, h, Tk, Dh, key_columns.data(), ld);  // (Dh, Tkp), zero padded
@@ -694,11 +843,12 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
                               scores.data(), ld, Tkp);
       if (in.query_rows.data)  // scale q'_i . Rq[i - j]
         add_skewed_product<T>(rows, Dh, Matrix{scaled_offset_queries_t + i0, Tq}.transposed(),
-                              query_columns.for_head(h), query_columns.ld(), Skew{first0 - i0, c, i0}, scores.data(), ld,
-                              1, Tkp, scratch);
+                              query_columns.for_head(h), query_columns.ld(), Skew{first0 - i0, c, i0, runs.descending()},
+                              scores.data(), ld, 1, Tkp, scratch);
       if (in.key_rows.data)  // scale k_j . Rk[i - j], key-major, written transposed into the scores
         add_skewed_product<T>(Tk, Dh, Matrix{key_columns.data(), ld}.transposed(), key_columns_relative.for_head(h),
-                              key_columns_relative.ld(), Skew{first0 + i0}, scores.data(), 1, ld, rows, scratch);
+                              key_columns_relative.ld(), Skew{first0 + i0, 0, 0, runs.ascending()}, scores.data(), 1, ld,
+                              rows, scratch);
       float* p = probs + (pair * Tq + i0) * Tk;
       for (int64_t i = 0; i < rows; ++i)
         inverse_sums[i] =
@@ -714,7 +864,7 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       else
         set_product<T>(rows, Tk, block_exps, values.data(), Dh, oi, out.row, Dh);
       if (in.value_rows.data)
-        add_skewed_weighted<T>(rows, Tk, block_exps, Dh, Skew{first0 - i0, c, i0}, Dh,
+        add_skewed_weighted<T>(rows, Tk, block_exps, Dh, Skew{first0 - i0, c, i0, runs.descending()}, Dh,
                                SkewedRows{in.value_rows.at(h), oi, out.row}, SkewedOuter{}, scratch);
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t d = 0; d < Dh; ++d) oi[i * out.row + d] *= inverse_sums[i];
@@ -746,11 +896,15 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
                 ld = scratch_stride(Tkp);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
-  const int64_t c = in.clip, table_rows = c > 0 ? 2 * c + 1 : W;  // of the query and value tables
+  const int64_t c = in.clip;
+  const int64_t table_rows = in.runs ? in.run_count : c > 0 ? 2 * c + 1 : W,  // of the query and value tables
+      key_table_rows = in.runs ? in.run_count : W;
+  const RunMaps runs(in, W);
   const int64_t block = std::min(kQueryBlock, Tq);
   std::vector<float> value_columns(Dh * ld, 0.0f), keys, queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
       grad_scores(block * ld), grad_values_transposed(Dh * ld), grad_keys_transposed(Dh * ld),
-      grad_outs_t(Dh * Tq), scratch;
+      grad_outs_t(Dh * Tq);
+  RelativeScratch scratch;
   constexpr bool narrow = Narrow;  // dS k by narrow_product, from k^T's panels
   std::vector<float> key_panels(narrow ? Dh * Tkp : 0);
   const bool row_major_keys = !narrow || in.key_rows.data;  // read by dQ's tile product or the key term
@@ -792,7 +946,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       const int64_t rows = std::min(block, Tq - i0);
       const float* p = probs + (pair * Tq + i0) * Tk;
       const float* grad_out_rows = grad_outs.data() + i0 * Dh;
-      const Skew query_skew{first0 - i0, c, i0}, key_skew{first0 + i0};
+      const Skew query_skew{first0 - i0, c, i0, runs.descending()}, key_skew{first0 + i0, 0, 0, runs.ascending()};
       // The next block's P (read from memory by its dS pass) is fetched during this block's
       // dV and dK products: in as many steps as those take tiles
       const int64_t next_rows = i0 + rows < Tq ? std::min(block, Tq - i0 - rows) : std::min(block, Tq),
@@ -854,8 +1008,10 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                               grad_keys_transposed.data(), ld, Tk, &prefetch_next_probs);
       if (in.key_rows.data) {
         add_skewed_weighted<T>(Tk, rows, dS.transposed(), -Dh, key_skew, Dh,
-                               SkewedRows{in.key_rows.at(h) + (W - 1) * Dh, dk, ldk},
-                               SkewedOuter{keys.data(), Dh, head_rows(grad.key_rows, in.key_rows, h, W, Dh) + (W - 1) * Dh},
+                               SkewedRows{in.key_rows.at(h) + (key_table_rows - 1) * Dh, dk, ldk},
+                               SkewedOuter{keys.data(), Dh,
+                                           head_rows(grad.key_rows, in.key_rows, h, key_table_rows, Dh) +
+                                               (key_table_rows - 1) * Dh},
                                scratch);
       }
     }

@@ -62,6 +62,14 @@ struct AttentionInputs {
   // are products with the few rows, spread over each score row (the key table, if any,
   // stays (2T - 1, Dh))
   int64_t clip = 0;
+  // Tables given by runs (not with clip): runs[c] (2T - 1 entries, for the offsets in the
+  // tables' descending order; non-decreasing from 0 in steps of 0 or 1) is the row that
+  // offset T - 1 - c reads, and every table has run_count rows, one per run of neighbouring
+  // offsets that share a row (DeBERTa's log buckets: at T 512 the 1023 offsets take 511
+  // rows). The products with a table are then computed once per run, and the tables'
+  // gradients are per run. Null: one row per offset.
+  const int32_t* runs = nullptr;
+  int64_t run_count = 0;
 };
 
 // Where the backward writes. q, k, v: (B, H, T, Dh) views, written (the caller picks the
@@ -74,7 +82,8 @@ struct AttentionInputs {
 // offset_query: contiguous (B, H, Tq, Dh), written, when the inputs have a separate q';
 // else q' = q and its gradient goes to q. query_rows, key_rows, value_rows (when the inputs
 // have them): contiguous descending rows shaped like the inputs' tables ((H|1, 2T - 1,
-// Dh)), added to (each caller's thread gives its own, then sums; likewise a broadcast bias).
+// Dh), or run_count rows), added to (each caller's thread gives its own, then sums;
+// likewise a broadcast bias).
 struct AttentionGradients {
   MutableStrided q, k, v;
   MutableStrided bias;

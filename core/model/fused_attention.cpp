@@ -55,6 +55,21 @@ torch::Tensor descending_table(const torch::Tensor& t, const char* what, int64_t
   return t.to(torch::kFloat32).flip(-2).contiguous();
 }
 
+// RelativeRows::runs (W = 2T - 1 ascending offsets' rows) checked -> int32, in the tables'
+// descending order and counted from their descending first row (the kernels' runs); an
+// empty tensor stays empty (no runs).
+torch::Tensor descending_runs(const torch::Tensor& runs, int64_t W, int64_t clip) {
+  if (runs.numel() == 0) return runs;
+  TORCH_CHECK(clip == 0, "fused_attention: runs do not combine with clip");
+  TORCH_CHECK(runs.dim() == 1 && runs.size(0) == W && !runs.is_floating_point(),
+              "fused_attention: runs must be (2T - 1) = (", W, ") integers, got ", runs.sizes(), " ", runs.dtype());
+  const auto ascending = runs.to(torch::kInt64);
+  const auto steps = ascending.slice(0, 1) - ascending.slice(0, 0, W - 1);
+  TORCH_CHECK(ascending[0].item<int64_t>() == 0 && ((steps == 0) | (steps == 1)).all().item<bool>(),
+              "fused_attention: runs must start at 0 and step by 0 or 1 from one offset to the next");
+  return (ascending[W - 1] - ascending.flip(0)).to(torch::kInt32).contiguous();
+}
+
 kernels::OffsetTable table_view(const torch::Tensor& descending) {
   if (descending.numel() == 0) return {};
   return {descending.data_ptr<float>(), descending.dim() == 3 ? descending.stride(0) : 0};
@@ -69,7 +84,8 @@ const char* const kRelativeInputNames[] = {"query", "key", "value"};
 kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                        double scale, const torch::Tensor& bias, const torch::Tensor& mask,
                                        const std::vector<torch::Tensor>& rows, const torch::Tensor& offset_query,
-                                       int64_t clip) {
+                                       int64_t clip, const torch::Tensor& runs) {
+  const bool by_runs = runs.numel() > 0;
   return {strided_view(q),
           strided_view(k),
           strided_view(v),
@@ -80,7 +96,9 @@ kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tens
           table_view(rows[kKeyRows]),
           table_view(rows[kValueRows]),
           offset_query.numel() > 0 ? strided_view(offset_query) : kernels::Strided{},
-          clip};
+          clip,
+          by_runs ? runs.data_ptr<int32_t>() : nullptr,
+          by_runs ? runs[-1].item<int64_t>() + 1 : 0};
 }
 
 // A zero gradient shaped like a table, or none for an absent (empty) one.
@@ -100,13 +118,14 @@ std::array<torch::Tensor, 3> split_packed(const torch::Tensor& qkv, int64_t head
 struct FusedAttention : torch::autograd::Function<FusedAttention> {
   // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh); or, with packed_heads = H > 0, q_in the packed
   // (B, T, 3 H Dh) and k_in, v_in empty (split_packed); rows: (H|-, 2T - 1, Dh) ascending or
-  // empty; offset_query: (B, H, T, Dh) or empty -> (B, H, Tq, Dh) (memory (B, Tq, H, Dh))
+  // empty (or one per run: runs_in, RelativeRows::runs, or empty); offset_query: (B, H, T,
+  // Dh) or empty -> (B, H, Tq, Dh) (memory (B, Tq, H, Dh))
   static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& q_in,
                                const torch::Tensor& k_in, const torch::Tensor& v_in, const torch::Tensor& bias_in,
                                const torch::Tensor& mask_in, const torch::Tensor& query_rows_in,
                                const torch::Tensor& key_rows_in, const torch::Tensor& value_rows_in,
-                               const torch::Tensor& offset_query_in, double scale, int64_t clip,
-                               int64_t packed_heads) {
+                               const torch::Tensor& offset_query_in, const torch::Tensor& runs_in, double scale,
+                               int64_t clip, int64_t packed_heads) {
     const auto split = packed_heads > 0 ? split_packed(q_in, packed_heads) : std::array{q_in, k_in, v_in};
     TORCH_CHECK(split[0].dim() == 4 && split[1].dim() == 4 && split[2].dim() == 4,
                 "fused_attention: q, k, v must be (B, H, T, Dh)");
@@ -118,6 +137,10 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const auto bias = additive_table(bias_in, "bias", dims.batch, dims.heads, dims.queries, dims.keys);
     const auto mask = additive_table(mask_in, "mask", dims.batch, dims.heads, dims.queries, dims.keys);
     TORCH_CHECK(clip >= 0, "fused_attention: clip must be >= 0, got ", clip);
+    TORCH_CHECK(runs_in.numel() == 0 || dims.queries == dims.keys,
+                "fused_attention: runs need as many queries as keys, got ", dims.queries, " and ", dims.keys);
+    const auto runs = descending_runs(runs_in, 2 * dims.keys - 1, clip);  // int32, descending
+    const int64_t run_count = runs.numel() > 0 ? runs[-1].item<int64_t>() + 1 : 0;
     const torch::Tensor* rows_in[kRelativeInputs] = {&query_rows_in, &key_rows_in, &value_rows_in};
     std::vector<torch::Tensor> rows;  // descending, as the kernels read them
     for (int r = 0; r < kRelativeInputs; ++r) {
@@ -125,14 +148,14 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                   kRelativeInputNames[r], " rows need as many queries as keys, got ", dims.queries, " and ", dims.keys);
       const bool clipped = clip > 0 && r != kKeyRows;
       rows.push_back(descending_table(*rows_in[r], kRelativeInputNames[r], dims.heads,
-                                      clipped ? 2 * clip + 1 : 2 * dims.keys - 1,
-                                      clipped ? "2 clip + 1" : "2T - 1", dims.head_dim));
+                                      run_count > 0 ? run_count : clipped ? 2 * clip + 1 : 2 * dims.keys - 1,
+                                      run_count > 0 ? "runs[-1] + 1" : clipped ? "2 clip + 1" : "2T - 1", dims.head_dim));
     }
     const auto offset_query = offset_query_in.numel() > 0 ? unit_last_stride(offset_query_in) : offset_query_in;
     TORCH_CHECK(offset_query.numel() == 0 || offset_query.sizes() == q.sizes(),
                 "fused_attention: the offset query must be shaped like q ", q.sizes(), ", got ", offset_query.sizes());
 
-    const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip);
+    const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip, runs);
     RECORD_FUNCTION("pelab::fused_attention_forward", std::vector<c10::IValue>());  // for pelab bench --trace
     auto probs = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
     auto out = torch::empty({dims.batch, dims.queries, dims.heads, dims.head_dim}, q.options());
@@ -140,7 +163,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
       kernels::attention_forward(dims, begin, end, in, probs.data_ptr<float>(), out_view);
     });
-    context->save_for_backward({q, k, v, rows[kQueryRows], rows[kKeyRows], rows[kValueRows], offset_query});
+    context->save_for_backward({q, k, v, rows[kQueryRows], rows[kKeyRows], rows[kValueRows], offset_query, runs});
     context->saved_data["probs"] = probs;
     context->saved_data["scale"] = scale;
     context->saved_data["clip"] = clip;
@@ -153,14 +176,15 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
                                                  torch::autograd::variable_list gradients) {
     const auto saved = context->get_saved_variables();
-    const auto &q = saved[0], &k = saved[1], &v = saved[2], &offset_query = saved[6];
+    const auto &q = saved[0], &k = saved[1], &v = saved[2], &offset_query = saved[6], &runs = saved[7];
     const std::vector<torch::Tensor> rows = {saved[3], saved[4], saved[5]};
     const bool separate_offset_query = offset_query.numel() > 0;
     const auto probs = context->saved_data["probs"].toTensor();
     const double scale = context->saved_data["scale"].toDouble();
     const auto grad_out = unit_last_stride(gradients[0]);
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-    const auto in = kernel_inputs(q, k, v, scale, {}, {}, rows, offset_query, context->saved_data["clip"].toInt());
+    const auto in =
+        kernel_inputs(q, k, v, scale, {}, {}, rows, offset_query, context->saved_data["clip"].toInt(), runs);
     // q, k, v's gradients in (B, T, H, Dh) memory, as the projection's output has them: the
     // heads merge back into (B, T, D) without a copy; packed, the three are views of the
     // packed input's gradient (no concatenation afterwards)
@@ -226,6 +250,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
             grad_offset_query,
             torch::Tensor(),
             torch::Tensor(),
+            torch::Tensor(),
             torch::Tensor()};
   }
 };
@@ -245,7 +270,7 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, co
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
   return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask), or_absent(relative.query),
                                or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
-                               scale, relative.clip, int64_t{0});
+                               or_absent(relative.runs), scale, relative.clip, int64_t{0});
 }
 
 torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, double scale, const torch::Tensor& bias,
@@ -256,7 +281,7 @@ torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, do
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
   return FusedAttention::apply(qkv, absent, absent, or_absent(bias), or_absent(mask), or_absent(relative.query),
                                or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
-                               scale, relative.clip, heads);
+                               or_absent(relative.runs), scale, relative.clip, heads);
 }
 
 }  // namespace pelab

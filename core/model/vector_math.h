@@ -49,6 +49,26 @@ typedef float Float8 __attribute__((vector_size(32)));
 typedef float Float4 __attribute__((vector_size(16)));
 template <class V>
 constexpr int64_t kLanesOf = sizeof(V) / sizeof(float);
+// 32-bit integer lanes as many as V's: lane indices for permute.
+template <class V>
+struct LaneIndicesOf {
+  typedef int32_t Type __attribute__((vector_size(sizeof(V))));
+};
+template <class V>
+using LaneIndices = typename LaneIndicesOf<V>::Type;
+
+// Lane i of the result is v[index[i]] (indices 0 .. lanes - 1): one vpermps on AVX2 and
+// AVX-512 (GCC's variable shuffle; lane by lane elsewhere).
+template <class V>
+PELAB_INLINE V permute(V v, LaneIndices<V> index) {
+#if defined(__GNUC__) && !defined(__clang__)
+  return __builtin_shuffle(v, index);
+#else
+  V out;
+  for (int64_t i = 0; i < kLanesOf<V>; ++i) out[i] = v[index[i] & (kLanesOf<V> - 1)];
+  return out;
+#endif
+}
 template <class V>
 PELAB_INLINE V load(const float* p) {
   V v;
