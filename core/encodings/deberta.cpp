@@ -92,12 +92,14 @@ RelativeRows DebertaImpl::relative_rows(const torch::Tensor& q, const torch::Ten
                                         const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
   if (!geometry.contiguous()) return {};
-  // offsets ascending -> table rows non-decreasing: the distinct rows are the runs
-  const auto projected = projected_rows(attention, table_row(geometry.offsets()));
+  // offsets ascending -> table rows non-decreasing: the distinct rows are the runs (none
+  // repeats up to position_buckets / 2: then one row per offset, no runs to pass)
+  const auto offsets = geometry.offsets();
+  const auto projected = projected_rows(attention, table_row(offsets));
   RelativeRows terms;
   terms.query = projected.key;  // (H, U, Dh)
   terms.key = projected.query;
-  terms.runs = projected.run;  // (2T - 1)
+  if (projected.key.size(1) < offsets.numel()) terms.runs = projected.run;  // (2T - 1)
   return terms;
 }
 
