@@ -17,6 +17,10 @@
 #define PELAB_AVX2 __attribute__((target("avx2,fma")))
 #define PELAB_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 #endif
+// Helpers the instruction-set copies share are forced inline, so that each copy compiles
+// them for its own target. A lambda inside them is not: if GCC does not inline it (a large
+// body), it is compiled once for the default target, with the copy's vectors on the stack
+// (the AVX2 backward ran 8x slower with one); write such pieces as PELAB_INLINE functions.
 #define PELAB_INLINE __attribute__((always_inline)) inline
 
 namespace pelab::kernels {
