@@ -32,7 +32,8 @@ namespace {
 constexpr int64_t kLanes = 16;
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
-int64_t round_up_to_lanes(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
+int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+int64_t round_up_to_lanes(int64_t n) { return round_up(n, kLanes); }
 
 // The row stride of a scratch block n (a multiple of kLanes) floats wide: one 64-byte line
 // more, so that a column's elements (a product walks down them) do not all fall into the
@@ -488,6 +489,11 @@ struct Skew {
   const RunMap* runs = nullptr;
 };
 
+// The columns per row of an offset table of `rows` rows laid out as columns (OffsetColumns),
+// and the band positions a run map covers: a band reaches past the last row by up to
+// kBlock + 2 kLanes columns (add_skewed_product).
+int64_t offset_columns_ld(int64_t rows) { return rows + kBlock + 3 * kLanes; }
+
 // The table row of each band position (Skew::runs) when the tables are given by runs
 // (AttentionInputs::runs), continued past the last offset in steps of one (a band reaches
 // into OffsetColumns' zero padding); [single_begin, single_end): the longest stretch of
@@ -503,7 +509,7 @@ class RunMaps {
  public:
   RunMaps(const AttentionInputs& in, int64_t W) {
     if (!in.runs) return;
-    const int64_t length = W + kBlock + 3 * kLanes;  // OffsetColumns::ld() for W rows
+    const int64_t length = offset_columns_ld(W);
     const int32_t last = static_cast<int32_t>(in.run_count - 1);
     descending_.row.resize(length);
     ascending_.row.resize(length);
@@ -609,7 +615,7 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
   static_assert(T::kBandRows <= kBlock && T::kBandRows % T::kWidth == 0, "bands: whole N x N blocks, at most kBlock");
   for (int64_t r0 = 0; r0 < rows; r0 += T::kBandRows) {
     const int64_t b = std::min(T::kBandRows, rows - r0), base = skew.first0 - (r0 + b - 1),
-                  band_width = (width + b - 1 + T::kWidth - 1) / T::kWidth * T::kWidth;
+                  band_width = round_up(width + b - 1, T::kWidth);
     band.resize(std::max<size_t>(band.size(), b * band_width));
     if (!skew.runs) {
       set_product<T>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
@@ -617,7 +623,7 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
     } else {  // the products with the band's runs, spread over its positions
       const int32_t* run_of = skew.runs->row.data() + base;
       const int64_t runs = run_of[band_width - 1] - run_of[0] + 1,
-                    runs_width = (runs + T::kWidth - 1) / T::kWidth * T::kWidth, ldp = runs_width + T::kWidth;
+                    runs_width = round_up(runs, T::kWidth), ldp = runs_width + T::kWidth;
       scratch.per_run.resize(std::max<size_t>(scratch.per_run.size(), b * ldp));
       set_product<T>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + run_of[0], ldc, scratch.per_run.data(), ldp,
                      runs_width);
@@ -763,8 +769,7 @@ class OffsetColumns {
   OffsetColumns(const OffsetTable& table, int64_t W, int64_t Dh, float factor, bool ascending)
       : table_(table), W_(W), Dh_(Dh), factor_(factor), ascending_(ascending),
         columns_(table.data ? Dh * ld() : 0, 0.0f) {}
-  // a band reaches past the last row by up to kBlock + 2 kLanes columns (add_skewed_product)
-  int64_t ld() const { return W_ + kBlock + 3 * kLanes; }
+  int64_t ld() const { return offset_columns_ld(W_); }
   const float* for_head(int64_t h) {
     const float* rows = table_.at(h);
     if (rows != built_from_) {

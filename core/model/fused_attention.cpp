@@ -70,6 +70,11 @@ torch::Tensor descending_runs(const torch::Tensor& runs, int64_t W, int64_t clip
   return (ascending[W - 1] - ascending.flip(0)).to(torch::kInt32).contiguous();
 }
 
+// The number of runs (rows per table) of descending_runs' result; 0: no runs.
+int64_t run_count(const torch::Tensor& descending_runs) {
+  return descending_runs.numel() > 0 ? descending_runs[-1].item<int64_t>() + 1 : 0;
+}
+
 kernels::OffsetTable table_view(const torch::Tensor& descending) {
   if (descending.numel() == 0) return {};
   return {descending.data_ptr<float>(), descending.dim() == 3 ? descending.stride(0) : 0};
@@ -85,7 +90,6 @@ kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tens
                                        double scale, const torch::Tensor& bias, const torch::Tensor& mask,
                                        const std::vector<torch::Tensor>& rows, const torch::Tensor& offset_query,
                                        int64_t clip, const torch::Tensor& runs) {
-  const bool by_runs = runs.numel() > 0;
   return {strided_view(q),
           strided_view(k),
           strided_view(v),
@@ -97,8 +101,8 @@ kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tens
           table_view(rows[kValueRows]),
           offset_query.numel() > 0 ? strided_view(offset_query) : kernels::Strided{},
           clip,
-          by_runs ? runs.data_ptr<int32_t>() : nullptr,
-          by_runs ? runs[-1].item<int64_t>() + 1 : 0};
+          runs.numel() > 0 ? runs.data_ptr<int32_t>() : nullptr,
+          run_count(runs)};
 }
 
 // A zero gradient shaped like a table, or none for an absent (empty) one.
@@ -140,7 +144,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     TORCH_CHECK(runs_in.numel() == 0 || dims.queries == dims.keys,
                 "fused_attention: runs need as many queries as keys, got ", dims.queries, " and ", dims.keys);
     const auto runs = descending_runs(runs_in, 2 * dims.keys - 1, clip);  // int32, descending
-    const int64_t run_count = runs.numel() > 0 ? runs[-1].item<int64_t>() + 1 : 0;
+    const int64_t runs_rows = run_count(runs);
     const torch::Tensor* rows_in[kRelativeInputs] = {&query_rows_in, &key_rows_in, &value_rows_in};
     std::vector<torch::Tensor> rows;  // descending, as the kernels read them
     for (int r = 0; r < kRelativeInputs; ++r) {
@@ -148,8 +152,8 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                   kRelativeInputNames[r], " rows need as many queries as keys, got ", dims.queries, " and ", dims.keys);
       const bool clipped = clip > 0 && r != kKeyRows;
       rows.push_back(descending_table(*rows_in[r], kRelativeInputNames[r], dims.heads,
-                                      run_count > 0 ? run_count : clipped ? 2 * clip + 1 : 2 * dims.keys - 1,
-                                      run_count > 0 ? "runs[-1] + 1" : clipped ? "2 clip + 1" : "2T - 1", dims.head_dim));
+                                      runs_rows > 0 ? runs_rows : clipped ? 2 * clip + 1 : 2 * dims.keys - 1,
+                                      runs_rows > 0 ? "runs[-1] + 1" : clipped ? "2 clip + 1" : "2T - 1", dims.head_dim));
     }
     const auto offset_query = offset_query_in.numel() > 0 ? unit_last_stride(offset_query_in) : offset_query_in;
     TORCH_CHECK(offset_query.numel() == 0 || offset_query.sizes() == q.sizes(),
