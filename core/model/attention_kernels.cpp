@@ -39,6 +39,8 @@ int64_t round_up_to_lanes(int64_t n) { return round_up(n, kLanes); }
 // more, so that a column's elements (a product walks down them) do not all fall into the
 // same few sets of the L1 cache when a row is a multiple of 4 KB / 2 (T 512: 2 KB rows
 // kept a 32-row panel of k^T from fitting, and every tile reloaded it from the L2 cache).
+// The same holds for q^T and dO^T, the left factors whose rows a tile broadcasts from, and
+// for the saved probabilities (probability_row_stride).
 int64_t scratch_stride(int64_t n) { return n + kLanes; }
 
 // A read-only matrix: element (r, c) at data[r * row + c * column] (column = 1: row-major;
@@ -796,6 +798,12 @@ float* head_rows(float* gradient, const OffsetTable& table, int64_t h, int64_t W
   return gradient + (table.head ? h * W * Dh : 0);
 }
 
+}  // namespace
+
+int64_t probability_row_stride(int64_t keys) { return keys % 128 == 0 ? keys + 16 : keys; }
+
+namespace {
+
 // Queries per block: a pair's scores are computed, used and dropped kQueryBlock rows at a
 // time, so that the block's scores and gradients (kQueryBlock x T floats) stay in the L2
 // cache next to the pair's (T, Dh) operands, and the saved probabilities are written and
@@ -813,19 +821,20 @@ template <class T, bool Narrow>
 PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                 float* probs, const MutableStrided& out) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
+                ld_probs = probability_row_stride(Tk),
                 ld = scratch_stride(Tkp);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
   const int64_t c = in.clip;
   const int64_t table_rows = in.runs ? in.run_count : c > 0 ? 2 * c + 1 : W,  // of the query and value tables
       key_table_rows = in.runs ? in.run_count : W;
   const RunMaps runs(in, W);
-  const int64_t block = std::min(kQueryBlock, Tq);
+  const int64_t block = std::min(kQueryBlock, Tq), ldt = scratch_stride(round_up_to_lanes(Tq));  // of q^T, q'^T
   constexpr bool narrow = Narrow;  // p v by narrow_product, from v^T's panels
   std::vector<float> key_columns(Dh * ld, 0.0f), values(narrow ? 0 : Tk * Dh), value_panels(narrow ? Dh * Tkp : 0),
-      queries_t(Dh * Tq), offset_queries_t, scores(block * ld), inverse_sums(block);
+      queries_t(Dh * ldt), offset_queries_t, scores(block * ld), inverse_sums(block);
   RelativeScratch scratch;
   const bool separate_offset_query = in.query_rows.data && in.offset_query.data;
-  if (separate_offset_query) offset_queries_t.resize(Dh * Tq);
+  if (separate_offset_query) offset_queries_t.resize(Dh * ldt);
   OffsetColumns query_columns(in.query_rows, table_rows, Dh, 1.0f, /*ascending=*/false);
   OffsetColumns key_columns_relative(in.key_rows, key_table_rows, Dh, in.scale, /*ascending=*/true);
   for (int64_t pair = begin; pair < end; ++pair) {
@@ -835,30 +844,31 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       pack_column_panels(in.v, b, h, Tk, Dh, value_panels.data());  // Tkp / 16 panels of (Dh, 16)
     else
       gather_rows(in.v, b, h, Tk, Dh, values.data());  // (Tk, Dh)
-    transpose_rows<typename T::Vector>(in.q, b, h, Tq, Dh, queries_t.data(), Tq, in.scale);  // q^T (Dh, Tq), scaled
+    transpose_rows<typename T::Vector>(in.q, b, h, Tq, Dh, queries_t.data(), ldt, in.scale);  // q^T (Dh, Tq), scaled
     if (separate_offset_query)  // q'^T (Dh, Tq), scaled; else q' = q
-      transpose_rows<typename T::Vector>(in.offset_query, b, h, Tq, Dh, offset_queries_t.data(), Tq, in.scale);
+      transpose_rows<typename T::Vector>(in.offset_query, b, h, Tq, Dh, offset_queries_t.data(), ldt, in.scale);
     const float* scaled_offset_queries_t = separate_offset_query ? offset_queries_t.data() : queries_t.data();
     float* o = out.at(b, h, 0);
     for (int64_t i0 = 0; i0 < Tq; i0 += block) {  // queries [i0, i0 + rows)
       const int64_t rows = std::min(block, Tq - i0);
       // scores = scale q k^T (+ the relative terms), Tkp columns (k^T is zero padded); the
       // bias and the mask are added by the softmax's first pass
-      set_product<T>(rows, Dh, Matrix{queries_t.data() + i0, Tq}.transposed(), key_columns.data(), ld,
+      set_product<T>(rows, Dh, Matrix{queries_t.data() + i0, ldt}.transposed(), key_columns.data(), ld,
                               scores.data(), ld, Tkp);
       if (in.query_rows.data)  // scale q'_i . Rq[i - j]
-        add_skewed_product<T>(rows, Dh, Matrix{scaled_offset_queries_t + i0, Tq}.transposed(),
+        add_skewed_product<T>(rows, Dh, Matrix{scaled_offset_queries_t + i0, ldt}.transposed(),
                               query_columns.for_head(h), query_columns.ld(), Skew{first0 - i0, c, i0, runs.descending()},
                               scores.data(), ld, 1, Tkp, scratch);
       if (in.key_rows.data)  // scale k_j . Rk[i - j], key-major, written transposed into the scores
         add_skewed_product<T>(Tk, Dh, Matrix{key_columns.data(), ld}.transposed(), key_columns_relative.for_head(h),
                               key_columns_relative.ld(), Skew{first0 + i0, 0, 0, runs.ascending()}, scores.data(), 1, ld,
                               rows, scratch);
-      float* p = probs + (pair * Tq + i0) * Tk;
+      float* p = probs + (pair * Tq + i0) * ld_probs;
       for (int64_t i = 0; i < rows; ++i)
         inverse_sums[i] =
             softmax_padded<T>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
-                                               in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, Tk, Tkp, p + i * Tk);
+                                               in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, Tk, Tkp,
+                                               p + i * ld_probs);
       // out = p (v + Rv[i - .]): the unnormalized exps from the scores' scratch (in the
       // cache; the saved copy is not) times (v + Rv), each row then scaled by 1 / its sum
       float* oi = o + i0 * out.row;
@@ -892,23 +902,24 @@ PELAB_INLINE const float* next_block_probs(const AttentionDims& dims, const floa
     if (++index >= end) return nullptr;
     next_row = 0;
   }
-  return probs + (pair_at(dims, head_major, index) * dims.queries + next_row) * dims.keys;
+  return probs + (pair_at(dims, head_major, index) * dims.queries + next_row) * probability_row_stride(dims.keys);
 }
 
 template <class T, bool Narrow>
 PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                  const float* probs, const Strided& grad_out, const AttentionGradients& grad) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
+                ld_probs = probability_row_stride(Tk),
                 ld = scratch_stride(Tkp);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
   const int64_t c = in.clip;
   const int64_t table_rows = in.runs ? in.run_count : c > 0 ? 2 * c + 1 : W,  // of the query and value tables
       key_table_rows = in.runs ? in.run_count : W;
   const RunMaps runs(in, W);
-  const int64_t block = std::min(kQueryBlock, Tq);
+  const int64_t block = std::min(kQueryBlock, Tq), ldt = scratch_stride(round_up_to_lanes(Tq));  // of dO^T
   std::vector<float> value_columns(Dh * ld, 0.0f), keys, queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
       grad_scores(block * ld), grad_values_transposed(Dh * ld), grad_keys_transposed(Dh * ld),
-      grad_outs_t(Dh * Tq);
+      grad_outs_t(Dh * ldt);
   RelativeScratch scratch;
   constexpr bool narrow = Narrow;  // dS k by narrow_product, from k^T's panels
   std::vector<float> key_panels(narrow ? Dh * Tkp : 0);
@@ -930,7 +941,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     if (narrow) pack_column_panels(in.k, b, h, Tk, Dh, key_panels.data());  // Tkp / 16 panels of (Dh, 16)
     gather_rows(in.q, b, h, Tq, Dh, queries.data());
     gather_rows(grad_out, b, h, Tq, Dh, grad_outs.data());
-    transpose_rows<typename T::Vector>(grad_out, b, h, Tq, Dh, grad_outs_t.data(), Tq);  // dO^T, the left factor of dP
+    transpose_rows<typename T::Vector>(grad_out, b, h, Tq, Dh, grad_outs_t.data(), ldt);  // dO^T, the left factor of dP
     const float* offset_query_rows = queries.data();  // q'
     if (in.query_rows.data && in.offset_query.data) {
       gather_rows(in.offset_query, b, h, Tq, Dh, offset_queries.data());
@@ -949,7 +960,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     std::fill(grad_keys_transposed.begin(), grad_keys_transposed.end(), 0.0f);
     for (int64_t i0 = 0; i0 < Tq; i0 += block) {  // queries [i0, i0 + rows)
       const int64_t rows = std::min(block, Tq - i0);
-      const float* p = probs + (pair * Tq + i0) * Tk;
+      const float* p = probs + (pair * Tq + i0) * ld_probs;
       const float* grad_out_rows = grad_outs.data() + i0 * Dh;
       const Skew query_skew{first0 - i0, c, i0, runs.descending()}, key_skew{first0 + i0, 0, 0, runs.ascending()};
       // The next block's P (read from memory by its dS pass) is fetched during this block's
@@ -957,9 +968,9 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       const int64_t next_rows = i0 + rows < Tq ? std::min(block, Tq - i0 - rows) : std::min(block, Tq),
                     tiles = 2 * ((Dh + T::R - 1) / T::R) * ((Tk + T::C * T::kWidth - 1) / (T::C * T::kWidth));
       PrefetchStream prefetch_next_probs(next_block_probs(dims, probs, head_major, index, end, i0 + rows),
-                                         next_rows * Tk, (next_rows * Tk / PrefetchStream::kLine + tiles - 1) / tiles);
+                                         next_rows * ld_probs, (next_rows * ld_probs / PrefetchStream::kLine + tiles - 1) / tiles);
       // dP = dO (v + Rv[i - .])^T, dO read from its transpose (column-major)
-      const Matrix grad_out_block = Matrix{grad_outs_t.data() + i0, Tq}.transposed();
+      const Matrix grad_out_block = Matrix{grad_outs_t.data() + i0, ldt}.transposed();
       set_product<T>(rows, Dh, grad_out_block, value_columns.data(), ld, grad_scores.data(), ld, Tkp);
       if (in.value_rows.data)
         add_skewed_product<T>(rows, Dh, grad_out_block, value_columns_relative.for_head(h), value_columns_relative.ld(),
@@ -967,7 +978,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       // dS = P * (dP - <P, dP>) row by row (the bias's gradient), then scaled: the factor
       // of every product below
       for (int64_t i = 0; i < rows; ++i) {
-        const float* __restrict pi = p + i * Tk;
+        const float* __restrict pi = p + i * ld_probs;
         float* __restrict row = grad_scores.data() + i * ld;
         const float expected = dot<typename T::Vector>(pi, row, Tk), scale = in.scale;
         if (!grad.bias.data) {
@@ -1000,10 +1011,10 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       }
       // dV = P^T dO, as dV^T += dO^T P (the long rows of P read along their length, not
       // down its columns); dRv[i - j] += P_ij dO_i
-      add_product<T>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p, Tk, grad_values_transposed.data(),
+      add_product<T>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p, ld_probs, grad_values_transposed.data(),
                               ld, Tk, &prefetch_next_probs);
       if (in.value_rows.data)
-        add_skewed_weighted<T>(rows, Tk, {p, Tk}, Dh, query_skew, Dh, SkewedRows{},
+        add_skewed_weighted<T>(rows, Tk, {p, ld_probs}, Dh, query_skew, Dh, SkewedRows{},
                                SkewedOuter{grad_out_rows, Dh, head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh)},
                                scratch);
       // dK = scale dS^T q, as dK^T += q^T dS; key-major with an ascending table (rows read

@@ -91,8 +91,15 @@ struct AttentionGradients {
   float *query_rows = nullptr, *key_rows = nullptr, *value_rows = nullptr;
 };
 
+// The row stride of the saved probabilities (B, H, Tq, stride) for Tk keys: Tk, or one
+// cache line more when a row is a multiple of 512 bytes. The backward's dV product reads a
+// block of rows down its columns; rows 2 KB apart (T 512) fell into 2 of the L1 cache's 64
+// sets, and every tile reloaded the block's panel from the L2 cache.
+int64_t probability_row_stride(int64_t keys);
+
 // Forward for the (batch, head) pairs [begin, end) (pair = b * heads + h). probs:
-// contiguous (B, H, Tq, Tk), written; out: (B, H, Tq, Dh) view, written.
+// contiguous (B, H, Tq, probability_row_stride(Tk)), written (columns Tk on are not);
+// out: (B, H, Tq, Dh) view, written.
 void attention_forward(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                        float* probs, MutableStrided out);
 

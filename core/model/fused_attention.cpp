@@ -161,7 +161,8 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
 
     const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip, runs);
     RECORD_FUNCTION("pelab::fused_attention_forward", std::vector<c10::IValue>());  // for pelab bench --trace
-    auto probs = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
+    auto probs = torch::empty({dims.batch, dims.heads, dims.queries, kernels::probability_row_stride(dims.keys)},
+                              q.options());
     auto out = torch::empty({dims.batch, dims.queries, dims.heads, dims.head_dim}, q.options());
     const kernels::MutableStrided out_view{out.data_ptr<float>(), out.stride(0), out.stride(2), out.stride(1)};
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
