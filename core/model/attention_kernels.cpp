@@ -35,13 +35,15 @@ constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 int64_t round_up_to_lanes(int64_t n) { return round_up(n, kLanes); }
 
-// The row stride of a scratch block n (a multiple of kLanes) floats wide: one 64-byte line
-// more, so that a column's elements (a product walks down them) do not all fall into the
-// same few sets of the L1 cache when a row is a multiple of 4 KB / 2 (T 512: 2 KB rows
-// kept a 32-row panel of k^T from fitting, and every tile reloaded it from the L2 cache).
-// The same holds for q^T and dO^T, the left factors whose rows a tile broadcasts from, and
-// for the saved probabilities (probability_row_stride).
-int64_t scratch_stride(int64_t n) { return n + kLanes; }
+// The row stride of blocks n floats wide that products walk down (a panel of a column's
+// elements, or of a left factor's rows that a tile broadcasts from): n, or one 64-byte line
+// more when n is a multiple of 128 floats. Rows 512 bytes apart fall into 8 of the L1
+// cache's 64 sets, and 2 KB apart (T 512) into 2: a 32-row panel of k^T did not fit, and
+// every tile reloaded it from the L2 cache. With an odd number of lines (or a multiple of
+// 64 bytes that is not one of 512) a panel spreads over 16 sets or more.
+int64_t spread_stride(int64_t n) { return n % 128 == 0 ? n + kLanes : n; }
+// Scratch blocks (k^T, v^T, q^T, dO^T, scores, their gradients): n a multiple of kLanes.
+int64_t scratch_stride(int64_t n) { return spread_stride(n); }
 
 // A read-only matrix: element (r, c) at data[r * row + c * column] (column = 1: row-major;
 // row = 1: the transpose of a row-major matrix, read in place).
@@ -800,7 +802,7 @@ float* head_rows(float* gradient, const OffsetTable& table, int64_t h, int64_t W
 
 }  // namespace
 
-int64_t probability_row_stride(int64_t keys) { return keys % 128 == 0 ? keys + 16 : keys; }
+int64_t probability_row_stride(int64_t keys) { return spread_stride(keys); }
 
 namespace {
 

@@ -92,9 +92,9 @@ struct AttentionGradients {
 };
 
 // The row stride of the saved probabilities (B, H, Tq, stride) for Tk keys: Tk, or one
-// cache line more when a row is a multiple of 512 bytes. The backward's dV product reads a
-// block of rows down its columns; rows 2 KB apart (T 512) fell into 2 of the L1 cache's 64
-// sets, and every tile reloaded the block's panel from the L2 cache.
+// cache line more when Tk is a multiple of 128 (512 bytes). The backward's dV product reads
+// a block of rows down its columns; rows 2 KB apart (T 512) fell into 2 of the L1 cache's
+// 64 sets, and every tile reloaded the block's panel from the L2 cache.
 int64_t probability_row_stride(int64_t keys);
 
 // Forward for the (batch, head) pairs [begin, end) (pair = b * heads + h). probs:
