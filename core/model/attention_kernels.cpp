@@ -495,8 +495,10 @@ struct Skew {
 
 // The columns per row of an offset table of `rows` rows laid out as columns (OffsetColumns),
 // and the band positions a run map covers: a band reaches past the last row by up to
-// kBlock + 2 kLanes columns (add_skewed_product).
-int64_t offset_columns_ld(int64_t rows) { return rows + kBlock + 3 * kLanes; }
+// kBlock + 2 kLanes columns (add_skewed_product); whole cache lines, spread over the L1
+// sets (spread_stride: at T 476-484 the 2T + 63 columns made rows of about 4 KB, and the
+// relative terms took 35% longer than at T 470 or 490).
+int64_t offset_columns_ld(int64_t rows) { return spread_stride(round_up_to_lanes(rows + kBlock + 3 * kLanes)); }
 
 // The table row of each band position (Skew::runs) when the tables are given by runs
 // (AttentionInputs::runs), continued past the last offset in steps of one (a band reaches
