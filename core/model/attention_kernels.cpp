@@ -42,8 +42,9 @@ int64_t round_up_to_lanes(int64_t n) { return round_up(n, kLanes); }
 // every tile reloaded it from the L2 cache. With an odd number of lines (or a multiple of
 // 64 bytes that is not one of 512) a panel spreads over 16 sets or more.
 int64_t spread_stride(int64_t n) { return n % 128 == 0 ? n + kLanes : n; }
-// Scratch blocks (k^T, v^T, q^T, dO^T, scores, their gradients): n a multiple of kLanes.
-int64_t scratch_stride(int64_t n) { return spread_stride(n); }
+// Scratch blocks n floats wide (k^T, v^T, q^T, dO^T, scores, their gradients, offset
+// tables as columns): whole kLanes, spread.
+int64_t scratch_stride(int64_t n) { return spread_stride(round_up_to_lanes(n)); }
 
 // A read-only matrix: element (r, c) at data[r * row + c * column] (column = 1: row-major;
 // row = 1: the transpose of a row-major matrix, read in place).
@@ -498,7 +499,7 @@ struct Skew {
 // kBlock + 2 kLanes columns (add_skewed_product); whole cache lines, spread over the L1
 // sets (spread_stride: at T 476-484 the 2T + 63 columns made rows of about 4 KB, and the
 // relative terms took 35% longer than at T 470 or 490).
-int64_t offset_columns_ld(int64_t rows) { return spread_stride(round_up_to_lanes(rows + kBlock + 3 * kLanes)); }
+int64_t offset_columns_ld(int64_t rows) { return scratch_stride(rows + kBlock + 3 * kLanes); }
 
 // The table row of each band position (Skew::runs) when the tables are given by runs
 // (AttentionInputs::runs), continued past the last offset in steps of one (a band reaches
@@ -802,12 +803,6 @@ float* head_rows(float* gradient, const OffsetTable& table, int64_t h, int64_t W
   return gradient + (table.head ? h * W * Dh : 0);
 }
 
-}  // namespace
-
-int64_t probability_row_stride(int64_t keys) { return spread_stride(keys); }
-
-namespace {
-
 // Queries per block: a pair's scores are computed, used and dropped kQueryBlock rows at a
 // time, so that the block's scores and gradients (kQueryBlock x T floats) stay in the L2
 // cache next to the pair's (T, Dh) operands, and the saved probabilities are written and
@@ -826,13 +821,13 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
                                 float* probs, const MutableStrided& out) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
                 ld_probs = probability_row_stride(Tk),
-                ld = scratch_stride(Tkp);
+                ld = scratch_stride(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;  // relative terms: Tq = Tk
   const int64_t c = in.clip;
   const int64_t table_rows = in.runs ? in.run_count : c > 0 ? 2 * c + 1 : W,  // of the query and value tables
       key_table_rows = in.runs ? in.run_count : W;
   const RunMaps runs(in, W);
-  const int64_t block = std::min(kQueryBlock, Tq), ldt = scratch_stride(round_up_to_lanes(Tq));  // of q^T, q'^T
+  const int64_t block = std::min(kQueryBlock, Tq), ldt = scratch_stride(Tq);  // of q^T, q'^T
   constexpr bool narrow = Narrow;  // p v by narrow_product, from v^T's panels
   std::vector<float> key_columns(Dh * ld, 0.0f), values(narrow ? 0 : Tk * Dh), value_panels(narrow ? Dh * Tkp : 0),
       queries_t(Dh * ldt), offset_queries_t, scores(block * ld), inverse_sums(block);
@@ -897,16 +892,16 @@ PELAB_INLINE int64_t pair_at(const AttentionDims& dims, bool head_major, int64_t
   return head_major ? index % dims.batch * dims.heads + index / dims.batch : index;
 }
 
-// Where the saved probabilities of the backward's next block of queries start: row
-// next_row of the pair it takes index-th, or (past its last row) the first row of the next
-// pair before `end`; null after the last block.
-PELAB_INLINE const float* next_block_probs(const AttentionDims& dims, const float* probs, bool head_major,
-                                           int64_t index, int64_t end, int64_t next_row) {
+// Where the saved probabilities (rows ld_probs apart) of the backward's next block of
+// queries start: row next_row of the pair it takes index-th, or (past its last row) the
+// first row of the next pair before `end`; null after the last block.
+PELAB_INLINE const float* next_block_probs(const AttentionDims& dims, const float* probs, int64_t ld_probs,
+                                           bool head_major, int64_t index, int64_t end, int64_t next_row) {
   if (next_row >= dims.queries) {
     if (++index >= end) return nullptr;
     next_row = 0;
   }
-  return probs + (pair_at(dims, head_major, index) * dims.queries + next_row) * probability_row_stride(dims.keys);
+  return probs + (pair_at(dims, head_major, index) * dims.queries + next_row) * ld_probs;
 }
 
 template <class T, bool Narrow>
@@ -914,13 +909,13 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                                  const float* probs, const Strided& grad_out, const AttentionGradients& grad) {
   const int64_t Tq = dims.queries, Tk = dims.keys, Dh = dims.head_dim, Tkp = round_up_to_lanes(Tk),
                 ld_probs = probability_row_stride(Tk),
-                ld = scratch_stride(Tkp);
+                ld = scratch_stride(Tk);
   const int64_t W = 2 * Tk - 1, first0 = Tk - 1;
   const int64_t c = in.clip;
   const int64_t table_rows = in.runs ? in.run_count : c > 0 ? 2 * c + 1 : W,  // of the query and value tables
       key_table_rows = in.runs ? in.run_count : W;
   const RunMaps runs(in, W);
-  const int64_t block = std::min(kQueryBlock, Tq), ldt = scratch_stride(round_up_to_lanes(Tq));  // of dO^T
+  const int64_t block = std::min(kQueryBlock, Tq), ldt = scratch_stride(Tq);  // of dO^T
   std::vector<float> value_columns(Dh * ld, 0.0f), keys, queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
       grad_scores(block * ld), grad_values_transposed(Dh * ld), grad_keys_transposed(Dh * ld),
       grad_outs_t(Dh * ldt);
@@ -971,8 +966,9 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       // dV and dK products: in as many steps as those take tiles
       const int64_t next_rows = i0 + rows < Tq ? std::min(block, Tq - i0 - rows) : std::min(block, Tq),
                     tiles = 2 * ((Dh + T::R - 1) / T::R) * ((Tk + T::C * T::kWidth - 1) / (T::C * T::kWidth));
-      PrefetchStream prefetch_next_probs(next_block_probs(dims, probs, head_major, index, end, i0 + rows),
-                                         next_rows * ld_probs, (next_rows * ld_probs / PrefetchStream::kLine + tiles - 1) / tiles);
+      PrefetchStream prefetch_next_probs(next_block_probs(dims, probs, ld_probs, head_major, index, end, i0 + rows),
+                                         next_rows * ld_probs,
+                                         (next_rows * ld_probs / PrefetchStream::kLine + tiles - 1) / tiles);
       // dP = dO (v + Rv[i - .])^T, dO read from its transpose (column-major)
       const Matrix grad_out_block = Matrix{grad_outs_t.data() + i0, ldt}.transposed();
       set_product<T>(rows, Dh, grad_out_block, value_columns.data(), ld, grad_scores.data(), ld, Tkp);
@@ -1076,6 +1072,8 @@ PELAB_AVX512 void backward_avx512(PELAB_BACKWARD_PARAMETERS) { backward_tiles<Av
 #endif
 
 }  // namespace
+
+int64_t probability_row_stride(int64_t keys) { return spread_stride(keys); }
 
 void attention_forward(PELAB_FORWARD_PARAMETERS) {
   PELAB_PICK_COPY(forward)(PELAB_FORWARD_ARGUMENTS);
