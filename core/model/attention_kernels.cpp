@@ -30,6 +30,7 @@ namespace {
 // two AVX2 ones, four SSE ones); each instruction set's copy works on its own register width
 // (Tile::Vector below).
 constexpr int64_t kLanes = 16;
+constexpr int64_t kLineFloats = 64 / sizeof(float);  // floats per cache line
 constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
 int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
@@ -41,7 +42,7 @@ int64_t round_up_to_lanes(int64_t n) { return round_up(n, kLanes); }
 // cache's 64 sets, and 2 KB apart (T 512) into 2: a 32-row panel of k^T did not fit, and
 // every tile reloaded it from the L2 cache. With an odd number of lines (or a multiple of
 // 64 bytes that is not one of 512) a panel spreads over 16 sets or more.
-int64_t spread_stride(int64_t n) { return n % 128 == 0 ? n + kLanes : n; }
+int64_t spread_stride(int64_t n) { return n % (8 * kLineFloats) == 0 ? n + kLineFloats : n; }
 // Scratch blocks n floats wide (k^T, v^T, q^T, dO^T, scores, their gradients, offset
 // tables as columns): whole kLanes, spread.
 int64_t scratch_stride(int64_t n) { return spread_stride(round_up_to_lanes(n)); }
@@ -84,12 +85,11 @@ PELAB_INLINE void product_tile(int64_t depth, Matrix x, const float* __restrict 
 // the core's few outstanding-miss slots; a tile's FMAs hide a few lines each.
 class PrefetchStream {
  public:
-  static constexpr int64_t kLine = 64 / sizeof(float);
   PrefetchStream(const float* begin, int64_t n, int64_t lines_per_step)
-      : next_(begin), end_(begin ? begin + n : nullptr), step_(lines_per_step * kLine) {}
+      : next_(begin), end_(begin ? begin + n : nullptr), step_(lines_per_step * kLineFloats) {}
   PELAB_INLINE void step() {
     const float* stop = std::min(end_, next_ + step_);
-    for (; next_ < stop; next_ += kLine) __builtin_prefetch(next_, /*rw=*/0, /*locality=*/2);
+    for (; next_ < stop; next_ += kLineFloats) __builtin_prefetch(next_, /*rw=*/0, /*locality=*/2);
   }
 
  private:
@@ -968,7 +968,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                     tiles = 2 * ((Dh + T::R - 1) / T::R) * ((Tk + T::C * T::kWidth - 1) / (T::C * T::kWidth));
       PrefetchStream prefetch_next_probs(next_block_probs(dims, probs, ld_probs, head_major, index, end, i0 + rows),
                                          next_rows * ld_probs,
-                                         (next_rows * ld_probs / PrefetchStream::kLine + tiles - 1) / tiles);
+                                         (next_rows * ld_probs / kLineFloats + tiles - 1) / tiles);
       // dP = dO (v + Rv[i - .])^T, dO read from its transpose (column-major)
       const Matrix grad_out_block = Matrix{grad_outs_t.data() + i0, ldt}.transposed();
       set_product<T>(rows, Dh, grad_out_block, value_columns.data(), ld, grad_scores.data(), ld, Tkp);
