@@ -1,5 +1,8 @@
 #include "tests/support.h"
 
+#include <ftw.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <random>
 
@@ -67,10 +70,19 @@ TemporaryDirectory::TemporaryDirectory() {
   }
 }
 
-TemporaryDirectory::~TemporaryDirectory() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path, ignored);
+namespace {
+int remove_entry(const char* entry, const struct stat*, int, struct FTW*) {
+  std::remove(entry);  // a file, or a directory already emptied (FTW_DEPTH: contents first)
+  return 0;            // go on past what cannot be removed
 }
+}  // namespace
+
+// Not std::filesystem::remove_all: Python torch's LibTorch (2.4 on) exports the copy of
+// libstdc++'s recursive_directory_iterator it was linked with (PyTorch issue 133437), and the
+// system libstdc++'s remove_all then builds its iterator with that copy, whose state need not
+// have the layout it reads (GCC 13 changed it). tests/libtorch_std_symbols.sh keeps pelab's
+// binaries off these symbols.
+TemporaryDirectory::~TemporaryDirectory() { nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 std::string source_path(const std::string& relative) { return std::string(PELAB_SOURCE_DIR) + "/" + relative; }
 

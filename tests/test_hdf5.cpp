@@ -10,6 +10,24 @@
 
 using namespace pelab;
 
+CATCH_TEST_CASE("a test's temporary directory goes with its contents, and not beyond its links", "[support]") {
+  test::TemporaryDirectory outside;
+  const std::string kept = outside.path + "/kept.txt";
+  std::ofstream(kept) << "kept";
+  std::string removed;
+  {
+    test::TemporaryDirectory dir;
+    removed = dir.path;
+    std::filesystem::create_directories(dir.path + "/a/b");
+    std::ofstream(dir.path + "/a/b/file.txt") << "x";
+    std::ofstream(dir.path + "/top.txt") << "y";
+    std::filesystem::create_symlink(kept, dir.path + "/a/link.txt");
+    std::filesystem::create_directory_symlink(outside.path, dir.path + "/outside");
+  }
+  CATCH_CHECK_FALSE(std::filesystem::exists(removed));
+  CATCH_CHECK(std::filesystem::exists(kept));  // links are removed, not followed
+}
+
 CATCH_TEST_CASE("a run file round-trips every field", "[hdf5]") {
   test::TemporaryDirectory dir;
   RunRecord r;
