@@ -104,6 +104,22 @@ CATCH_TEST_CASE("RoPE's one-pass float32 rotation equals LibTorch's operations, 
   }
 }
 
+CATCH_TEST_CASE("RoPE in bfloat16 (autocast) rotates by float32 angles, rounded only as cosines and sines",
+                "[rotary][rope]") {
+  torch::manual_seed(3);
+  auto rope = make_rope(8, "interleaved");
+  auto x = torch::randn({1, 2, 1048, 8}).to(torch::kBFloat16);  // (B, H, T, Dh)
+  auto positions = torch::arange(1000, 2048, torch::kInt64).unsqueeze(0);
+  // LibTorch's operations in bfloat16 against the float32 one-pass rotation of the same values;
+  // bfloat16 spaces numbers in [1024, 2048) by 8, so angles rounded before cos and sin miss
+  // by up to 4 radians
+  auto y = rope.apply(x, positions);
+  CATCH_REQUIRE(y.scalar_type() == torch::kBFloat16);
+  auto expected = rope.apply(x.to(torch::kFloat32), positions);
+  const double error = (y.to(torch::kFloat32) - expected).abs().max().item<double>();
+  CATCH_CHECK(error < 0.05);
+}
+
 CATCH_TEST_CASE("extrapolation: interpolation at scale 1 is plain RoPE; scale s divides positions; NTK scales the base",
                 "[rotary][rope]") {
   auto rope = make_rope(8, "interleaved");

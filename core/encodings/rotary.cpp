@@ -100,8 +100,10 @@ torch::Tensor RotaryImpl::apply(const torch::Tensor& x, const torch::Tensor& pos
     return Rotation::apply(x, theta.cos().contiguous(), theta.sin().contiguous(), R, interleaved_);
   }
   // anything else (another device or dtype): LibTorch operations
-  auto theta = angles(rows).unsqueeze(1).to(x.dtype());  // (B'|1, 1, T, R/2)
-  auto cos = theta.cos(), sin = theta.sin();
+  // angles in float32, rounded to x's dtype only as cosines and sines: in bfloat16 (autocast)
+  // an angle of 2000 would be rounded by up to 4 radians
+  auto theta = angles(rows).unsqueeze(1);  // (B'|1, 1, T, R/2)
+  auto cos = theta.cos().to(x.dtype()), sin = theta.sin().to(x.dtype());
   auto rotated = x.narrow(-1, 0, R);
   torch::Tensor x1, x2;
   if (interleaved_) {
