@@ -9,6 +9,12 @@
 #include "core/model/layer_norm.h"
 #include "tests/support.h"
 
+#include <ATen/record_function.h>
+#include <torch/version.h>
+
+#include <atomic>
+#include <cstring>
+
 using namespace pelab;
 
 namespace {
@@ -404,6 +410,81 @@ CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, valu
     }
   }
 }
+
+#if TORCH_VERSION_MAJOR >= 2
+// Debian 12's LibTorch 1.13 has no scaled_dot_product_attention, so this test exists only
+// under LibTorch 2.x (scripts/debian13-check.sh runs it on the CPU).
+namespace {
+std::atomic<int> sdpa_calls{0};
+std::unique_ptr<at::ObserverContext> count_sdpa(const at::RecordFunction& op) {
+  if (std::strcmp(op.name(), "aten::scaled_dot_product_attention") == 0) ++sdpa_calls;
+  return nullptr;
+}
+struct SdpaOnCpu {  // while alive, attention takes the GPU's SDPA branch on the CPU
+  SdpaOnCpu() { use_sdpa_on_cpu(true); }
+  ~SdpaOnCpu() { use_sdpa_on_cpu(false); }
+};
+}  // namespace
+
+CATCH_TEST_CASE("scaled_dot_product_attention (the GPU's branch) equals the unfused path, values and gradients",
+                "[encoder][sdpa]") {
+  // the additive mask (padding keys, causal), the bias alone when no key is masked, no mask
+  // at all, and q pre-scaled for the scheme's scale, as a GPU run uses them
+  auto task = test::default_task("reverse_string");
+  const Batch unpadded = batch();
+  CATCH_REQUIRE_FALSE(unpadded.padding.any().item<bool>());
+  Batch padded = unpadded;  // the second sequence's last two tokens are padding
+  padded.padding = unpadded.padding.clone();
+  padded.padding[1].narrow(0, padded.padding.size(1) - 2, 2).fill_(1);
+  const std::vector<std::vector<std::string>> schemes = {
+      {"encoding.name=none"},           {"encoding.name=alibi"},  {"encoding.name=t5_bias"},
+      {"encoding.name=kerple"},         {"encoding.name=fire"},   {"encoding.name=rope"},
+      {"encoding.name=xpos"},           {"encoding.name=relative_key"},
+      {"encoding.name=relative_key_query"}, {"encoding.name=transformer_xl"},
+      {"encoding.name=deberta"},        {"encoding.name=learned"}, {"encoding.name=sinusoidal"}};
+  const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(count_sdpa).scopes({at::RecordScope::FUNCTION}));
+  for (const auto& scheme : schemes) {
+    CATCH_CAPTURE(scheme);
+    for (const char* causal : {"model.causal=false", "model.causal=true"}) {
+      CATCH_CAPTURE(causal);
+      if (scheme[0] == "encoding.name=xpos" && std::string(causal) == "model.causal=false") continue;  // causal only
+      for (const Batch* b : std::vector<const Batch*>{&padded, &unpadded}) {
+        CATCH_CAPTURE(b == &padded);
+        auto overrides = scheme;
+        overrides.push_back(causal);
+        auto config = test::tiny_config(overrides);
+        torch::manual_seed(0);
+        Encoder model(config.model, config.encoding, task->vocab_size(), task->num_classes());
+        model->eval();
+        const auto positions = contiguous_positions(b->tokens.size(0), b->tokens.size(1));
+        auto run = [&](bool maps) {  // logits and every parameter's gradient
+          model->zero_grad();
+          auto logits = model->forward(b->tokens, b->padding, positions, b->segments, {maps, false}).logits;
+          (logits * torch::linspace(-1, 1, logits.numel()).view(logits.sizes())).sum().backward();
+          std::vector<torch::Tensor> out = {logits.detach()};
+          for (const auto& p : model->parameters())
+            out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+          return out;
+        };
+        const auto unfused = run(true);  // maps requested: the unfused path
+        sdpa_calls = 0;
+        std::vector<torch::Tensor> sdpa;
+        {
+          SdpaOnCpu on;
+          sdpa = run(false);
+        }
+        CATCH_CHECK(sdpa_calls == config.model.num_layers);
+        CATCH_CHECK(torch::allclose(sdpa[0], unfused[0], 1e-5, 1e-6));
+        for (size_t n = 1; n < sdpa.size(); ++n) {
+          CATCH_CAPTURE(n);
+          CATCH_CHECK(torch::allclose(sdpa[n], unfused[n], 1e-4, 1e-5));
+        }
+      }
+    }
+  }
+  at::removeCallback(handle);
+}
+#endif
 
 CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embeddings, values and gradients",
                 "[encoder]") {

@@ -2,12 +2,19 @@
 
 #include <torch/version.h>
 
+#include <atomic>
 #include <cmath>
 
 #include "core/model/batched_matmul.h"
 #include "core/model/fused_attention.h"
 
 namespace pelab {
+
+namespace {
+std::atomic<bool> sdpa_on_cpu{false};
+}  // namespace
+
+void use_sdpa_on_cpu(bool on) { sdpa_on_cpu = on; }
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads,
                                                double attention_dropout, int64_t layer)
@@ -37,7 +44,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   // The fused CPU kernel keeps no probabilities for callers and has no dropout; it computes
   // a value term only from a scheme's relative rows.
   const bool dropout_active = is_training() && dropout_->options.p() > 0.0;
-  const bool fusable = !probs_out && !dropout_active && fused_attention_supports(q);
+  const bool fusable = !probs_out && !dropout_active && fused_attention_supports(q) && !sdpa_on_cpu.load();
   const auto relative = fusable ? encoding.relative_rows(q, k, hooks) : RelativeRows();
   TORCH_CHECK(!relative.defined() || relative.value.defined() || !encoding.has_value_term(),
               "a scheme with a value term returned relative rows without value rows");
@@ -51,7 +58,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     context = rotated ? fused_attention(q, k, v, encoding.attention_scale(), bias, mask, relative)
                       : fused_attention_packed(projection, H, encoding.attention_scale(), bias, mask, relative);
 #if TORCH_VERSION_MAJOR >= 2
-  } else if (!probs_out && !encoding.has_value_term() && !q.device().is_cpu()) {
+  } else if (!probs_out && !encoding.has_value_term() && (!q.device().is_cpu() || sdpa_on_cpu.load())) {
     // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask
     // as one additive mask. SDPA scales by 1/sqrt(Dh): q is pre-scaled to give attention_scale().
     // Both cast first: under bf16 autocast the (B, H, T, T) sum is then written once, in

@@ -23,4 +23,8 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MultiHeadAttention);
 
+// Tests: with LibTorch >= 2, take the scaled_dot_product_attention branch (the GPU's) on the
+// CPU too, wherever the scheme allows it, instead of the fused kernel; process-wide.
+void use_sdpa_on_cpu(bool on);
+
 }  // namespace pelab
