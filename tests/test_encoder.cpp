@@ -31,6 +31,34 @@ Batch batch() {
   Rng rng(4);
   return task->sample(2, 5, rng);
 }
+// A tiny_config model with `overrides`, seeded, in eval mode.
+Encoder tiny_model(const std::vector<std::string>& overrides, const Task& task) {
+  auto config = test::tiny_config(overrides);
+  torch::manual_seed(0);
+  Encoder model(config.model, config.encoding, task.vocab_size(), task.num_classes());
+  model->eval();
+  return model;
+}
+// The logits on b (attention maps asked for or not: with them, the unfused path) and every
+// parameter's gradient of a fixed weighting of them.
+std::vector<torch::Tensor> logits_and_gradients(Encoder& model, const Batch& b, bool maps) {
+  model->zero_grad();
+  const auto positions = contiguous_positions(b.tokens.size(0), b.tokens.size(1));
+  auto logits = model->forward(b.tokens, b.padding, positions, b.segments, {maps, false}).logits;
+  (logits * torch::linspace(-1, 1, logits.numel()).view(logits.sizes())).sum().backward();
+  std::vector<torch::Tensor> out = {logits.detach()};
+  for (const auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return out;
+}
+// Two logits_and_gradients results agree: logits to 1e-5, gradients to 1e-4.
+void check_same_logits_and_gradients(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  CATCH_REQUIRE(a.size() == b.size());
+  CATCH_CHECK(torch::allclose(a[0], b[0], 1e-5, 1e-6));
+  for (size_t n = 1; n < a.size(); ++n) {
+    CATCH_CAPTURE(n);
+    CATCH_CHECK(torch::allclose(a[n], b[n], 1e-4, 1e-5));
+  }
+}
 // f(isa, threads) for every kernel copy this CPU runs, with 1 and then 2 threads; the widest
 // copy and the thread count are restored afterwards
 template <class Function>
@@ -388,25 +416,9 @@ CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, valu
       CATCH_CAPTURE(causal);
       auto overrides = scheme;
       overrides.push_back(causal);
-      auto config = test::tiny_config(overrides);
-      torch::manual_seed(0);
-      Encoder model(config.model, config.encoding, task->vocab_size(), task->num_classes());
-      model->eval();
-      const auto positions = contiguous_positions(b.tokens.size(0), b.tokens.size(1));
-      auto run = [&](bool maps) {  // logits and every parameter's gradient
-        model->zero_grad();
-        auto logits = model->forward(b.tokens, b.padding, positions, b.segments, {maps, false}).logits;
-        (logits * torch::linspace(-1, 1, logits.numel()).view(logits.sizes())).sum().backward();
-        std::vector<torch::Tensor> out = {logits.detach()};
-        for (const auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-        return out;
-      };
-      const auto fused = run(false), unfused = run(true);
-      CATCH_CHECK(torch::allclose(fused[0], unfused[0], 1e-5, 1e-6));
-      for (size_t n = 1; n < fused.size(); ++n) {
-        CATCH_CAPTURE(n);
-        CATCH_CHECK(torch::allclose(fused[n], unfused[n], 1e-4, 1e-5));
-      }
+      Encoder model = tiny_model(overrides, *task);
+      const auto fused = logits_and_gradients(model, b, false), unfused = logits_and_gradients(model, b, true);
+      check_same_logits_and_gradients(fused, unfused);
     }
   }
 }
@@ -442,6 +454,7 @@ CATCH_TEST_CASE("scaled_dot_product_attention (the GPU's branch) equals the unfu
       {"encoding.name=xpos"},           {"encoding.name=relative_key"},
       {"encoding.name=relative_key_query"}, {"encoding.name=transformer_xl"},
       {"encoding.name=deberta"},        {"encoding.name=learned"}, {"encoding.name=sinusoidal"}};
+  const int64_t layers = test::tiny_config().model.num_layers;  // one SDPA call each
   const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(count_sdpa).scopes({at::RecordScope::FUNCTION}));
   for (const auto& scheme : schemes) {
     CATCH_CAPTURE(scheme);
@@ -452,33 +465,16 @@ CATCH_TEST_CASE("scaled_dot_product_attention (the GPU's branch) equals the unfu
         CATCH_CAPTURE(b == &padded);
         auto overrides = scheme;
         overrides.push_back(causal);
-        auto config = test::tiny_config(overrides);
-        torch::manual_seed(0);
-        Encoder model(config.model, config.encoding, task->vocab_size(), task->num_classes());
-        model->eval();
-        const auto positions = contiguous_positions(b->tokens.size(0), b->tokens.size(1));
-        auto run = [&](bool maps) {  // logits and every parameter's gradient
-          model->zero_grad();
-          auto logits = model->forward(b->tokens, b->padding, positions, b->segments, {maps, false}).logits;
-          (logits * torch::linspace(-1, 1, logits.numel()).view(logits.sizes())).sum().backward();
-          std::vector<torch::Tensor> out = {logits.detach()};
-          for (const auto& p : model->parameters())
-            out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-          return out;
-        };
-        const auto unfused = run(true);  // maps requested: the unfused path
+        Encoder model = tiny_model(overrides, *task);
+        const auto unfused = logits_and_gradients(model, *b, true);
         sdpa_calls = 0;
         std::vector<torch::Tensor> sdpa;
         {
           SdpaOnCpu on;
-          sdpa = run(false);
+          sdpa = logits_and_gradients(model, *b, false);
         }
-        CATCH_CHECK(sdpa_calls == config.model.num_layers);
-        CATCH_CHECK(torch::allclose(sdpa[0], unfused[0], 1e-5, 1e-6));
-        for (size_t n = 1; n < sdpa.size(); ++n) {
-          CATCH_CAPTURE(n);
-          CATCH_CHECK(torch::allclose(sdpa[n], unfused[n], 1e-4, 1e-5));
-        }
+        CATCH_CHECK(sdpa_calls == layers);
+        check_same_logits_and_gradients(sdpa, unfused);
       }
     }
   }
