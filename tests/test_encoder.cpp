@@ -3,6 +3,7 @@
 
 #include "core/model/batched_matmul.h"
 #include "core/model/attention_kernels.h"
+#include "core/model/attention_mask.h"
 #include "core/model/fused_attention.h"
 #include "core/model/flops.h"
 #include "core/model/gelu.h"
@@ -14,6 +15,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <set>
 
 using namespace pelab;
 
@@ -107,19 +109,34 @@ CATCH_TEST_CASE("segment embeddings are optional and used when present", "[encod
 
 CATCH_TEST_CASE("attention mask: padding keys and, if causal, future keys are -inf", "[encoder]") {
   auto padding = torch::tensor({0, 0, 1}, torch::kBool).unsqueeze(0);
-  auto bidirectional = attention_mask(padding, false);
-  CATCH_CHECK(bidirectional.sizes() == torch::IntArrayRef({1, 1, 1, 3}));
-  CATCH_CHECK(std::isinf(bidirectional[0][0][0][2].item<float>()));
-  CATCH_CHECK(bidirectional[0][0][0][1].item<float>() == 0.0f);
-  auto causal = attention_mask(padding, true);
-  CATCH_CHECK(causal.sizes() == torch::IntArrayRef({1, 1, 3, 3}));
-  CATCH_CHECK(std::isinf(causal[0][0][0][1].item<float>()));   // query 0 cannot see key 1
-  CATCH_CHECK(causal[0][0][1][0].item<float>() == 0.0f);       // query 1 sees key 0
-  CATCH_CHECK(std::isinf(causal[0][0][2][2].item<float>()));   // padding key
-  // nothing to mask: no tensor (attention then adds none)
+  const AttentionMask bidirectional(padding, false);
+  CATCH_CHECK(!bidirectional.causal());
+  CATCH_CHECK(bidirectional.additive().sizes() == torch::IntArrayRef({1, 1, 1, 3}));
+  CATCH_CHECK(torch::equal(bidirectional.additive(), bidirectional.padding()));
+  CATCH_CHECK(std::isinf(bidirectional.additive()[0][0][0][2].item<float>()));
+  CATCH_CHECK(bidirectional.additive()[0][0][0][1].item<float>() == 0.0f);
+  const AttentionMask causal(padding, true);
+  CATCH_CHECK(causal.causal());
+  CATCH_CHECK(torch::equal(causal.padding(), bidirectional.padding()));  // what the CPU kernel takes
+  const auto& full = causal.additive();
+  CATCH_CHECK(full.sizes() == torch::IntArrayRef({1, 1, 3, 3}));
+  CATCH_CHECK(std::isinf(full[0][0][0][1].item<float>()));   // query 0 cannot see key 1
+  CATCH_CHECK(full[0][0][1][0].item<float>() == 0.0f);       // query 1 sees key 0
+  CATCH_CHECK(std::isinf(full[0][0][2][2].item<float>()));   // padding key
+  CATCH_CHECK(causal.additive().is_same(full));              // built once
+  // nothing to mask: no tensor (attention then adds none); causal without padding: the
+  // triangle alone, shared by the batch
   const auto no_padding = torch::zeros({2, 3}, torch::kBool);
-  CATCH_CHECK(!attention_mask(no_padding, false).defined());
-  CATCH_CHECK(attention_mask(no_padding, true).sizes() == torch::IntArrayRef({2, 1, 3, 3}));
+  CATCH_CHECK(!AttentionMask(no_padding, false).any());
+  CATCH_CHECK(!AttentionMask(no_padding, false).additive().defined());
+  CATCH_CHECK(!AttentionMask().any());
+  const AttentionMask causal_only(no_padding, true);
+  CATCH_CHECK(causal_only.any());
+  CATCH_CHECK(!causal_only.padding().defined());
+  CATCH_CHECK(torch::equal(causal_only.additive(),
+                           torch::full({3, 3}, -std::numeric_limits<float>::infinity()).triu(1).view({1, 1, 3, 3})));
+  CATCH_CHECK_THROWS_WITH(AttentionMask(torch::zeros({3}), false),
+                          Catch::Matchers::StartsWith("attention mask: padding must be (B, T) bool, got [3]"));
 }
 
 CATCH_TEST_CASE("the encoder checks its input shapes", "[encoder]") {
@@ -144,6 +161,9 @@ CATCH_TEST_CASE("FLOP count of the encoder: every matrix product of one layer, b
   CATCH_CHECK(encoder_training_flops(m, 2, 10, 3) == Approx(3 * expected));
   m.num_layers = 5;  // layers scale the blocks, not the head
   CATCH_CHECK(encoder_forward_flops(m, 2, 10, 3) == Approx(5 * (expected - 2.0 * 20 * 64 * 3) + 2.0 * 20 * 64 * 3));
+  m.num_layers = 1;
+  m.causal = true;  // QK^T and PV over the 55 pairs (i, j <= i) of 10 tokens, not 100
+  CATCH_CHECK(encoder_forward_flops(m, 2, 10, 3) == Approx(expected - 2 * (2.0 * 2 * 45 * 64)));
 }
 
 CATCH_TEST_CASE("batch_parallel_matmul equals torch::matmul, values and gradients, on strided inputs", "[encoder]") {
@@ -168,10 +188,10 @@ CATCH_TEST_CASE("batch_parallel_matmul equals torch::matmul, values and gradient
 namespace {
 // softmax(q k^T * scale + bias + mask) v by plain LibTorch operations.
 torch::Tensor reference_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                  double scale, const torch::Tensor& bias, const torch::Tensor& mask) {
+                                  double scale, const torch::Tensor& bias, const AttentionMask& mask) {
   auto scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
   if (bias.defined()) scores = scores + bias;
-  if (mask.defined()) scores = scores + mask;
+  if (mask.any()) scores = scores + mask.additive();
   return torch::matmul(torch::softmax(scores, -1), v);
 }
 
@@ -214,6 +234,10 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
                                    // several query blocks (the last one partial) and products
                                    // longer than one depth block (kQueryBlock, kDepthBlock)
                                    {1, 2, 150, 16, {1, 2, 150, 150}, true, true},
+                                   // causal over several blocks with a full bias: the
+                                   // gradient's cells past a block's last query are zeros
+                                   {2, 2, 140, 8, {2, 2, 140, 140}, true, false},
+                                   {1, 3, 97, 32, {}, true, true},
                                    // rows of a multiple of 128 keys: the saved probabilities'
                                    // rows padded (probability_row_stride)
                                    {2, 2, 128, 32, {}, false, true}};
@@ -235,7 +259,7 @@ CATCH_TEST_CASE("fused_attention equals softmax(q k^T s + bias + mask) v, values
     if (!c.bias_shape.empty()) bias = torch::randn(c.bias_shape).requires_grad_();
     auto padding = torch::zeros({c.B, c.T}, torch::kBool);
     if (c.padding) padding.index_put_({0, torch::indexing::Slice(c.T - 2)}, true);
-    const auto mask = attention_mask(padding, c.causal);
+    const AttentionMask mask(padding, c.causal);
     const double scale = 1.0 / std::sqrt(double(c.Dh));
 
     auto out = fused_attention(q, k, v, scale, bias, mask);
@@ -427,9 +451,12 @@ CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, valu
 // Debian 12's LibTorch 1.13 has no scaled_dot_product_attention, so this test exists only
 // under LibTorch 2.x (scripts/debian13-check.sh runs it on the CPU).
 namespace {
-std::atomic<int> sdpa_calls{0};
+std::atomic<int> sdpa_calls{0}, sdpa_causal_calls{0};  // the latter: is_causal, no mask
 std::unique_ptr<at::ObserverContext> count_sdpa(const at::RecordFunction& op) {
-  if (std::strcmp(op.name(), "aten::scaled_dot_product_attention") == 0) ++sdpa_calls;
+  if (std::strcmp(op.name(), "aten::scaled_dot_product_attention") != 0) return nullptr;
+  ++sdpa_calls;
+  const auto inputs = op.inputs();  // query, key, value, attn_mask, dropout_p, is_causal, ...
+  if (inputs.size() > 5 && inputs[5].isBool() && inputs[5].toBool() && inputs[3].isNone()) ++sdpa_causal_calls;
   return nullptr;
 }
 struct SdpaOnCpu {  // while alive, attention takes the GPU's SDPA branch on the CPU
@@ -455,7 +482,11 @@ CATCH_TEST_CASE("scaled_dot_product_attention (the GPU's branch) equals the unfu
       {"encoding.name=relative_key_query"}, {"encoding.name=transformer_xl"},
       {"encoding.name=deberta"},        {"encoding.name=learned"}, {"encoding.name=sinusoidal"}};
   const int64_t layers = test::tiny_config().model.num_layers;  // one SDPA call each
-  const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(count_sdpa).scopes({at::RecordScope::FUNCTION}));
+  // is_causal (the flash kernel's way) where a causal batch has no padding and the scheme no bias
+  const std::set<std::string> without_bias = {"encoding.name=none", "encoding.name=rope", "encoding.name=xpos",
+                                              "encoding.name=learned", "encoding.name=sinusoidal"};
+  const auto handle = at::addGlobalCallback(
+      at::RecordFunctionCallback(count_sdpa).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
   for (const auto& scheme : schemes) {
     CATCH_CAPTURE(scheme);
     for (const char* causal : {"model.causal=false", "model.causal=true"}) {
@@ -468,12 +499,16 @@ CATCH_TEST_CASE("scaled_dot_product_attention (the GPU's branch) equals the unfu
         Encoder model = tiny_model(overrides, *task);
         const auto unfused = logits_and_gradients(model, *b, true);
         sdpa_calls = 0;
+        sdpa_causal_calls = 0;
         std::vector<torch::Tensor> sdpa;
         {
           SdpaOnCpu on;
           sdpa = logits_and_gradients(model, *b, false);
         }
         CATCH_CHECK(sdpa_calls == layers);
+        const bool only_causal = std::string(causal) == "model.causal=true" && b == &unpadded &&
+                                 without_bias.count(scheme[0]) > 0;
+        CATCH_CHECK(sdpa_causal_calls == (only_causal ? layers : 0));
         check_same_logits_and_gradients(sdpa, unfused);
       }
     }
@@ -523,7 +558,9 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
                         clipped_rows = c.clip > 0 ? 2 * c.clip + 1 : full_rows;
           RelativeRows rows{table(c.query, clipped_rows), table(c.key, full_rows), table(c.value, clipped_rows),
                             c.offset_query ? q2 : torch::Tensor(), {}, c.clip, runs};
-          const auto mask = attention_mask(torch::zeros({B, T}, torch::kBool), T % 2 == 1);
+          // causal at 5, 17 and 150 (three query blocks, each computing only the keys its
+          // queries see)
+          const AttentionMask mask(torch::zeros({B, T}, torch::kBool), T % 2 == 1 || T == 150);
           const double scale = 1.0 / std::sqrt(double(Dh));
           // HF's way: the (T, T, Dh) embeddings of query - key (per head: (H, T, T, Dh)), einsums
           auto i = torch::arange(T);
@@ -537,7 +574,7 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
           auto scores = torch::matmul(q, k.transpose(-2, -1));
           if (c.query) scores = scores + ((c.offset_query ? q2 : q).unsqueeze(3) * embeddings(rows.query, true)).sum(-1);
           if (c.key) scores = scores + (k.unsqueeze(2) * embeddings(rows.key, false)).sum(-1);
-          auto probs = torch::softmax(mask.defined() ? scores * scale + mask : scores * scale, -1);
+          auto probs = torch::softmax(mask.any() ? scores * scale + mask.additive() : scores * scale, -1);
           auto expected = torch::matmul(probs, v);
           if (c.value) expected = expected + (probs.unsqueeze(-1) * embeddings(rows.value, true)).sum(3);
           auto out = fused_attention(q, k, v, scale, {}, mask, rows);

@@ -25,7 +25,7 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_head
   dropout_ = register_module("dropout", torch::nn::Dropout(attention_dropout));
 }
 
-torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask,
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionMask& mask,
                                               const Positions& positions, PositionEncodingImpl& encoding,
                                               torch::Tensor* probs_out) {
   const int64_t B = x.size(0), T = x.size(1), D = x.size(2), H = num_heads_, Dh = D / H;
@@ -60,23 +60,26 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
 #if TORCH_VERSION_MAJOR >= 2
   } else if (!probs_out && !encoding.has_value_term() && (!q.device().is_cpu() || sdpa_on_cpu.load())) {
     // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask
-    // as one additive mask. SDPA scales by 1/sqrt(Dh): q is pre-scaled to give attention_scale().
-    // Both cast first: under bf16 autocast the (B, H, T, T) sum is then written once, in
-    // bf16 (adding a mask of 0 and -inf is exact in any dtype).
+    // as one additive mask, or, causal with nothing else to add, is_causal (the flash
+    // kernel accepts that, not a mask). SDPA scales by 1/sqrt(Dh): q is pre-scaled to give
+    // attention_scale(). Both cast first: under bf16 autocast the (B, H, T, T) sum is then
+    // written once, in bf16 (adding a mask of 0 and -inf is exact in any dtype).
     const auto dtype = q.scalar_type();
-    c10::optional<torch::Tensor> additive;  // none: no bias and no masked key
-    if (bias.defined() && mask.defined()) additive = bias.to(dtype) + mask.to(dtype);
+    const bool only_causal = mask.causal() && !mask.padding().defined() && !bias.defined();
+    const torch::Tensor masked = only_causal ? torch::Tensor() : mask.additive();
+    c10::optional<torch::Tensor> additive;  // none: no bias and no masked key, or only_causal
+    if (bias.defined() && masked.defined()) additive = bias.to(dtype) + masked.to(dtype);
     else if (bias.defined()) additive = bias.to(dtype);
-    else if (mask.defined()) additive = mask.to(dtype);
+    else if (masked.defined()) additive = masked.to(dtype);
     const auto q_scaled = q * (encoding.attention_scale() * std::sqrt(static_cast<double>(Dh)));
     context = at::scaled_dot_product_attention(q_scaled, k, v, additive,
-                                               dropout_active ? dropout_->options.p() : 0.0, false);
+                                               dropout_active ? dropout_->options.p() : 0.0, only_causal);
 #endif
   } else {
     // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
     auto scores = batch_parallel_matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)
     if (bias.defined()) scores.add_(bias);  // in place: no backward needs the raw scores
-    if (mask.defined()) scores.add_(mask);
+    if (mask.any()) scores.add_(mask.additive());
     auto probs = torch::softmax(scores, -1);
     if (probs_out) *probs_out = probs;
 

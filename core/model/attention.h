@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "core/encodings/position_encoding.h"
+#include "core/model/attention_mask.h"
 
 namespace pelab {
 
@@ -11,9 +12,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
  public:
   MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads, double attention_dropout, int64_t layer);
 
-  // x: (B, T, D); mask: additive (B|1, 1, T|1, T) with 0 or -inf; -> (B, T, D).
+  // x: (B, T, D); mask: which keys each query may not see; -> (B, T, D).
   // When `probs_out` is given it receives the attention probabilities (B, H, T, T).
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask, const Positions& positions,
+  torch::Tensor forward(const torch::Tensor& x, const AttentionMask& mask, const Positions& positions,
                         PositionEncodingImpl& encoding, torch::Tensor* probs_out = nullptr);
 
  private:

@@ -803,6 +803,18 @@ float* head_rows(float* gradient, const OffsetTable& table, int64_t h, int64_t W
   return gradient + (table.head ? h * W * Dh : 0);
 }
 
+// The keys a block of queries [i0, i0 + rows) computes: all Tk, or, causal, those its last
+// query sees; `padded` rounds up to whole kLanes (the products' width, k^T zero padded).
+// of_query(i): the keys query i sees (its softmax's width).
+struct KeysSeen {
+  bool causal;
+  int64_t keys, padded, all;
+  KeysSeen(bool causal_mask, int64_t i0, int64_t rows, int64_t Tk)
+      : causal(causal_mask), keys(causal_mask ? std::min(Tk, i0 + rows) : Tk), padded(round_up_to_lanes(keys)),
+        all(Tk) {}
+  int64_t of_query(int64_t i) const { return causal ? std::min(all, i + 1) : all; }
+};
+
 // Queries per block: a pair's scores are computed, used and dropped kQueryBlock rows at a
 // time, so that the block's scores and gradients (kQueryBlock x T floats) stay in the L2
 // cache next to the pair's (T, Dh) operands, and the saved probabilities are written and
@@ -850,35 +862,39 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
     float* o = out.at(b, h, 0);
     for (int64_t i0 = 0; i0 < Tq; i0 += block) {  // queries [i0, i0 + rows)
       const int64_t rows = std::min(block, Tq - i0);
-      // scores = scale q k^T (+ the relative terms), Tkp columns (k^T is zero padded); the
-      // bias and the mask are added by the softmax's first pass
+      const KeysSeen seen(in.causal, i0, rows, Tk);  // keys [0, seen.keys)
+      // scores = scale q k^T (+ the relative terms), seen.padded columns (k^T is zero
+      // padded); the bias and the mask are added by the softmax's first pass
       set_product<T>(rows, Dh, Matrix{queries_t.data() + i0, ldt}.transposed(), key_columns.data(), ld,
-                              scores.data(), ld, Tkp);
+                              scores.data(), ld, seen.padded);
       if (in.query_rows.data)  // scale q'_i . Rq[i - j]
         add_skewed_product<T>(rows, Dh, Matrix{scaled_offset_queries_t + i0, ldt}.transposed(),
                               query_columns.for_head(h), query_columns.ld(), Skew{first0 - i0, c, i0, runs.descending()},
-                              scores.data(), ld, 1, Tkp, scratch);
+                              scores.data(), ld, 1, seen.padded, scratch);
       if (in.key_rows.data)  // scale k_j . Rk[i - j], key-major, written transposed into the scores
-        add_skewed_product<T>(Tk, Dh, Matrix{key_columns.data(), ld}.transposed(), key_columns_relative.for_head(h),
-                              key_columns_relative.ld(), Skew{first0 + i0, 0, 0, runs.ascending()}, scores.data(), 1, ld,
-                              rows, scratch);
+        add_skewed_product<T>(seen.keys, Dh, Matrix{key_columns.data(), ld}.transposed(),
+                              key_columns_relative.for_head(h), key_columns_relative.ld(),
+                              Skew{first0 + i0, 0, 0, runs.ascending()}, scores.data(), 1, ld, rows, scratch);
       float* p = probs + (pair * Tq + i0) * ld_probs;
-      for (int64_t i = 0; i < rows; ++i)
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t visible = seen.of_query(i0 + i);  // the row's other keys are -inf, exp 0
         inverse_sums[i] =
             softmax_padded<T>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
-                                               in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, Tk, Tkp,
+                                               in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, visible, seen.padded,
                                                p + i * ld_probs);
+        std::fill(p + i * ld_probs + visible, p + i * ld_probs + seen.keys, 0.0f);  // the backward reads them
+      }
       // out = p (v + Rv[i - .]): the unnormalized exps from the scores' scratch (in the
       // cache; the saved copy is not) times (v + Rv), each row then scaled by 1 / its sum
       float* oi = o + i0 * out.row;
       const Matrix block_exps{scores.data(), ld};
-      if (narrow)  // the exps are zero past Tk
-        narrow_product_of_width</*Accumulate=*/false>(Dh, rows, Tkp, scores.data(), ld, value_panels.data(), oi,
-                                                      out.row);
+      if (narrow)  // the exps are zero past the row's keys
+        narrow_product_of_width</*Accumulate=*/false>(Dh, rows, seen.padded, scores.data(), ld, value_panels.data(),
+                                                      oi, out.row);
       else
-        set_product<T>(rows, Tk, block_exps, values.data(), Dh, oi, out.row, Dh);
+        set_product<T>(rows, seen.keys, block_exps, values.data(), Dh, oi, out.row, Dh);
       if (in.value_rows.data)
-        add_skewed_weighted<T>(rows, Tk, block_exps, Dh, Skew{first0 - i0, c, i0, runs.descending()}, Dh,
+        add_skewed_weighted<T>(rows, seen.keys, block_exps, Dh, Skew{first0 - i0, c, i0, runs.descending()}, Dh,
                                SkewedRows{in.value_rows.at(h), oi, out.row}, SkewedOuter{}, scratch);
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t d = 0; d < Dh; ++d) oi[i * out.row + d] *= inverse_sums[i];
@@ -959,6 +975,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
     std::fill(grad_keys_transposed.begin(), grad_keys_transposed.end(), 0.0f);
     for (int64_t i0 = 0; i0 < Tq; i0 += block) {  // queries [i0, i0 + rows)
       const int64_t rows = std::min(block, Tq - i0);
+      const KeysSeen seen(in.causal, i0, rows, Tk);  // keys [0, seen.keys): P is 0 past them
       const float* p = probs + (pair * Tq + i0) * ld_probs;
       const float* grad_out_rows = grad_outs.data() + i0 * Dh;
       const Skew query_skew{first0 - i0, c, i0, runs.descending()}, key_skew{first0 + i0, 0, 0, runs.ascending()};
@@ -971,40 +988,45 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                                          (next_rows * ld_probs / kLineFloats + tiles - 1) / tiles);
       // dP = dO (v + Rv[i - .])^T, dO read from its transpose (column-major)
       const Matrix grad_out_block = Matrix{grad_outs_t.data() + i0, ldt}.transposed();
-      set_product<T>(rows, Dh, grad_out_block, value_columns.data(), ld, grad_scores.data(), ld, Tkp);
+      set_product<T>(rows, Dh, grad_out_block, value_columns.data(), ld, grad_scores.data(), ld, seen.padded);
       if (in.value_rows.data)
         add_skewed_product<T>(rows, Dh, grad_out_block, value_columns_relative.for_head(h), value_columns_relative.ld(),
-                              query_skew, grad_scores.data(), ld, 1, Tkp, scratch);
+                              query_skew, grad_scores.data(), ld, 1, seen.padded, scratch);
       // dS = P * (dP - <P, dP>) row by row (the bias's gradient), then scaled: the factor
-      // of every product below
+      // of every product below; zero from seen.keys to seen.padded (the narrow dQ product
+      // reads whole vectors)
+      const int64_t n = seen.keys;
       for (int64_t i = 0; i < rows; ++i) {
         const float* __restrict pi = p + i * ld_probs;
         float* __restrict row = grad_scores.data() + i * ld;
-        const float expected = dot<typename T::Vector>(pi, row, Tk), scale = in.scale;
+        const float expected = dot<typename T::Vector>(pi, row, n), scale = in.scale;
         if (!grad.bias.data) {
-          for (int64_t j = 0; j < Tk; ++j) row[j] = scale * (pi[j] * (row[j] - expected));
+          for (int64_t j = 0; j < n; ++j) row[j] = scale * (pi[j] * (row[j] - expected));
         } else if (bias_broadcasts) {
           float* __restrict bias_row = grad.bias.at(b, h, i0 + i);
-          for (int64_t j = 0; j < Tk; ++j) {
+          for (int64_t j = 0; j < n; ++j) {
             const float grad_score = pi[j] * (row[j] - expected);
             bias_row[j] += grad_score;
             row[j] = scale * grad_score;
           }
         } else {
-          for (int64_t j = 0; j < Tk; ++j) row[j] = pi[j] * (row[j] - expected);
-          copy_streaming<typename T::Stores>(row, grad.bias.at(b, h, i0 + i), Tk);  // read only after the backward
-          for (int64_t j = 0; j < Tk; ++j) row[j] *= scale;
+          for (int64_t j = 0; j < n; ++j) row[j] = pi[j] * (row[j] - expected);
+          float* bias_row = grad.bias.at(b, h, i0 + i);
+          copy_streaming<typename T::Stores>(row, bias_row, n);  // read only after the backward
+          std::fill(bias_row + n, bias_row + Tk, 0.0f);           // keys no query of the block sees
+          for (int64_t j = 0; j < n; ++j) row[j] *= scale;
         }
+        std::fill(row + n, row + seen.padded, 0.0f);
       }
       const Matrix dS{grad_scores.data(), ld};  // scaled
       // dQ = scale dS k; dQ' = scale dS Rq[i - .]; dRq[i - j] += scale dS_ij q'_i
       if (narrow)  // dS's columns past Tk meet the panels' zero padding
-        narrow_product_of_width</*Accumulate=*/true>(Dh, rows, Tkp, grad_scores.data(), ld, key_panels.data(),
-                                                     dq + i0 * ldq, ldq);
+        narrow_product_of_width</*Accumulate=*/true>(Dh, rows, seen.padded, grad_scores.data(), ld,
+                                                     key_panels.data(), dq + i0 * ldq, ldq);
       else
-        add_product<T>(rows, Tk, dS, keys.data(), Dh, dq + i0 * ldq, ldq, Dh);
+        add_product<T>(rows, n, dS, keys.data(), Dh, dq + i0 * ldq, ldq, Dh);
       if (in.query_rows.data) {
-        add_skewed_weighted<T>(rows, Tk, dS, Dh, query_skew, Dh, SkewedRows{in.query_rows.at(h), dqp + i0 * ldqp, ldqp},
+        add_skewed_weighted<T>(rows, n, dS, Dh, query_skew, Dh, SkewedRows{in.query_rows.at(h), dqp + i0 * ldqp, ldqp},
                                SkewedOuter{offset_query_rows + i0 * Dh, Dh,
                                            head_rows(grad.query_rows, in.query_rows, h, table_rows, Dh)},
                                scratch);
@@ -1012,18 +1034,18 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       // dV = P^T dO, as dV^T += dO^T P (the long rows of P read along their length, not
       // down its columns); dRv[i - j] += P_ij dO_i
       add_product<T>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p, ld_probs, grad_values_transposed.data(),
-                              ld, Tk, &prefetch_next_probs);
+                              ld, n, &prefetch_next_probs);
       if (in.value_rows.data)
-        add_skewed_weighted<T>(rows, Tk, {p, ld_probs}, Dh, query_skew, Dh, SkewedRows{},
+        add_skewed_weighted<T>(rows, n, {p, ld_probs}, Dh, query_skew, Dh, SkewedRows{},
                                SkewedOuter{grad_out_rows, Dh, head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh)},
                                scratch);
       // dK = scale dS^T q, as dK^T += q^T dS; key-major with an ascending table (rows read
       // backwards from the last descending one): dK_j += scale dS_ij Rk[i - j],
       // dRk[i - j] += scale dS_ij k_j
       add_product<T>(Dh, rows, Matrix{queries.data() + i0 * Dh, Dh}.transposed(), grad_scores.data(), ld,
-                              grad_keys_transposed.data(), ld, Tk, &prefetch_next_probs);
+                              grad_keys_transposed.data(), ld, n, &prefetch_next_probs);
       if (in.key_rows.data) {
-        add_skewed_weighted<T>(Tk, rows, dS.transposed(), -Dh, key_skew, Dh,
+        add_skewed_weighted<T>(n, rows, dS.transposed(), -Dh, key_skew, Dh,
                                SkewedRows{in.key_rows.at(h) + (key_table_rows - 1) * Dh, dk, ldk},
                                SkewedOuter{keys.data(), Dh,
                                            head_rows(grad.key_rows, in.key_rows, h, key_table_rows, Dh) +

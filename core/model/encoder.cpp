@@ -1,7 +1,5 @@
 #include "core/model/encoder.h"
 
-#include <limits>
-
 #include "core/encodings/registry.h"
 #include "core/model/gelu.h"
 #include "core/model/layer_norm.h"
@@ -20,7 +18,7 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer)
   dropout_ = register_module("dropout", torch::nn::Dropout(c.dropout));
 }
 
-torch::Tensor BlockImpl::forward(torch::Tensor x, const torch::Tensor& mask, const Positions& positions,
+torch::Tensor BlockImpl::forward(torch::Tensor x, const AttentionMask& mask, const Positions& positions,
                                  PositionEncodingImpl& encoding, torch::Tensor* probs_out) {
   auto feed_forward = [&](const torch::Tensor& h) {
     // GELU takes ff_in's bias into its own pass (core/model/gelu.h): h W^T here, + b there
@@ -57,20 +55,6 @@ EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encodin
   head_ = register_module("head", torch::nn::Linear(model.d_model, num_classes));
 }
 
-torch::Tensor attention_mask(const torch::Tensor& padding, bool causal) {
-  if (!causal && !padding.any().item<bool>()) return {};  // no key is masked
-  const int64_t T = padding.size(1);
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  auto float_options = torch::TensorOptions().dtype(torch::kFloat32).device(padding.device());
-  // (B, 1, 1, T): padding keys get -inf
-  auto mask = torch::zeros(padding.sizes(), float_options).masked_fill(padding, neg_inf).view({-1, 1, 1, T});
-  if (causal) {
-    auto future = torch::ones({T, T}, float_options.dtype(torch::kBool)).triu(1);  // key j > query i
-    mask = mask + torch::zeros({T, T}, float_options).masked_fill(future, neg_inf).view({1, 1, T, T});
-  }
-  return mask;
-}
-
 EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Tensor& padding,
                                    const Positions& positions, const torch::Tensor& segments,
                                    const ForwardRequest& request) {
@@ -91,7 +75,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
   x = dropout_->forward(x);
   if (request.hidden_states) out.hidden_states.push_back(x);
 
-  const auto mask = attention_mask(padding, config_.causal);
+  const AttentionMask mask(padding, config_.causal);
   for (int64_t l = 0; l < static_cast<int64_t>(blocks_->size()); ++l) {
     x = position_encoding_->embed(x, positions, l);
     torch::Tensor probs;

@@ -20,7 +20,7 @@ class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& config, int64_t layer);
   // x: (B, T, D) -> (B, T, D)
-  torch::Tensor forward(torch::Tensor x, const torch::Tensor& mask, const Positions& positions,
+  torch::Tensor forward(torch::Tensor x, const AttentionMask& mask, const Positions& positions,
                         PositionEncodingImpl& encoding, torch::Tensor* probs_out);
 
  private:
@@ -67,10 +67,5 @@ class EncoderImpl : public torch::nn::Module {
   torch::nn::Linear head_{nullptr};
 };
 TORCH_MODULE(Encoder);
-
-// Additive attention mask (B, 1, T|1, T): -inf at padding keys and, if causal, future keys;
-// undefined when no key is masked (bidirectional, no padding), so that attention skips it
-// (on a GPU, SDPA may then take its flash kernel).
-torch::Tensor attention_mask(const torch::Tensor& padding, bool causal);
 
 }  // namespace pelab

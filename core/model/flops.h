@@ -12,7 +12,8 @@
 namespace pelab {
 
 // One forward pass over `batch` sequences of T tokens:
-//   per block 2BT(3D^2 + D^2) (qkv and output projections) + 2 * 2BT^2 D (QK^T and PV)
+//   per block 2BT(3D^2 + D^2) (qkv and output projections) + 2 * 2BT^2 D (QK^T and PV; causal:
+//   only the T (T + 1) / 2 pairs of a query and the keys up to it, as the kernels compute)
 //   + 2 * 2BTDF (feed-forward), plus 2BTDC for the output head.
 double encoder_forward_flops(const ModelConfig& model, int64_t batch, int64_t tokens, int64_t num_classes);
 // Forward + backward: 3x the forward pass.

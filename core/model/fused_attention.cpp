@@ -89,7 +89,7 @@ const char* const kRelativeInputNames[] = {"query", "key", "value"};
 kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                        double scale, const torch::Tensor& bias, const torch::Tensor& mask,
                                        const std::vector<torch::Tensor>& rows, const torch::Tensor& offset_query,
-                                       int64_t clip, const torch::Tensor& runs) {
+                                       int64_t clip, const torch::Tensor& runs, bool causal) {
   return {strided_view(q),
           strided_view(k),
           strided_view(v),
@@ -102,7 +102,8 @@ kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tens
           offset_query.numel() > 0 ? strided_view(offset_query) : kernels::Strided{},
           clip,
           runs.numel() > 0 ? runs.data_ptr<int32_t>() : nullptr,
-          run_count(runs)};
+          run_count(runs),
+          causal};
 }
 
 // A zero gradient shaped like a table, or none for an absent (empty) one.
@@ -123,13 +124,14 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
   // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh); or, with packed_heads = H > 0, q_in the packed
   // (B, T, 3 H Dh) and k_in, v_in empty (split_packed); rows: (H|-, 2T - 1, Dh) ascending or
   // empty (or one per run: runs_in, RelativeRows::runs, or empty); offset_query: (B, H, T,
-  // Dh) or empty -> (B, H, Tq, Dh) (memory (B, Tq, H, Dh))
+  // Dh) or empty; causal: keys after the query masked too -> (B, H, Tq, Dh) (memory (B, Tq,
+  // H, Dh))
   static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& q_in,
                                const torch::Tensor& k_in, const torch::Tensor& v_in, const torch::Tensor& bias_in,
                                const torch::Tensor& mask_in, const torch::Tensor& query_rows_in,
                                const torch::Tensor& key_rows_in, const torch::Tensor& value_rows_in,
                                const torch::Tensor& offset_query_in, const torch::Tensor& runs_in, double scale,
-                               int64_t clip, int64_t packed_heads) {
+                               int64_t clip, int64_t packed_heads, bool causal) {
     const auto split = packed_heads > 0 ? split_packed(q_in, packed_heads) : std::array{q_in, k_in, v_in};
     TORCH_CHECK(split[0].dim() == 4 && split[1].dim() == 4 && split[2].dim() == 4,
                 "fused_attention: q, k, v must be (B, H, T, Dh)");
@@ -141,6 +143,8 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const auto bias = additive_table(bias_in, "bias", dims.batch, dims.heads, dims.queries, dims.keys);
     const auto mask = additive_table(mask_in, "mask", dims.batch, dims.heads, dims.queries, dims.keys);
     TORCH_CHECK(clip >= 0, "fused_attention: clip must be >= 0, got ", clip);
+    TORCH_CHECK(!causal || dims.queries == dims.keys, "fused_attention: a causal mask needs as many queries as keys, got ",
+                dims.queries, " and ", dims.keys);
     TORCH_CHECK(runs_in.numel() == 0 || dims.queries == dims.keys,
                 "fused_attention: runs need as many queries as keys, got ", dims.queries, " and ", dims.keys);
     const auto runs = descending_runs(runs_in, 2 * dims.keys - 1, clip);  // int32, descending
@@ -159,7 +163,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     TORCH_CHECK(offset_query.numel() == 0 || offset_query.sizes() == q.sizes(),
                 "fused_attention: the offset query must be shaped like q ", q.sizes(), ", got ", offset_query.sizes());
 
-    const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip, runs);
+    const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip, runs, causal);
     RECORD_FUNCTION("pelab::fused_attention_forward", std::vector<c10::IValue>());  // for pelab bench --trace
     auto probs = torch::empty({dims.batch, dims.heads, dims.queries, kernels::probability_row_stride(dims.keys)},
                               q.options());
@@ -172,6 +176,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     context->saved_data["probs"] = probs;
     context->saved_data["scale"] = scale;
     context->saved_data["clip"] = clip;
+    context->saved_data["causal"] = causal;
     context->saved_data["packed_heads"] = packed_heads;
     context->saved_data["bias_sizes"] = bias_in.sizes().vec();
     context->saved_data["bias_table_sizes"] = bias.defined() ? bias.sizes().vec() : std::vector<int64_t>();
@@ -189,7 +194,8 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const auto grad_out = unit_last_stride(gradients[0]);
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     const auto in =
-        kernel_inputs(q, k, v, scale, {}, {}, rows, offset_query, context->saved_data["clip"].toInt(), runs);
+        kernel_inputs(q, k, v, scale, {}, {}, rows, offset_query, context->saved_data["clip"].toInt(), runs,
+                      context->saved_data["causal"].toBool());
     // q, k, v's gradients in (B, T, H, Dh) memory, as the projection's output has them: the
     // heads merge back into (B, T, D) without a copy; packed, the three are views of the
     // packed input's gradient (no concatenation afterwards)
@@ -256,6 +262,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
             torch::Tensor(),
             torch::Tensor(),
             torch::Tensor(),
+            torch::Tensor(),
             torch::Tensor()};
   }
 };
@@ -267,26 +274,27 @@ bool fused_attention_supports(const torch::Tensor& q) {
 }
 
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
-                              const torch::Tensor& bias, const torch::Tensor& mask, const RelativeRows& relative) {
+                              const torch::Tensor& bias, const AttentionMask& mask, const RelativeRows& relative) {
   TORCH_CHECK(fused_attention_supports(q) && fused_attention_supports(k) && fused_attention_supports(v),
               "fused_attention: q, k and v must be float32 CPU tensors");
   // LibTorch 1.13's custom functions take no undefined tensors: an empty one stands for none
   const auto absent = torch::empty({0}, q.options());
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
-  return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask), or_absent(relative.query),
+  return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask.padding()), or_absent(relative.query),
                                or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
-                               or_absent(relative.runs), scale, relative.clip, int64_t{0});
+                               or_absent(relative.runs), scale, relative.clip, int64_t{0}, mask.causal());
 }
 
 torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, double scale, const torch::Tensor& bias,
-                                     const torch::Tensor& mask, const RelativeRows& relative) {
+                                     const AttentionMask& mask, const RelativeRows& relative) {
   TORCH_CHECK(fused_attention_supports(qkv), "fused_attention_packed: qkv must be a float32 CPU tensor");
   split_packed(qkv, heads);  // checks the shape
   const auto absent = torch::empty({0}, qkv.options());
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
-  return FusedAttention::apply(qkv, absent, absent, or_absent(bias), or_absent(mask), or_absent(relative.query),
-                               or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
-                               or_absent(relative.runs), scale, relative.clip, heads);
+  return FusedAttention::apply(qkv, absent, absent, or_absent(bias), or_absent(mask.padding()),
+                               or_absent(relative.query), or_absent(relative.key), or_absent(relative.value),
+                               or_absent(relative.offset_query), or_absent(relative.runs), scale, relative.clip, heads,
+                               mask.causal());
 }
 
 }  // namespace pelab

@@ -8,24 +8,26 @@
 #include <torch/torch.h>
 
 #include "core/encodings/position_encoding.h"
+#include "core/model/attention_mask.h"
 
 namespace pelab {
 
 // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh), any strides with unit stride along Dh; bias:
-// undefined or (B|1, H|1, Tq, Tk), may require grad; mask: undefined or additive
-// (B|1, 1, Tq|1, Tk); relative: a scheme's relative_rows (position_encoding.h), which need
+// undefined or (B|1, H|1, Tq, Tk), may require grad; mask: padding keys ((B, 1, 1, Tk)
+// additive) and, if causal (Tq = Tk), the keys after each query, which the kernels skip
+// where a whole block of queries cannot see them; relative: a scheme's relative_rows (position_encoding.h), which need
 // Tq = Tk = T and contiguous positions; their tables and offset query may require grad
 // (relative.bias is not read: pass it as `bias`). -> (B, H, Tq, Dh), a view whose memory
 // is (B, Tq, H, Dh), so that out.transpose(1, 2).reshape({B, Tq, H * Dh}) is free.
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
-                              const torch::Tensor& bias, const torch::Tensor& mask,
+                              const torch::Tensor& bias, const AttentionMask& mask,
                               const RelativeRows& relative = {});
 
 // The same with q, k and v as the thirds of one projection's output, qkv (B, T, 3 H Dh),
 // split into `heads` heads as (B, H, T, Dh) views: the gradient for qkv is written as one
 // tensor (separate views' gradients would be concatenated by the split's backward).
 torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, double scale, const torch::Tensor& bias,
-                                     const torch::Tensor& mask, const RelativeRows& relative = {});
+                                     const AttentionMask& mask, const RelativeRows& relative = {});
 
 // Whether fused_attention can take tensors like q: float32 on the CPU.
 bool fused_attention_supports(const torch::Tensor& q);
