@@ -18,13 +18,17 @@ if ! "$PELAB" train "$config" "${common[@]}" --set device=cuda --set train.steps
   cat probe.log; exit 1
 fi
 
-for scheme in none alibi relative_key shaw; do
-  "$PELAB" train "$config" "${common[@]}" --set encoding.name=$scheme --set device=cpu --out cpu_$scheme > /dev/null
-  "$PELAB" train "$config" "${common[@]}" --set encoding.name=$scheme --set device=cuda --out cuda_$scheme > /dev/null
-  "$PELAB" train "$config" "${common[@]}" --set encoding.name=$scheme --set device=auto --set precision=bf16 \
-      --out bf16_$scheme > /dev/null
-  "$PELAB" export-attention cuda_$scheme/run.h5 --lengths 4 > /dev/null
-  "$py" - "$scheme" << 'PY'
+# causal:SCHEME: a causal model (SDPA with is_causal for none and rope, whose batches have no
+# padding; the causal triangle added to alibi's bias)
+for variant in none alibi relative_key shaw causal:none causal:rope causal:alibi; do
+  scheme=${variant#causal:} causal=false name=${variant/:/_}
+  [[ $variant == causal:* ]] && causal=true
+  run=("$PELAB" train "$config" "${common[@]}" --set encoding.name=$scheme --set model.causal=$causal)
+  "${run[@]}" --set device=cpu --out cpu_$name > /dev/null
+  "${run[@]}" --set device=cuda --out cuda_$name > /dev/null
+  "${run[@]}" --set device=auto --set precision=bf16 --out bf16_$name > /dev/null
+  "$PELAB" export-attention cuda_$name/run.h5 --lengths 4 > /dev/null
+  "$py" - "$name" << 'PY'
 import sys, h5py, numpy as np
 scheme = sys.argv[1]
 cpu, cuda, bf16 = (h5py.File(f"{w}_{scheme}/run.h5") for w in ("cpu", "cuda", "bf16"))
@@ -44,6 +48,8 @@ for f, m in zip((cuda, bf16), maps[1:]):
 assert np.abs(maps[1] - maps[0]).max() < 2e-3, np.abs(maps[1] - maps[0]).max()
 for m in maps[1:]:
     assert np.all(np.abs(m.sum(-1) - 1) < 2e-3), np.abs(m.sum(-1) - 1).max()
+    if scheme.startswith("causal"):  # no weight on a later key
+        assert np.all(np.triu(m, 1) == 0), np.abs(np.triu(m, 1)).max()
 assert "attention/length_4" in cuda
 print(scheme, "cpu", c[-1], "cuda", g[-1], "bf16", b[-1])
 PY
