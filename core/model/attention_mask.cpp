@@ -20,7 +20,8 @@ AttentionMask::AttentionMask(const torch::Tensor& padding, bool causal)
 }
 
 const torch::Tensor& AttentionMask::additive() const {
-  if (!causal_ || additive_.defined()) return causal_ ? additive_ : padding_;
+  if (!causal_) return padding_;
+  if (additive_.defined()) return additive_;
   const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
   const auto future = torch::ones({length_, length_}, options.dtype(torch::kBool)).triu(1);  // key j > query i
   const auto triangle =
