@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -246,6 +247,12 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     out << fmt::format("matmul peak of this machine: {:.1f} GFLOP/s (1024 x 1024 float32 torch::mm, {} threads, best "
                        "of 10; BLAS: {})\n", peak, torch::get_num_threads(),
                        blas.empty() ? std::string("not OpenBLAS") : "OpenBLAS, " + blas + " kernels") << std::flush;
+    // a user's OPENBLAS_CORETYPE is kept (core/blas_core.h), even below what the CPU runs
+    const char* chosen = std::getenv("OPENBLAS_CORETYPE");
+    const std::string better = better_openblas_core(blas);
+    if (chosen && !better.empty())
+      out << fmt::format("note: OPENBLAS_CORETYPE={} is set, and pelab keeps it; this CPU runs OpenBLAS's {} kernels "
+                         "(unset it, or set it to {}, to use them)\n", chosen, better, better);
   }
   // `none` is measured right before every other scheme, and "x none" is the median over
   // rounds of those paired ratios: this machine's speed drifts by +-20% over minutes, which

@@ -10,7 +10,7 @@ packages=(
   python3 python3-h5py python3-numpy python3-matplotlib
   fortunes  # English text for the text task's tests and configs/text/ (/usr/share/games/fortunes)
   slurmctld slurmd slurm-client munge  # the test suite's one-node Slurm cluster (tests/slurm_sweep.sh)
-  clang libclang-rt-14-dev  # the config fuzzer (libFuzzer, tests/fuzz/run_config_fuzzer.sh)
+  clang libclang-rt-dev  # the config fuzzer (libFuzzer, tests/fuzz/run_config_fuzzer.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,4 +1,3 @@
 #define CATCH_CONFIG_RUNNER
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 int main(int argc, char** argv) { return Catch::Session().run(argc, argv); }

@@ -1,8 +1,7 @@
 // The Deletang et al. / Ruoss et al. algorithmic tasks: every registered task obeys its
 // length laws and alphabets and is reproducible; each task's outputs are checked by an
 // independent computation on generated examples.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,5 @@
 // Attention statistics and maps, and the linear position probes.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <sstream>
@@ -41,7 +40,7 @@ CATCH_TEST_CASE("attention statistics of uniform and one-hot attention", "[analy
   CATCH_CHECK(p.mean_distance[0] == Approx(0.5));   // queries 0 and 1 only: (0.5 + 0.5) / 2
 }
 
-CATCH_TEST_CASE("stored attention maps are row-stochastic; causal maps have no mass above the diagonal",
+CATCH_TEST_CASE("stored attention maps are row-stochastic, causal maps have no mass above the diagonal",
                 "[analysis]") {
   for (const bool causal : {false, true}) {
     CATCH_INFO((causal ? "causal" : "bidirectional"));
@@ -83,7 +82,7 @@ CATCH_TEST_CASE("ridge regression recovers a linear map", "[analysis][probes]") 
   CATCH_CHECK(torch::allclose(predicted, x_test.mm(w) + 3.0, 1e-6, 1e-6));
 }
 
-CATCH_TEST_CASE("probes: learned and sinusoidal positions are decodable from the embeddings; none is at chance",
+CATCH_TEST_CASE("probes: learned and sinusoidal positions are decodable from the embeddings, none is at chance",
                 "[analysis][probes]") {
   for (const std::string scheme : {"learned", "sinusoidal", "none"}) {
     CATCH_INFO(scheme);
@@ -113,7 +112,7 @@ CATCH_TEST_CASE("a run stores attention statistics, maps and probes, and reads t
   auto config = test::tiny_config({"output.dir=" + dir.path, "encoding.name=sinusoidal", "analysis.probe_examples=16"});
   std::ostringstream log;
   RunOutcome outcome = execute_run(config, log, false);
-  CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("position probes at length 6"));
+  CATCH_CHECK_THAT(log.str(), test::ContainsText("position probes at length 6"));
   RunRecord record = read_run_file(outcome.run_file, false);
   CATCH_REQUIRE(record.evaluation.size() == 2u);
   for (size_t i = 0; i < 2; ++i) {

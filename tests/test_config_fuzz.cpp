@@ -2,8 +2,7 @@
 // huge and negative numbers, unknown names and keys, deep nesting, invalid YAML), must give
 // either a valid config or a clean `file:line:col: message` ConfigError, never another
 // exception, a crash or a hang.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <filesystem>
 #include <fstream>
@@ -102,5 +101,5 @@ CATCH_TEST_CASE("config fuzzing: every mutation of a shipped config is a clean e
 CATCH_TEST_CASE("config fuzzing: 100,000 nested brackets are a clean error, not a stack overflow", "[config][fuzz]") {
   const std::string deep = "name: deep\nseed: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
   CATCH_CHECK_THROWS_WITH(parse_run_config(deep, "deep.yaml", {}, scheme_catalog(), task_catalog()),
-                          Catch::Matchers::StartsWith("deep.yaml:2:") && Catch::Matchers::Contains("invalid YAML"));
+                          Catch::Matchers::StartsWith("deep.yaml:2:") && test::ContainsText("invalid YAML"));
 }

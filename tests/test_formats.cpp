@@ -1,7 +1,6 @@
 // The two sequence-to-sequence formats (encoder, causal_lm) and the chance level that every
 // evaluation row carries.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 
@@ -34,7 +33,7 @@ std::vector<int64_t> greedy_decode(Encoder& model, const Seq2SeqTask& task, Exam
 
 }  // namespace
 
-CATCH_TEST_CASE("causal_lm format: input, separator, output; the token before output k predicts it", "[formats]") {
+CATCH_TEST_CASE("causal_lm format: input, separator, output, the token before output k predicts it", "[formats]") {
   auto task = test::default_task("reverse_string", "causal_lm");
   CATCH_REQUIRE(task->format() == TaskFormat::CausalLM);
   Rng rng(5);
@@ -82,11 +81,11 @@ CATCH_TEST_CASE("a format the config asks for must suit the attention", "[format
   CATCH_CHECK(test::tiny_config().task.format == "encoder");
   CATCH_CHECK(test::tiny_config({"model.causal=true", "task.format=causal_lm"}).task.format == "causal_lm");
   CATCH_CHECK_THROWS_WITH(test::tiny_config({"task.format=causal_lm"}),
-                          Catch::Matchers::Contains("causal_lm (next-token prediction) needs causal attention"));
+                          test::ContainsText("causal_lm (next-token prediction) needs causal attention"));
   CATCH_CHECK_THROWS_WITH(test::tiny_config({"task.format=masked_lm"}),
-                          Catch::Matchers::Contains("expected one of: encoder, causal_lm"));
+                          test::ContainsText("expected one of: encoder, causal_lm"));
   CATCH_CHECK_THROWS_WITH(test::tiny_config({"task.name=text", "task.format=masked_lm", "model.causal=true"}),
-                          Catch::Matchers::Contains("masked_lm (BERT-style) needs bidirectional attention"));
+                          test::ContainsText("masked_lm (BERT-style) needs bidirectional attention"));
   auto text = test::tiny_config({"task.name=text", "model.causal=true"});
   CATCH_CHECK(text.task.format == "causal_lm");
   CATCH_CHECK(text.task.options.get_string("path") == TextTask::kDefaultCorpus);

@@ -1,5 +1,4 @@
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <filesystem>
 #include <fstream>
@@ -80,7 +79,7 @@ CATCH_TEST_CASE("a run file round-trips every field", "[hdf5]") {
 
 CATCH_TEST_CASE("reading a missing or foreign file is a clear error", "[hdf5]") {
   test::TemporaryDirectory dir;
-  CATCH_CHECK_THROWS_WITH(read_run_file(dir.path + "/none.h5"), Catch::Matchers::Contains("does not exist"));
+  CATCH_CHECK_THROWS_WITH(read_run_file(dir.path + "/none.h5"), test::ContainsText("does not exist"));
   const std::string text = dir.path + "/text.h5";
   std::ofstream(text) << "not hdf5";
   CATCH_CHECK_THROWS_WITH(read_run_file(text), Catch::Matchers::StartsWith("cannot read HDF5 run file " + text));
@@ -99,12 +98,12 @@ CATCH_TEST_CASE("loading a checkpoint into another model names the mismatch", "[
   auto wider = test::tiny_config({"model.d_model=64"});
   Encoder big(wider.model, wider.encoding, task->vocab_size(), task->num_classes());
   CATCH_CHECK_THROWS_WITH(load_checkpoint(dir.path + "/run.h5", *big),
-                          Catch::Matchers::Contains("checkpoint tensor 'token_embedding.weight' has shape [4, 32], "
+                          test::ContainsText("checkpoint tensor 'token_embedding.weight' has shape [4, 32], "
                                                     "the model expects [4, 64]"));
   auto learned = test::tiny_config({"encoding.name=learned"});
   Encoder with_table(learned.model, learned.encoding, task->vocab_size(), task->num_classes());
   CATCH_CHECK_THROWS_WITH(load_checkpoint(dir.path + "/run.h5", *with_table),
-                          Catch::Matchers::Contains("checkpoint has no tensor 'position_encoding.table'"));
+                          test::ContainsText("checkpoint has no tensor 'position_encoding.table'"));
 }
 
 CATCH_TEST_CASE("parameter counts group by module and add up", "[hdf5]") {

@@ -1,5 +1,4 @@
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include "core/encodings/learned.h"
 #include "core/run.h"
@@ -40,8 +39,8 @@ CATCH_TEST_CASE("learned: a sequence longer than the table is a clear error", "[
   CATCH_CHECK_NOTHROW(pe.check_positions(contiguous_positions(2, 8)));
   CATCH_CHECK_THROWS_WITH(
       pe.check_positions(contiguous_positions(2, 9)),
-      Catch::Matchers::Contains("learned: position 8 does not fit the table of max_positions = 8 rows") &&
-          Catch::Matchers::Contains("raise encoding.max_positions to at least 9"));
+      test::ContainsText("learned: position 8 does not fit the table of max_positions = 8 rows") &&
+          test::ContainsText("raise encoding.max_positions to at least 9"));
 
   // through the whole model too, not an index crash
   auto config = test::tiny_config({"encoding.name=learned", "encoding.max_positions=10"});
@@ -51,7 +50,7 @@ CATCH_TEST_CASE("learned: a sequence longer than the table is a clear error", "[
   Rng rng(1);
   Batch b = task->sample(2, 6, rng);  // 12 tokens
   CATCH_CHECK_THROWS_WITH(model->forward(b.tokens, b.padding, contiguous_positions(2, 12)),
-                          Catch::Matchers::Contains("position 11 does not fit"));
+                          test::ContainsText("position 11 does not fit"));
 }
 
 CATCH_TEST_CASE("a run whose test lengths do not fit the table fails before training, saying why", "[learned]") {

@@ -1,6 +1,5 @@
 // The end-to-end learning test: config -> train -> evaluate -> run file.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <sstream>
 
@@ -29,7 +28,7 @@ CATCH_TEST_CASE("a small seeded model learns reverse_string at its training leng
   CATCH_CHECK(record.evaluation.back().per_token_accuracy == outcome.evaluation.back().per_token_accuracy);
   CATCH_CHECK(record.training.step == outcome.training.step);
   CATCH_CHECK(record.environment.threads == 1);
-  CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("token acc") && Catch::Matchers::Contains("tokens/s"));
+  CATCH_CHECK_THAT(log.str(), test::ContainsText("token acc") && test::ContainsText("tokens/s"));
 }
 
 CATCH_TEST_CASE("causal_lm format: a small causal model learns to copy at its training lengths", "[learning][formats]") {
@@ -47,7 +46,7 @@ CATCH_TEST_CASE("causal_lm format: a small causal model learns to copy at its tr
     CATCH_CHECK(r.per_token_accuracy >= 0.9);
     CATCH_CHECK(r.per_token_accuracy > r.chance_token_accuracy + 0.5);
   }
-  CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("causal_lm: input, separator, output"));
+  CATCH_CHECK_THAT(log.str(), test::ContainsText("causal_lm: input, separator, output"));
   CATCH_CHECK(read_run_file(outcome.run_file).task_format == "causal_lm");
 }
 
@@ -68,7 +67,7 @@ CATCH_TEST_CASE("text: a few hundred steps on English bytes beat the unigram cha
       CATCH_INFO("length " << r.length);
       CATCH_CHECK(r.loss < r.chance_loss - 0.1);  // nats per byte below the unigram entropy
     }
-    CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("bits/byte"));
+    CATCH_CHECK_THAT(log.str(), test::ContainsText("bits/byte"));
     RunRecord record = read_run_file(outcome.run_file);
     CATCH_CHECK(record.task_format == format);
     CATCH_CHECK(record.evaluation_protocol.find("held-out bytes") != std::string::npos);

@@ -1,7 +1,6 @@
 // The NoPE-paper tasks (Kazemnejad et al. 2023): copy, reverse, sort, addition, each checked
 // by an independent computation on generated examples.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <algorithm>
 #include <map>

@@ -1,8 +1,7 @@
 // Registry-wide tests: every registered scheme, in every choice of its options, in
 // bidirectional and causal mode, passes the same invariants. A new scheme is tested by
 // being registered.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include "core/encodings/position_sampler.h"
 #include "core/io/hdf5_store.h"
@@ -87,8 +86,8 @@ CATCH_TEST_CASE("unknown scheme names list the known ones", "[registry]") {
     make_position_encoding("rotary_typo", EncodingContext{}, OptionValues{});
     CATCH_FAIL("no exception");
   } catch (const std::invalid_argument& e) {
-    CATCH_CHECK_THAT(e.what(), Catch::Matchers::Contains("unknown position encoding 'rotary_typo'") &&
-                                   Catch::Matchers::Contains("known: alibi, deberta, fire"));
+    CATCH_CHECK_THAT(e.what(), test::ContainsText("unknown position encoding 'rotary_typo'") &&
+                                   test::ContainsText("known: alibi, deberta, fire"));
   }
 }
 
@@ -163,8 +162,8 @@ CATCH_TEST_CASE("a causal-only scheme refuses bidirectional attention, in the co
     CATCH_INFO(e.info.name);
     EncodingContext bidirectional{32, 4, 2, false};
     CATCH_CHECK_THROWS_WITH(e.factory(bidirectional, OptionValues::defaults(e.info.options)),
-                            Catch::Matchers::Contains("causal attention only") &&
-                                Catch::Matchers::Contains("set model.causal: true"));
+                            test::ContainsText("causal attention only") &&
+                                test::ContainsText("set model.causal: true"));
     try {
       tiny_config({"encoding.name=" + e.info.name});
       CATCH_FAIL("the config loader accepted a bidirectional " << e.info.name);

@@ -1,8 +1,7 @@
 // Relative and bias schemes: golden numbers from the papers and reference implementations,
 // equivalence with a deliberately naive (T, T, Dh) implementation of each paper's formula,
 // and translation invariance.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 
@@ -212,8 +211,8 @@ CATCH_TEST_CASE("relative_key: HF's table raises a clear error beyond it, clippi
   CATCH_CHECK(as_vector(hf.table_index(contiguous_positions(1, 3))[0][0]) == std::vector<int64_t>{7, 6, 5});
   CATCH_CHECK_NOTHROW(hf.check_positions(contiguous_positions(1, 8)));
   CATCH_CHECK_THROWS_WITH(hf.check_positions(contiguous_positions(1, 9)),
-                          Catch::Matchers::Contains("relative_key: distance 8 is beyond the table of max_positions = 8") &&
-                              Catch::Matchers::Contains("set encoding.clip"));
+                          test::ContainsText("relative_key: distance 8 is beyond the table of max_positions = 8") &&
+                              test::ContainsText("set encoding.clip"));
   options.set("clip", int64_t{3});
   RelativeKeyImpl clipped(context, options);
   CATCH_CHECK(clipped.table(0).size(0) == 7);

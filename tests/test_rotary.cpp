@@ -1,6 +1,5 @@
 // Rotary schemes, position samplers and evaluation-time extrapolation.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <set>
@@ -68,7 +67,7 @@ CATCH_TEST_CASE("RoPE rotary_fraction rotates only the first part of each head",
   auto y = rope.apply(x, at_positions({5, 6, 7}));
   CATCH_CHECK(torch::equal(y.narrow(-1, 4, 4), x.narrow(-1, 4, 4)));
   CATCH_CHECK_FALSE(close(y.narrow(-1, 0, 4), x.narrow(-1, 0, 4)));
-  CATCH_CHECK_THROWS_WITH(make_rope(8, "interleaved", 0.1), Catch::Matchers::Contains("even number of dimensions"));
+  CATCH_CHECK_THROWS_WITH(make_rope(8, "interleaved", 0.1), test::ContainsText("even number of dimensions"));
 }
 
 CATCH_TEST_CASE("RoPE's one-pass float32 rotation equals LibTorch's operations, values and gradients",
@@ -120,7 +119,7 @@ CATCH_TEST_CASE("RoPE in bfloat16 (autocast) rotates by float32 angles, rounded 
   CATCH_CHECK(error < 0.05);
 }
 
-CATCH_TEST_CASE("extrapolation: interpolation at scale 1 is plain RoPE; scale s divides positions; NTK scales the base",
+CATCH_TEST_CASE("extrapolation: interpolation at scale 1 is plain RoPE, scale s divides positions, NTK scales the base",
                 "[rotary][rope]") {
   auto rope = make_rope(8, "interleaved");
   auto x = torch::randn({1, 1, 4, 8});
@@ -141,7 +140,7 @@ CATCH_TEST_CASE("extrapolation: interpolation at scale 1 is plain RoPE; scale s 
   // a scale below 1 (a test length shorter than training) leaves positions alone
   rope.set_extrapolation("interpolation", 0.5);
   CATCH_CHECK(torch::equal(rope.apply(x, p), plain));
-  CATCH_CHECK_THROWS_WITH(rope.set_extrapolation("yarn", 2.0), Catch::Matchers::Contains("unknown extrapolation method 'yarn'"));
+  CATCH_CHECK_THROWS_WITH(rope.set_extrapolation("yarn", 2.0), test::ContainsText("unknown extrapolation method 'yarn'"));
 }
 
 CATCH_TEST_CASE("xPos golden scale factors and decay (Sun et al. 2022)", "[rotary][xpos]") {
@@ -192,7 +191,7 @@ CATCH_TEST_CASE("randomized positions: sorted, unique, in range, reproducible fr
   for (int i = 0; i < 200; ++i)
     for (int64_t v : PositionSampler::randomized(10, 100, d)) seen.insert(v);
   CATCH_CHECK(seen.size() == 100u);
-  CATCH_CHECK_THROWS_WITH(PositionSampler::randomized(101, 100, d), Catch::Matchers::Contains("raise positions.max_length"));
+  CATCH_CHECK_THROWS_WITH(PositionSampler::randomized(101, 100, d), test::ContainsText("raise positions.max_length"));
 
   config.sampler = "random_offset";
   PositionSampler offset(config);
@@ -207,16 +206,16 @@ CATCH_TEST_CASE("a run checks that the sampler's positions fit the scheme before
                                    "positions.max_length=128"});
   Encoder model = build_model(config, *task);
   CATCH_CHECK_THROWS_WITH(check_lengths_fit(config, *task, *model),
-                          Catch::Matchers::Contains("positions up to 127) cannot be encoded: learned: position 127 "
+                          test::ContainsText("positions up to 127) cannot be encoded: learned: position 127 "
                                                     "does not fit the table of max_positions = 64 rows"));
   auto short_range = test::tiny_config({"positions.sampler=randomized", "positions.max_length=10"});
   Encoder plain = build_model(short_range, *task);
   CATCH_CHECK_THROWS_WITH(check_lengths_fit(short_range, *task, *plain),
-                          Catch::Matchers::Contains("(16 tokens) does not fit positions.max_length = 10"));
+                          test::ContainsText("(16 tokens) does not fit positions.max_length = 10"));
   auto not_rotary = test::tiny_config({"encoding.name=alibi", "eval.extrapolation=[none, ntk]"});
   Encoder alibi = build_model(not_rotary, *task);
   CATCH_CHECK_THROWS_WITH(check_lengths_fit(not_rotary, *task, *alibi),
-                          Catch::Matchers::Contains("eval.extrapolation 'ntk' needs a rotary scheme"));
+                          test::ContainsText("eval.extrapolation 'ntk' needs a rotary scheme"));
 }
 
 CATCH_TEST_CASE("one trained model is evaluated plain and stretched in the same run", "[rotary][sampler]") {

@@ -1,5 +1,4 @@
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 
@@ -83,7 +82,7 @@ CATCH_TEST_CASE("sinusoidal keeps precision at large positions", "[sinusoidal]")
 }
 
 CATCH_TEST_CASE("sinusoidal rejects an odd d_model", "[sinusoidal]") {
-  CATCH_CHECK_THROWS_WITH(make(5, "interleaved"), Catch::Matchers::Contains("d_model must be even, got 5"));
+  CATCH_CHECK_THROWS_WITH(make(5, "interleaved"), test::ContainsText("d_model must be even, got 5"));
 }
 
 CATCH_TEST_CASE("additive schemes inject at the input only or before every block", "[sinusoidal][learned]") {

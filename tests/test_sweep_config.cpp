@@ -1,6 +1,5 @@
 // Sweep files: grid and zip expansion, run ids, validation.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <fstream>
 
@@ -55,16 +54,16 @@ CATCH_TEST_CASE("sweep: run ids are readable and unique", "[sweep]") {
 CATCH_TEST_CASE("sweep: bad sweep files fail with file:line:col, bad runs name the run", "[sweep]") {
   test::TemporaryDirectory dir;
   CATCH_CHECK_THROWS_WITH(load_sweep_config(write_sweep(dir, "grid: {seed: 3}\n")),
-                          Catch::Matchers::Contains("sweep.yaml:2:14: grid.seed: grid axis 'seed' needs a non-empty list"));
+                          test::ContainsText("sweep.yaml:2:14: grid.seed: grid axis 'seed' needs a non-empty list"));
   CATCH_CHECK_THROWS_WITH(
       load_sweep_config(write_sweep(dir, "zip: {seed: [1, 2], train.max_length: [5]}\n")),
-      Catch::Matchers::Contains("zip axes advance together and need lists of one length"));
+      test::ContainsText("zip axes advance together and need lists of one length"));
   CATCH_CHECK_THROWS_WITH(load_sweep_config(write_sweep(dir, "grids: {seed: [1]}\n")),
-                          Catch::Matchers::Contains("unknown key 'grids'"));
+                          test::ContainsText("unknown key 'grids'"));
   auto sweep = load_sweep_config(write_sweep(dir, "grid: {encoding.name: [rope, rotary]}\n"));
   CATCH_CHECK_THROWS_WITH(expand_sweep(sweep, scheme_catalog(), task_catalog()),
-                          Catch::Matchers::Contains("unknown encoding 'rotary'") &&
-                              Catch::Matchers::Contains("run encoding-rotary"));
+                          test::ContainsText("unknown encoding 'rotary'") &&
+                              test::ContainsText("run encoding-rotary"));
   std::ofstream(dir.path + "/no_base.yaml") << "grid: {seed: [1]}\n";
-  CATCH_CHECK_THROWS_WITH(load_sweep_config(dir.path + "/no_base.yaml"), Catch::Matchers::Contains("needs `base:"));
+  CATCH_CHECK_THROWS_WITH(load_sweep_config(dir.path + "/no_base.yaml"), test::ContainsText("needs `base:"));
 }

@@ -1,5 +1,4 @@
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include "data/duplicate_string.h"
 #include "data/reverse_string.h"

@@ -1,8 +1,7 @@
 // The text task on real English text (Debian's fortunes, installed by scripts/setup-deps.sh):
 // the byte vocabulary, the held-out split, the evaluation windows, BERT masking, and the
 // perplexity of an untrained model.
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <fstream>
@@ -56,7 +55,7 @@ CATCH_TEST_CASE("text: bytes of the file are the tokens, the next byte the targe
   }
 }
 
-CATCH_TEST_CASE("text: no training window reaches the held-out split; evaluation reads only it", "[text]") {
+CATCH_TEST_CASE("text: no training window reaches the held-out split, evaluation reads only it", "[text]") {
   for (const std::string format : {"causal_lm", "masked_lm"}) {
     CATCH_INFO(format);
     auto task = text_task(format, {{"holdout", 0.2}});
@@ -125,9 +124,9 @@ CATCH_TEST_CASE("text: sliding windows score their last `stride` bytes, non-over
   CATCH_CHECK(plain.evaluation_window_start(128, 1) == split - 1 + 128);
   CATCH_CHECK(plain.evaluation_size(128, 1 << 30) == held_out / 128);
   CATCH_CHECK(plain.evaluation_size(128, 5) == 5);
-  CATCH_CHECK_THAT(sliding.evaluation_protocol(), Catch::Matchers::Contains("sliding windows") &&
-                                                      Catch::Matchers::Contains("scoring its last 32"));
-  CATCH_CHECK_THAT(plain.evaluation_protocol(), Catch::Matchers::Contains("non-overlapping"));
+  CATCH_CHECK_THAT(sliding.evaluation_protocol(), test::ContainsText("sliding windows") &&
+                                                      test::ContainsText("scoring its last 32"));
+  CATCH_CHECK_THAT(plain.evaluation_protocol(), test::ContainsText("non-overlapping"));
 }
 
 CATCH_TEST_CASE("text: BERT masking predicts 15% of positions, 80% [MASK] / 10% random / 10% kept", "[text]") {
@@ -159,7 +158,7 @@ CATCH_TEST_CASE("text: BERT masking predicts 15% of positions, 80% [MASK] / 10% 
   CATCH_CHECK(double(replaced) / predicted == Approx(0.1 - 0.1 / 256).margin(0.015));
 }
 
-CATCH_TEST_CASE("text: an untrained model's perplexity is near the 256 bytes; chance is the unigram", "[text]") {
+CATCH_TEST_CASE("text: an untrained model's perplexity is near the 256 bytes, chance is the unigram", "[text]") {
   for (const std::string format : {"causal_lm", "masked_lm"}) {
     CATCH_INFO(format);
     auto config = test::tiny_config({"task.name=text", "task.format=" + format,
@@ -185,32 +184,32 @@ CATCH_TEST_CASE("text: missing files, non-UTF-8 files and windows that do not fi
   test::TemporaryDirectory dir;
   auto options = OptionValues::defaults(TextTask::options());
   options.set("path", dir.path + "/missing.txt");
-  CATCH_CHECK_THROWS_WITH(TextTask(options), Catch::Matchers::Contains("cannot open '" + dir.path + "/missing.txt'"));
+  CATCH_CHECK_THROWS_WITH(TextTask(options), test::ContainsText("cannot open '" + dir.path + "/missing.txt'"));
   const std::string latin1 = dir.path + "/latin1.txt";
   std::ofstream(latin1) << "caf\xe9 au lait";
   options.set("path", latin1);
-  CATCH_CHECK_THROWS_WITH(TextTask(options), Catch::Matchers::Contains("is not UTF-8 text (invalid byte 0xe9 at offset 3)"));
+  CATCH_CHECK_THROWS_WITH(TextTask(options), test::ContainsText("is not UTF-8 text (invalid byte 0xe9 at offset 3)"));
   const std::string empty = dir.path + "/empty.txt";
   std::ofstream(empty).flush();
   options.set("path", empty);
-  CATCH_CHECK_THROWS_WITH(TextTask(options), Catch::Matchers::Contains("is empty"));
+  CATCH_CHECK_THROWS_WITH(TextTask(options), test::ContainsText("is empty"));
 
   auto task = text_task("masked_lm");
   const int64_t held_out = task.size() - task.split_offset();
   CATCH_CHECK_NOTHROW(task.check_length(held_out, false));
   CATCH_CHECK_THROWS_WITH(task.check_length(held_out + 1, false),
-                          Catch::Matchers::Contains("evaluation windows of " + std::to_string(held_out + 1) +
+                          test::ContainsText("evaluation windows of " + std::to_string(held_out + 1) +
                                                     " bytes do not fit the held-out split"));
   auto lm = text_task("causal_lm");  // sliding: the context before the held-out bytes comes from the training split
   CATCH_CHECK_NOTHROW(lm.check_length(lm.split_offset() + 63, false));
   CATCH_CHECK_THROWS_WITH(lm.check_length(lm.split_offset() + 64, false),
-                          Catch::Matchers::Contains("bytes of context before the held-out split"));
+                          test::ContainsText("bytes of context before the held-out split"));
   CATCH_CHECK_THROWS_WITH(lm.check_length(lm.split_offset(), true),
-                          Catch::Matchers::Contains("do not fit the training split"));
+                          test::ContainsText("do not fit the training split"));
   // the run fails before training, not after it
   auto config = test::tiny_config({"task.name=text", "model.causal=true", "eval.lengths=[1000000]"});
   std::ostringstream log;
-  CATCH_CHECK_THROWS_WITH(execute_run(config, log, false), Catch::Matchers::Contains("bytes of context before the held-out"));
+  CATCH_CHECK_THROWS_WITH(execute_run(config, log, false), test::ContainsText("bytes of context before the held-out"));
   CATCH_CHECK(log.str().find("step") == std::string::npos);
 }
 

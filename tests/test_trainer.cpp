@@ -1,5 +1,4 @@
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <limits>
 #include <sstream>
@@ -91,7 +90,7 @@ CATCH_TEST_CASE("a parameter that gets no gradient fails the run, named", "[trai
   Trainer trainer(config, model, *task, torch::kCPU);
   std::ostringstream log;
   CATCH_CHECK_THROWS_WITH(trainer.train(log, false),
-                          Catch::Matchers::Contains("received no gradient after the first backward pass: forgotten_table"));
+                          test::ContainsText("received no gradient after the first backward pass: forgotten_table"));
 }
 
 CATCH_TEST_CASE("the padding row of the token embedding is zero and stays zero", "[trainer][encoder]") {
@@ -133,11 +132,11 @@ CATCH_TEST_CASE("progress prints plain lines when not on a terminal", "[trainer]
   const std::string text = out.str();
   CATCH_CHECK(text.find('\r') == std::string::npos);
   CATCH_CHECK(std::count(text.begin(), text.end(), '\n') == 3);  // steps 1, 5, 10
-  CATCH_CHECK_THAT(text, Catch::Matchers::Contains("step 10/10 | loss 0.5000 | acc  75.00%") &&
-                             Catch::Matchers::Contains("1234 tok/s"));
+  CATCH_CHECK_THAT(text, test::ContainsText("step 10/10 | loss 0.5000 | acc  75.00%") &&
+                             test::ContainsText("1234 tok/s"));
 }
 
-CATCH_TEST_CASE("a non-finite loss stops the run, naming the step; nonfinite: skip skips and counts", "[trainer]") {
+CATCH_TEST_CASE("a non-finite loss stops the run, naming the step, nonfinite: skip skips and counts", "[trainer]") {
   auto task = test::default_task("reverse_string");
   auto poisoned = [&](const RunConfig& config) {  // a NaN in the output head: every loss is NaN
     Encoder model = build_model(config, *task);
@@ -150,9 +149,9 @@ CATCH_TEST_CASE("a non-finite loss stops the run, naming the step; nonfinite: sk
   auto stop = test::tiny_config();
   Trainer stopping(stop, poisoned(stop), *task, torch::kCPU);
   CATCH_CHECK_THROWS_WITH(stopping.train(log, false),
-                          Catch::Matchers::Contains("non-finite loss at step 1") &&
-                              Catch::Matchers::Contains("loss = nan") &&
-                              Catch::Matchers::Contains("train.nonfinite: skip"));
+                          test::ContainsText("non-finite loss at step 1") &&
+                              test::ContainsText("loss = nan") &&
+                              test::ContainsText("train.nonfinite: skip"));
   auto skip = test::tiny_config({"train.nonfinite=skip"});
   Encoder model = poisoned(skip);
   auto before = model->named_parameters()["blocks.0.attention.qkv.weight"].clone();
@@ -160,7 +159,7 @@ CATCH_TEST_CASE("a non-finite loss stops the run, naming the step; nonfinite: sk
   TrainingCurve curve = skipping.train(log, false);
   CATCH_CHECK(curve.skipped_steps == skip.train.steps);
   CATCH_CHECK(torch::equal(model->named_parameters()["blocks.0.attention.qkv.weight"], before));  // untouched
-  CATCH_CHECK_THAT(log.str(), Catch::Matchers::Contains("skipped 20 of 20 steps"));
+  CATCH_CHECK_THAT(log.str(), test::ContainsText("skipped 20 of 20 steps"));
 
   // a finite loss whose backward gives one parameter a NaN gradient: the global gradient
   // norm (without clipping, which would spread the NaN to every gradient) is NaN, and the
@@ -171,9 +170,9 @@ CATCH_TEST_CASE("a non-finite loss stops the run, naming the step; nonfinite: sk
       [](const torch::Tensor& g) { return g * std::numeric_limits<float>::quiet_NaN(); });
   Trainer nan_gradient(unclipped, hooked, *task, torch::kCPU);
   CATCH_CHECK_THROWS_WITH(nan_gradient.train(log, false),
-                          Catch::Matchers::Contains("non-finite gradient at step 1") &&
-                              Catch::Matchers::Contains("gradient norm = nan") &&
-                              Catch::Matchers::Contains("not finite in: head.weight;"));
+                          test::ContainsText("non-finite gradient at step 1") &&
+                              test::ContainsText("gradient norm = nan") &&
+                              test::ContainsText("not finite in: head.weight;"));
 }
 
 namespace {
@@ -278,7 +277,32 @@ CATCH_TEST_CASE("without the optimizer state or the RNG streams a resumed run di
   CATCH_CHECK(resumed_loss(other_dropout) != expected.loss);
 }
 
-CATCH_TEST_CASE("checkpoint files: a truncated one is refused naming the file; the config is compared key by key",
+CATCH_TEST_CASE("checkpoint files keep a GPU generator's state when the run has one, and none from the CPU",
+                "[trainer][resume]") {
+  const RunConfig config = resumable_config();
+  auto task = test::default_task("reverse_string");
+  Encoder model = build_model(config, *task);
+  Trainer trainer(config, model, *task, torch::kCPU);
+  test::TemporaryDirectory dir;
+  const std::string file = dir.path + "/checkpoint.h5";
+  TrainingCheckpoint checkpoint = trainer.checkpoint();
+  CATCH_CHECK_FALSE(checkpoint.cuda_rng.defined());  // a CPU run
+  write_training_checkpoint(file, checkpoint);
+  CATCH_CHECK_FALSE(read_training_checkpoint(file).cuda_rng.defined());
+
+  // a stand-in for a CUDA generator's state (its Philox seed and offset: 16 bytes)
+  checkpoint.cuda_rng = torch::arange(200, 216, torch::kInt32).to(torch::kUInt8);
+  write_training_checkpoint(file, checkpoint);
+  const TrainingCheckpoint read = read_training_checkpoint(file);
+  CATCH_REQUIRE(read.cuda_rng.defined());
+  CATCH_CHECK(torch::equal(read.cuda_rng, checkpoint.cuda_rng));
+  CATCH_CHECK(torch::equal(read.torch_rng, checkpoint.torch_rng));
+  Trainer resumed_on_cpu(config, build_model(config, *task), *task, torch::kCPU);
+  resumed_on_cpu.restore(read);  // the GPU's state is not for the CPU's generator: left aside
+  CATCH_CHECK(torch::equal(at::detail::getDefaultCPUGenerator().get_state(), checkpoint.torch_rng));
+}
+
+CATCH_TEST_CASE("checkpoint files: a truncated one is refused naming the file, the config is compared key by key",
                 "[trainer][resume]") {
   const RunConfig config = resumable_config();
   auto task = test::default_task("reverse_string");
@@ -291,7 +315,7 @@ CATCH_TEST_CASE("checkpoint files: a truncated one is refused naming the file; t
   CATCH_CHECK_FALSE(std::filesystem::exists(file + ".tmp"));
   std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
   CATCH_CHECK_THROWS_WITH(read_training_checkpoint(file), Catch::Matchers::StartsWith("cannot read checkpoint " + file));
-  CATCH_CHECK_THROWS_WITH(read_training_checkpoint(file + ".absent"), Catch::Matchers::Contains("does not exist"));
+  CATCH_CHECK_THROWS_WITH(read_training_checkpoint(file + ".absent"), test::ContainsText("does not exist"));
 
   RunConfig other = config;
   other.train.learning_rate = 0.002;

@@ -1,8 +1,7 @@
 // The torch-free helpers the CPU kernels share (core/model/vector_math.h), compiled here
 // for the baseline instruction set; the kernels' AVX2 and AVX-512 copies compile the same
 // source (and test_encoder.cpp checks them through the attention and GELU they compute).
-#define CATCH_CONFIG_PREFIX_ALL
-#include <catch2/catch.hpp>
+#include "tests/catch.h"
 
 #include <cmath>
 #include <cstring>

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -170,10 +171,14 @@ struct Tile {
   using Stores = StoreSet;
   using Vector = typename StoreSet::Vector;
   static constexpr int64_t kWidth = kLanesOf<Vector>;
+  // The bands' vectors: N x N transposes of band rows need N <= kBandRows, and a band's
+  // columns are rounded up to whole ones (Float8 when the bands are narrower than Vector)
+  using BandVector = std::conditional_t<BandRows % kLanesOf<Vector> == 0, Vector, Float8>;
+  static constexpr int64_t kBandWidth = kLanesOf<BandVector>;
 };
 using BaselineTile = Tile<4, 2, BaselineStores, false, 8>;
 #ifdef PELAB_X86_DISPATCH
-using Avx512Tile = Tile<8, 2, Avx512Stores, true, 16>;
+using Avx512Tile = Tile<8, 2, Avx512Stores, true, 8>;
 using Avx2Tile = Tile<4, 2, Avx2Stores, false, 8>;
 #endif
 
@@ -619,10 +624,10 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
       spread_clipped(band.data() + r * clipped_rows, clip, skew.first_query + r, out + r * out_row, width);
     return;
   }
-  static_assert(T::kBandRows <= kBlock && T::kBandRows % T::kWidth == 0, "bands: whole N x N blocks, at most kBlock");
+  static_assert(T::kBandRows <= kBlock && T::kBandRows % T::kBandWidth == 0, "bands: whole N x N blocks, at most kBlock");
   for (int64_t r0 = 0; r0 < rows; r0 += T::kBandRows) {
     const int64_t b = std::min(T::kBandRows, rows - r0), base = skew.first0 - (r0 + b - 1),
-                  band_width = round_up(width + b - 1, T::kWidth);
+                  band_width = round_up(width + b - 1, T::kBandWidth);
     band.resize(std::max<size_t>(band.size(), b * band_width));
     if (!skew.runs) {
       set_product<T>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + base, ldc, band.data(), band_width,
@@ -630,11 +635,11 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
     } else {  // the products with the band's runs, spread over its positions
       const int32_t* run_of = skew.runs->row.data() + base;
       const int64_t runs = run_of[band_width - 1] - run_of[0] + 1,
-                    runs_width = round_up(runs, T::kWidth), ldp = runs_width + T::kWidth;
+                    runs_width = round_up(runs, T::kBandWidth), ldp = runs_width + T::kBandWidth;
       scratch.per_run.resize(std::max<size_t>(scratch.per_run.size(), b * ldp));
       set_product<T>(b, depth, {x.at(r0, 0), x.row, x.column}, columns + run_of[0], ldc, scratch.per_run.data(), ldp,
                      runs_width);
-      expand_runs<typename T::Vector>(b, band_width, run_of, scratch.per_run.data(), ldp, band.data(), band_width);
+      expand_runs<typename T::BandVector>(b, band_width, run_of, scratch.per_run.data(), ldp, band.data(), band_width);
     }
     if (out_column == 1) {
       for (int64_t r = 0; r < b; ++r) {
@@ -643,8 +648,8 @@ PELAB_INLINE void add_skewed_product(int64_t rows, int64_t depth, Matrix x, cons
         for (int64_t n = 0; n < width; ++n) o[n] += shifted[n];
       }
     } else {  // a column of the output at a time: its b rows are one run of memory when out_row = 1
-      using V = typename T::Vector;
-      constexpr int64_t N = T::kWidth;
+      using V = typename T::BandVector;
+      constexpr int64_t N = T::kBandWidth;
       int64_t n0 = 0;
       if (b == T::kBandRows && out_row == 1)  // N x N blocks: the shifted band rows, transposed in registers
         for (; n0 + N <= width; n0 += N)
@@ -744,7 +749,7 @@ PELAB_INLINE void add_skewed_weighted(int64_t rows, int64_t width, Matrix w, int
   }
   for (int64_t r0 = 0; r0 < rows; r0 += T::kBandRows) {
     const int64_t b = std::min(T::kBandRows, rows - r0), base = skew.first0 - (r0 + b - 1), depth = width + b - 1;
-    const float* cells = skewed_mass<typename T::Vector>(r0, b, width, w, mass);  // (b, depth)
+    const float* cells = skewed_mass<typename T::BandVector>(r0, b, width, w, mass);  // (b, depth)
     if (!skew.runs) {
       weighted_products<T>(b, {cells, depth}, base, depth, r0, stride, Dh, weighted_rows, outer);
       continue;
@@ -760,7 +765,7 @@ PELAB_INLINE void add_skewed_weighted(int64_t rows, int64_t width, Matrix w, int
     for (const auto& [from, to] : collected) {
       if (from == to) continue;
       const float* sums =
-          collect_runs<typename T::Vector>(b, to - from, cells + from, depth, run_of + from, scratch.per_run);
+          collect_runs<typename T::BandVector>(b, to - from, cells + from, depth, run_of + from, scratch.per_run);
       weighted_products<T>(b, {sums, 1, b}, run_of[from], run_of[to - 1] - run_of[from] + 1, r0, stride, Dh,
                            weighted_rows, outer);
     }

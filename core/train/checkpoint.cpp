@@ -17,7 +17,7 @@ constexpr const char* kStepAttr = "step";
 constexpr const char* kThreadsAttr = "threads";
 constexpr const char* kCurve = "curve";      // group: the training curve rows so far
 constexpr const char* kWindow = "window";    // attributes: the log_every window in progress
-constexpr const char* kRng = "rng";          // group: data, positions (text), torch (uint8)
+constexpr const char* kRng = "rng";  // group: data, positions (text), torch and, from a GPU, cuda (uint8)
 constexpr const char* kModel = "model";      // group: one float32 dataset per parameter / buffer
 constexpr const char* kOptimizer = "optimizer";  // uint8: LibTorch archive of the optimizer state
 
@@ -34,6 +34,11 @@ std::vector<uint8_t> read_bytes(const H5::Group& group, const std::string& name)
   std::vector<uint8_t> bytes(dims[0]);
   if (!bytes.empty()) dataset.read(bytes.data(), H5::PredType::NATIVE_UINT8);
   return bytes;
+}
+
+// bytes: (N,) uint8, a tensor of its own
+torch::Tensor bytes_tensor(std::vector<uint8_t> bytes) {
+  return torch::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, torch::kUInt8).clone();
 }
 
 }  // namespace
@@ -63,6 +68,10 @@ void write_training_checkpoint(const std::string& path, const TrainingCheckpoint
     write_string_dataset(rng, "positions", c.position_rng);
     const auto torch_rng = c.torch_rng.contiguous();
     write_bytes(rng, "torch", torch_rng.data_ptr<uint8_t>(), torch_rng.numel());
+    if (c.cuda_rng.defined()) {
+      const auto cuda_rng = c.cuda_rng.contiguous();
+      write_bytes(rng, "cuda", cuda_rng.data_ptr<uint8_t>(), cuda_rng.numel());
+    }
 
     H5::Group model = file.createGroup(kModel);
     for (const auto& [name, tensor] : c.model) write_tensor(model, name, tensor);
@@ -97,9 +106,8 @@ TrainingCheckpoint read_training_checkpoint(const std::string& path) {
     H5::Group rng = file.openGroup(kRng);
     c.data_rng = read_string_dataset(rng, "data");
     c.position_rng = read_string_dataset(rng, "positions");
-    const auto torch_rng = read_bytes(rng, "torch");
-    c.torch_rng = torch::from_blob(const_cast<uint8_t*>(torch_rng.data()), {static_cast<int64_t>(torch_rng.size())},
-                                   torch::kUInt8).clone();
+    c.torch_rng = bytes_tensor(read_bytes(rng, "torch"));
+    if (H5Lexists(rng.getId(), "cuda", H5P_DEFAULT) > 0) c.cuda_rng = bytes_tensor(read_bytes(rng, "cuda"));
     H5::Group model = file.openGroup(kModel);
     for (const auto& name : member_names(model)) c.model.emplace_back(name, read_tensor(model, name));
     const auto optimizer = read_bytes(root, kOptimizer);

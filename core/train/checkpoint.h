@@ -1,8 +1,9 @@
 // The training checkpoint, <output.dir>/checkpoint.h5: everything Trainer needs to go on
 // from a step as if it had never stopped (on the CPU, bit for bit): parameters, optimizer
-// state, the data and position RNG streams, LibTorch's generator (dropout), and the
-// training curve with its window in progress. Written atomically (atomic_file.h); removed
-// once the run file is complete. Layout: README.md, "Checkpoint file".
+// state, the data and position RNG streams, LibTorch's generators (dropout: the CPU's, and on
+// a GPU the device's), and the training curve with its window in progress. Written
+// atomically (atomic_file.h); removed once the run file is complete. Layout: README.md,
+// "Checkpoint file".
 #pragma once
 
 #include <torch/torch.h>
@@ -25,6 +26,8 @@ struct TrainingCheckpoint {
   TrainerProgress progress;         // step, curve, window in progress, counters
   std::string data_rng, position_rng;  // std::mt19937_64 states, as text
   torch::Tensor torch_rng;          // LibTorch's default CPU generator state (uint8)
+  torch::Tensor cuda_rng;           // the training GPU's default generator state (uint8), which
+                                    // draws dropout there; undefined for a run on the CPU
   std::vector<std::pair<std::string, torch::Tensor>> model;  // parameters and buffers (CPU)
   std::string optimizer;            // the optimizer's state, a LibTorch archive
 };

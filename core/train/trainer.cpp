@@ -52,6 +52,18 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
+// A LibTorch generator's state (uint8), read and written under its lock; `generator` is a
+// handle: the copy shares the default generator it came from.
+torch::Tensor generator_state(at::Generator generator) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void set_generator_state(at::Generator generator, const torch::Tensor& state) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
 }  // namespace
 
 Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch::Device device)
@@ -199,11 +211,8 @@ TrainingCheckpoint Trainer::checkpoint() const {
   positions << position_rng_;
   c.data_rng = data.str();
   c.position_rng = positions.str();
-  {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    c.torch_rng = generator.get_state();
-  }
+  c.torch_rng = generator_state(at::detail::getDefaultCPUGenerator());
+  if (device_.is_cuda()) c.cuda_rng = generator_state(at::globalContext().defaultGenerator(device_));
   c.model = checkpoint_of(*model_);
   torch::serialize::OutputArchive archive;
   optimizer_->save(archive);
@@ -223,11 +232,10 @@ void Trainer::restore(const TrainingCheckpoint& c) {
   data >> data_rng_;
   positions >> position_rng_;
   if (!data || !positions) throw std::runtime_error("the checkpoint's RNG states cannot be read");
-  {
-    auto generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(c.torch_rng);
-  }
+  set_generator_state(at::detail::getDefaultCPUGenerator(), c.torch_rng);
+  // a checkpoint from the CPU has no GPU state (and one from a GPU resumed on the CPU needs none)
+  if (device_.is_cuda() && c.cuda_rng.defined())
+    set_generator_state(at::globalContext().defaultGenerator(device_), c.cuda_rng);
   progress_ = c.progress;
 }
 

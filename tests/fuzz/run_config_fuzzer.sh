@@ -8,7 +8,7 @@
 set -euo pipefail
 source_dir="$(cd "$1" && pwd)"; work="$2"; pelab="$3"; seconds="${4:-30}"
 if ! command -v clang++ > /dev/null; then
-  echo "clang++ not found (apt-get install clang libclang-rt-14-dev): skipped"
+  echo "clang++ not found (apt-get install clang libclang-rt-dev): skipped"
   exit 77
 fi
 mkdir -p "$work/corpus"
