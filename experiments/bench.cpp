@@ -179,14 +179,22 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
       if (mm_ms > 0) per_mm.push_back(ms / mm_ms);
     }
   }
-  if (!options.trace.empty()) {
-    torch::autograd::profiler::RecordProfile profile(options.trace);  // written when it goes out of scope
-    step();
-  }
   r.median_ms = median(times);
   r.min_ms = *std::min_element(times.begin(), times.end());
   r.step_per_mm = per_mm.empty() ? 0.0 : median(per_mm);
   r.peak_mb = gpu ? cuda_memory(device.index()).peak_mb - gpu_allocated_before : peak_resident_mb() - resident_before;
+  if (!options.trace.empty()) {
+    // A step under the profiler peaks higher (~80 MB at d_model 256, batch 8, T 512), and the
+    // kernel faults such new pages in at ~1 us per 4 KB, in whichever operator first writes
+    // them (GELU's backward took 4 -> 14-137 ms in rkq's traces): fault in 256 MB of heap first,
+    // which glibc keeps mapped once freed (configure_cpu_math's trim threshold).
+    if (!gpu) {
+      std::vector<char> heap_reserve(size_t{256} << 20);
+      for (size_t at = 0; at < heap_reserve.size(); at += 4096) heap_reserve[at] = 1;
+    }
+    torch::autograd::profiler::RecordProfile profile(options.trace);  // written when it goes out of scope
+    step();
+  }
   return r;
 }
 
