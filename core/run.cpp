@@ -18,6 +18,7 @@
 #include "core/encodings/position_sampler.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
+#include "core/model/instruction_sets.h"
 #include "core/train/checkpoint.h"
 #include "data/task_registry.h"
 
@@ -41,6 +42,8 @@ void set_threads(int64_t requested) {
 }
 
 void configure_cpu_math() {
+  // PELAB_CPU_KERNELS's errors here, not at the first kernel call (inside a parallel region)
+  kernels::instruction_set();
   // Softmax over strongly negative biases (ALiBi at long lengths: -m |i - j| in the
   // hundreds) produces denormal floats, which x86 handles up to 100x slower: flush them
   // to zero, as a GPU does. Measured: ALiBi's step at T = 2048 went from 2.3x to ~1x none's.

@@ -20,7 +20,8 @@ torch::Device resolve_device(const std::string& name);
 // Intra-op threads: `requested`, or every core when 0.
 void set_threads(int64_t requested);
 // Process-wide CPU math and memory settings of every run and benchmark: denormals flushed
-// to zero; glibc keeps large freed blocks for reuse (no mmap/munmap per step).
+// to zero; glibc keeps large freed blocks for reuse (no mmap/munmap per step). Throws
+// std::invalid_argument when PELAB_CPU_KERNELS names kernels this CPU cannot run.
 void configure_cpu_math();
 // The encoder for a config and task, seeded from config.seed.
 Encoder build_model(const RunConfig& config, const Task& task);

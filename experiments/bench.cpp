@@ -21,6 +21,7 @@
 #include "core/blas_core.h"
 #include "core/device_memory.h"
 #include "core/encodings/registry.h"
+#include "core/model/instruction_sets.h"
 #include "core/model/flops.h"
 #include "core/run.h"
 #include "core/train/autocast.h"
@@ -229,8 +230,10 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   schemes.insert(schemes.begin(), "none");
 
   torch::Device device = torch::kCPU;
+  std::string cpu_kernels;
   try {
     device = resolve_device(options.device);
+    cpu_kernels = kernels::instruction_set_in_use();  // PELAB_CPU_KERNELS's errors, once, here
   } catch (const std::exception& e) {
     out << "pelab bench: " << e.what() << "\n";
     return 2;
@@ -255,6 +258,8 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     out << fmt::format("matmul peak of this machine: {:.1f} GFLOP/s (1024 x 1024 float32 torch::mm, {} threads, best "
                        "of 10; BLAS: {})\n", peak, torch::get_num_threads(),
                        blas.empty() ? std::string("not OpenBLAS") : "OpenBLAS, " + blas + " kernels") << std::flush;
+    out << "pelab's CPU kernels (attention, GELU, LayerNorm): " << cpu_kernels
+        << (std::getenv("PELAB_CPU_KERNELS") ? ", as PELAB_CPU_KERNELS asks\n" : "\n");
     // a user's OPENBLAS_CORETYPE is kept (core/blas_core.h), even below what the CPU runs
     const char* chosen = std::getenv("OPENBLAS_CORETYPE");
     const std::string better = better_openblas_core(blas);

@@ -5,6 +5,7 @@
 
 #include <ctime>
 
+#include "core/model/instruction_sets.h"
 #include "pelab_version.h"
 
 namespace pelab {
@@ -16,6 +17,7 @@ Environment current_environment(const std::string& device) {
   e.torch_version = TORCH_VERSION;
   e.device = device;
   e.threads = torch::get_num_threads();
+  e.cpu_kernels = kernels::instruction_set_in_use();
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) == 0) e.hostname = host;
   std::time_t now = std::time(nullptr);

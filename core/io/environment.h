@@ -7,6 +7,7 @@ namespace pelab {
 
 struct Environment {
   std::string pelab_version, git_commit, torch_version, device, hostname, created_utc;
+  std::string cpu_kernels;  // the copy of pelab's CPU kernels in use ("avx512", ...; "" in older files)
   int64_t threads = 0;
 };
 

@@ -127,6 +127,7 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     write_string_attribute(env, s::kDevice, r.environment.device);
     write_string_attribute(env, s::kHostname, r.environment.hostname);
     write_string_attribute(env, s::kCreatedUtc, r.environment.created_utc);
+    write_string_attribute(env, s::kCpuKernels, r.environment.cpu_kernels);
     write_scalar_attribute<int64_t>(env, s::kThreads, r.environment.threads);
     write_scalar_attribute<double>(env, s::kTrainingSeconds, r.training_seconds);
 
@@ -205,6 +206,7 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
     r.environment.device = read_string_attribute(env, s::kDevice);
     r.environment.hostname = read_string_attribute(env, s::kHostname);
     r.environment.created_utc = read_string_attribute(env, s::kCreatedUtc);
+    if (env.attrExists(s::kCpuKernels)) r.environment.cpu_kernels = read_string_attribute(env, s::kCpuKernels);
     r.environment.threads = read_scalar_attribute<int64_t>(env, s::kThreads);
     r.training_seconds = read_scalar_attribute<double>(env, s::kTrainingSeconds);
 

@@ -24,6 +24,7 @@ constexpr const char* kDevice = "device";
 constexpr const char* kThreads = "threads";
 constexpr const char* kHostname = "hostname";
 constexpr const char* kCreatedUtc = "created_utc";
+constexpr const char* kCpuKernels = "cpu_kernels";  // optional (files before it lack it)
 constexpr const char* kTrainingSeconds = "training_seconds";
 
 constexpr const char* kParameterCounts = "parameter_counts";  // group; one int64 attribute per module + "total"

@@ -1,6 +1,7 @@
 #include "core/model/instruction_sets.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "core/cpu_features.h"
@@ -11,7 +12,7 @@ namespace {
 
 const char* const kInstructionSetNames[] = {"baseline", "avx2", "avx512"};
 
-InstructionSet best_instruction_set() {
+InstructionSet widest_on_this_cpu() {
 #if defined(__x86_64__) && defined(__GNUC__)
   switch (widest_vector_instructions()) {
     case VectorInstructions::avx512: return InstructionSet::avx512;
@@ -21,6 +22,21 @@ InstructionSet best_instruction_set() {
   }
 #endif
   return InstructionSet::baseline;
+}
+
+// The CPU's widest, or PELAB_CPU_KERNELS's choice when set (a narrower copy: a CPU without
+// AVX-512, say, or the same float rounding as another machine).
+InstructionSet best_instruction_set() {
+  const int widest = static_cast<int>(widest_on_this_cpu());
+  const char* requested = std::getenv("PELAB_CPU_KERNELS");
+  if (!requested || !*requested) return static_cast<InstructionSet>(widest);
+  std::string runnable;
+  for (int i = 0; i <= widest; ++i) {
+    if (kInstructionSetNames[i] == std::string(requested)) return static_cast<InstructionSet>(i);
+    runnable += std::string(i ? ", " : "") + kInstructionSetNames[i];
+  }
+  throw std::invalid_argument(std::string("PELAB_CPU_KERNELS=") + requested + ": this CPU runs pelab's " + runnable +
+                              " CPU kernels");
 }
 
 std::atomic<int>& chosen_instruction_set() {
