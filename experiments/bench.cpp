@@ -190,8 +190,12 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
     // them (GELU's backward took 4 -> 14-137 ms in rkq's traces): fault in 256 MB of heap first,
     // which glibc keeps mapped once freed (configure_cpu_math's trim threshold).
     if (!gpu) {
-      std::vector<char> heap_reserve(size_t{256} << 20);
-      for (size_t at = 0; at < heap_reserve.size(); at += 4096) heap_reserve[at] = 1;
+      const size_t reserve_bytes = size_t{256} << 20;
+      if (void* reserve = std::malloc(reserve_bytes)) {
+        std::memset(reserve, 1, reserve_bytes);
+        asm volatile("" : : "r"(reserve) : "memory");  // the writes happen (no malloc/free elision)
+        std::free(reserve);
+      }
     }
     torch::autograd::profiler::RecordProfile profile(options.trace);  // written when it goes out of scope
     step();
