@@ -29,8 +29,9 @@ def main():
               f"{run['parameter_counts']['total']} parameters, {len(run['training']['step'])} curve points)")
         return 0
     env = run["environment"]
+    kernels = f" ({env['cpu_kernels']} CPU kernels)" if env.get("cpu_kernels") else ""  # older files lack it
     print(f"run '{run['run_name']}': pelab {env['pelab_version']} ({env['git_commit']}), torch "
-          f"{env['torch_version']}, {env['device']}, {env['threads']} threads, "
+          f"{env['torch_version']}, {env['device']}{kernels}, {env['threads']} threads, "
           f"trained {env['training_seconds']:.1f}s")
     print(f"evaluation ({run['task_format']}): {run['protocol']}")
     print(f"{'extrapolation':>13} {'length':>8} {'token acc':>10} {'(chance)':>9} {'seq acc':>10} {'(chance)':>9} "
