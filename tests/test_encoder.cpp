@@ -315,7 +315,7 @@ CATCH_TEST_CASE("gelu_activation equals x Phi(x) and its derivative, to float pr
   const auto expected = xd * cdf;
   const auto expected_slope = cdf + xd * torch::exp(-0.5 * xd * xd) / std::sqrt(2.0 * M_PI);
   // grad_y: in [0.5, 1.5), non-contiguous like x; a fixed sequence (i times the golden ratio,
-  // modulo 1), not torch::rand, whose numbers differ with the CPU's vector instructions
+  // modulo 1), the same in every process and on every CPU
   const auto grad_y = (torch::frac(torch::arange(x.numel(), torch::kFloat64) * 0.6180339887498949) + 0.5)
                           .to(torch::kFloat32)
                           .view({4, 10003})
