@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 
 #if PELAB_CATCH2_VERSION == 3
@@ -22,7 +23,14 @@ namespace {
 // failure repeats, and a sweep of seeds shows how much margin the tests have.
 uint64_t test_seed() {
   const char* text = std::getenv("PELAB_TEST_SEED");
-  return text && *text ? std::strtoull(text, nullptr, 10) : 1;
+  if (!text || !*text) return 1;
+  char* end = nullptr;
+  const uint64_t seed = std::strtoull(text, &end, 10);
+  if (*end || *text == '-') {
+    std::fprintf(stderr, "PELAB_TEST_SEED=%s: expected a non-negative integer\n", text);
+    std::exit(2);
+  }
+  return seed;
 }
 
 struct SeedTorchPerTestCase : TestListenerBase {
