@@ -206,6 +206,17 @@ FinishedTraining uninterrupted(const RunConfig& config, const Task& task) {
   return parameters_after(model, trainer.train(log, false));
 }
 
+// A trainer of resumable_config() on reverse_string, before its first step, and a
+// checkpoint path in a temporary directory (members refer to each other: not copied).
+struct CheckpointSetup {
+  const RunConfig config = resumable_config();
+  const std::unique_ptr<Task> task = test::default_task("reverse_string");
+  Encoder model = build_model(config, *task);
+  Trainer trainer{config, model, *task, torch::kCPU};
+  test::TemporaryDirectory dir;
+  const std::string file = dir.path + "/checkpoint.h5";
+};
+
 }  // namespace
 
 CATCH_TEST_CASE("a run stopped at any step and resumed from its checkpoint file equals one that never stopped",
@@ -279,49 +290,40 @@ CATCH_TEST_CASE("without the optimizer state or the RNG streams a resumed run di
 
 CATCH_TEST_CASE("checkpoint files keep a GPU generator's state when the run has one, and none from the CPU",
                 "[trainer][resume]") {
-  const RunConfig config = resumable_config();
-  auto task = test::default_task("reverse_string");
-  Encoder model = build_model(config, *task);
-  Trainer trainer(config, model, *task, torch::kCPU);
-  test::TemporaryDirectory dir;
-  const std::string file = dir.path + "/checkpoint.h5";
-  TrainingCheckpoint checkpoint = trainer.checkpoint();
+  CheckpointSetup setup;
+  TrainingCheckpoint checkpoint = setup.trainer.checkpoint();
   CATCH_CHECK_FALSE(checkpoint.cuda_rng.defined());  // a CPU run
-  write_training_checkpoint(file, checkpoint);
-  CATCH_CHECK_FALSE(read_training_checkpoint(file).cuda_rng.defined());
+  write_training_checkpoint(setup.file, checkpoint);
+  CATCH_CHECK_FALSE(read_training_checkpoint(setup.file).cuda_rng.defined());
 
   // a stand-in for a CUDA generator's state (its Philox seed and offset: 16 bytes)
   checkpoint.cuda_rng = torch::arange(200, 216, torch::kInt32).to(torch::kUInt8);
-  write_training_checkpoint(file, checkpoint);
-  const TrainingCheckpoint read = read_training_checkpoint(file);
+  write_training_checkpoint(setup.file, checkpoint);
+  const TrainingCheckpoint read = read_training_checkpoint(setup.file);
   CATCH_REQUIRE(read.cuda_rng.defined());
   CATCH_CHECK(torch::equal(read.cuda_rng, checkpoint.cuda_rng));
   CATCH_CHECK(torch::equal(read.torch_rng, checkpoint.torch_rng));
-  Trainer resumed_on_cpu(config, build_model(config, *task), *task, torch::kCPU);
+  Trainer resumed_on_cpu(setup.config, build_model(setup.config, *setup.task), *setup.task, torch::kCPU);
   resumed_on_cpu.restore(read);  // the GPU's state is not for the CPU's generator: left aside
   CATCH_CHECK(torch::equal(at::detail::getDefaultCPUGenerator().get_state(), checkpoint.torch_rng));
 }
 
 CATCH_TEST_CASE("checkpoint files: a truncated one is refused naming the file, the config is compared key by key",
                 "[trainer][resume]") {
-  const RunConfig config = resumable_config();
-  auto task = test::default_task("reverse_string");
-  Encoder model = build_model(config, *task);
-  Trainer trainer(config, model, *task, torch::kCPU);
-  test::TemporaryDirectory dir;
-  const std::string file = dir.path + "/checkpoint.h5";
-  trainer.enable_checkpoints(file, 0);
-  trainer.write_checkpoint();
-  CATCH_CHECK_FALSE(std::filesystem::exists(file + ".tmp"));
-  std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
-  CATCH_CHECK_THROWS_WITH(read_training_checkpoint(file), Catch::Matchers::StartsWith("cannot read checkpoint " + file));
-  CATCH_CHECK_THROWS_WITH(read_training_checkpoint(file + ".absent"), test::ContainsText("does not exist"));
+  CheckpointSetup setup;
+  setup.trainer.enable_checkpoints(setup.file, 0);
+  setup.trainer.write_checkpoint();
+  CATCH_CHECK_FALSE(std::filesystem::exists(setup.file + ".tmp"));
+  std::filesystem::resize_file(setup.file, std::filesystem::file_size(setup.file) / 2);
+  CATCH_CHECK_THROWS_WITH(read_training_checkpoint(setup.file),
+                          Catch::Matchers::StartsWith("cannot read checkpoint " + setup.file));
+  CATCH_CHECK_THROWS_WITH(read_training_checkpoint(setup.file + ".absent"), test::ContainsText("does not exist"));
 
-  RunConfig other = config;
+  RunConfig other = setup.config;
   other.train.learning_rate = 0.002;
   other.threads = 7;         // ignored: not part of the results' definition
   other.name = "renamed";
-  const auto differences = config_differences(to_yaml(config), to_yaml(other));
+  const auto differences = config_differences(to_yaml(setup.config), to_yaml(other));
   CATCH_REQUIRE(differences.size() == 1);
   CATCH_CHECK(differences[0] == "train.learning_rate: 0.001 -> 0.002");
 }
