@@ -6,7 +6,8 @@
 Maps are stored at the end of a run (analysis.attention_lengths) or added later with
 `pelab export-attention RUN.h5 --lengths ...`. Writes FILE.png (default: beside the run file,
 attention_L.png) and, as FILE.csv, the attention statistics of that length per layer and head
-(mean attended distance, entropy, share on the diagonal, first and last tokens).
+(mean attended distance, entropy, share on the diagonal, first and last tokens; header only,
+with a note, when the run has none at that length).
 """
 import argparse
 import os
@@ -36,7 +37,11 @@ def main():
         print(f"{args.run_file}: no maps at length {length}; stored: {run['attention_lengths']}", file=sys.stderr)
         return 1
     probs, tokens, positions = attention_maps(args.run_file, length)
-    _, layers, heads, T, _ = probs.shape
+    examples, layers, heads, T, _ = probs.shape
+    if not 0 <= args.example < examples:
+        print(f"{args.run_file}: --example {args.example}: {examples} examples are stored at length {length} "
+              f"(0-{examples - 1})", file=sys.stderr)
+        return 1
     fig, axes = plt.subplots(layers, heads, figsize=(2.2 * heads, 2.2 * layers), squeeze=False)
     for l in range(layers):
         for h in range(heads):
@@ -59,6 +64,12 @@ def main():
             if int(L) == length:
                 rows += [[int(L), method, l, h] + [float(stats[k][row, l, h]) for k in statistics]
                          for l in range(stats["entropy"].shape[1]) for h in range(stats["entropy"].shape[2])]
+    if stats is None:
+        print(f"note: {args.run_file} has no attention statistics (analysis.attention_statistics was off): "
+              "the CSV has its header only", file=sys.stderr)
+    elif not rows:
+        print(f"note: length {length} is not an evaluation length of this run, which has statistics at "
+              f"{sorted({int(L) for L in ev['length']})}: the CSV has its header only", file=sys.stderr)
     save_figure_and_csv(fig, out, ["length", "method", "layer", "head"] + statistics, rows, dpi=110)
     return 0
 

@@ -44,6 +44,11 @@ def main():
                 continue
             per_length.setdefault(int(length), []).append(100 * value)
             chance.setdefault(int(length), []).append(100 * c)
+    if not chance:
+        methods = sorted({str(m) for r in runs for m in r["run"]["evaluation"]["method"]})
+        print(f"{args.sweep_dir}: no evaluation rows with method {args.method!r}; the runs have: {', '.join(methods)}",
+              file=sys.stderr)
+        return 1
     out = args.out or os.path.join(args.sweep_dir, "lengths.png")
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ax.axvspan(train_range[0], train_range[1], color="0.9", label=f"training lengths {train_range[0]}-{train_range[1]}")

@@ -34,6 +34,10 @@ def main():
         print(f"{args.sweep_dir}: no complete runs with probes", file=sys.stderr)
         return 1
     length = args.length or int(runs[0]["run"]["probes"]["length"][0])
+    probed = sorted({int(L) for r in runs for L in r["run"]["probes"]["length"]})
+    if length not in probed:
+        print(f"{args.sweep_dir}: no probes at length {length}; probed lengths: {probed}", file=sys.stderr)
+        return 1
     groups, chance = {}, []
     for r in runs:
         p = r["run"]["probes"]

@@ -225,6 +225,20 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     out << "pelab bench: --trace profiles one scheme at one length; give --schemes and --lengths one value each\n";
     return 2;
   }
+  for (const auto& name : options.schemes) {  // names first: not after minutes of measuring
+    const auto& registry = scheme_registry();
+    const auto entry = std::find_if(registry.begin(), registry.end(), [&](const auto& e) { return e.info.name == name; });
+    if (entry == registry.end()) {
+      std::vector<std::string> known;
+      for (const auto& e : registry) known.push_back(e.info.name);
+      out << fmt::format("pelab bench: unknown scheme '{}'; known schemes: {}\n", name, join(known));
+      return 2;
+    }
+    if (entry->info.causal_only && !options.causal) {
+      out << fmt::format("pelab bench: '{}' is defined for causal attention only; add --causal\n", name);
+      return 2;
+    }
+  }
   std::vector<std::string> schemes = options.schemes;
   if (schemes.empty())
     for (const auto& e : scheme_registry())
@@ -420,8 +434,19 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     }
   }
   out << table;
-  if (!options.csv.empty()) std::ofstream(options.csv) << csv;
-  return 0;
+  int status = 0;
+  if (!options.csv.empty()) {
+    std::ofstream file(options.csv);
+    file << csv;
+    file.close();
+    if (!file) {
+      out << fmt::format("pelab bench: cannot write {}\n", options.csv);
+      status = 1;
+    }
+  }
+  for (const auto& [key, s] : samples)
+    if (s.ms.empty()) status = 1;  // a failed measurement (its row says why)
+  return status;
 }
 
 }  // namespace pelab

@@ -1,6 +1,7 @@
 // The pelab command: train, list, bench, sweep, report. See README.md.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -97,7 +98,18 @@ int main(int argc, char** argv) {
   report_cmd->add_option("sweep_dir", report.sweep_dir, "the sweep's output directory")->required();
   report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+    if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::cerr << "pelab: unknown subcommand '" << argv[1] << "'; subcommands: " << pelab::join(names) << "\n";
+      return 2;
+    }
+    // --help and --version exit 0; a wrong or missing argument 2, as an invalid config
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   // train and sweep stop gracefully on SIGINT/SIGTERM (checkpoint, exit 75): from here on,
   // before the config is read, so that an early signal is not lost
   if (train_cmd->parsed() || sweep_cmd->parsed()) pelab::install_stop_handlers();

@@ -272,7 +272,6 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     err << fmt::format("error: --run-index {} is out of range: the sweep has {} runs\n", a.run_index, runs.size());
     return 2;
   }
-  write_manifest(sweep.output, runs);
   std::vector<int64_t> todo;
   int64_t complete = 0, failed_before = 0, resumable = 0;
   for (const auto& run : runs) {
@@ -293,6 +292,7 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     }
     return 0;
   }
+  write_manifest(sweep.output, runs);  // not on a dry run, which writes nothing
   if (a.slurm) {
     if (todo.empty()) {
       out << "every run is complete; nothing to submit\n";

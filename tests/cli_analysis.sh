@@ -43,4 +43,18 @@ with h5py.File(sys.argv[1]) as f:
     assert f["probes/layer"][()].tolist() == [0, 1, 2]
 print("exported maps ok")
 PY
+# arguments that select nothing: an error naming what there is, not a traceback or an empty plot
+fails_with() {  # fails_with PATTERN COMMAND...: exit 1 and PATTERN on stderr
+  local pattern="$1"; shift
+  if "$@" 2> err.txt; then echo "accepted: $*"; exit 1; fi
+  cat err.txt
+  grep -q "$pattern" err.txt && ! grep -q Traceback err.txt
+}
+fails_with "no evaluation rows with method 'ntk'; the runs have: none" \
+  $py "$analysis/plot_lengths.py" sweep-out --method ntk --out none.png
+fails_with "no probes at length 7; probed lengths: \[6, 8\]" $py "$analysis/plot_probes.py" sweep-out --length 7 --out none.png
+fails_with "\-\-example 2: 2 examples are stored at length 12 (0-1)" \
+  $py "$analysis/plot_attention.py" "$run" --length 12 --example 2 --out none.png
+$py "$analysis/plot_attention.py" "$run" --length 12 --out attention12.png 2> note.txt
+grep -q "length 12 is not an evaluation length of this run" note.txt
 echo "cli_analysis: ok"

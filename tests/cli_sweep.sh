@@ -14,6 +14,7 @@ echo "== dry run"
 "$PELAB" sweep "$fixtures/tiny.yaml" --dry-run | tee dry.txt
 grep -q "8 runs (0 complete)" dry.txt
 grep -q "pending   encoding-alibi_seed-1_max_length-8_lengths-4-8" dry.txt
+test ! -e sweep-out  # a dry run writes nothing
 
 echo "== a grid x zip sweep, 2 at a time"
 "$PELAB" sweep "$fixtures/tiny.yaml" --jobs 2 | tee sweep.txt

@@ -1,6 +1,14 @@
 // Config validation: every error names file:line:col (1-based) and the allowed values.
 #include "tests/catch.h"
 
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
 #include "core/io/catalog_yaml.h"
 #include "core/io/yaml_reader.h"
 #include "tests/support.h"
@@ -78,6 +86,59 @@ CATCH_TEST_CASE("the quickstart config is valid", "[config]") {
   CATCH_CHECK(c.train.min_length == 1);
   CATCH_CHECK(c.train.max_length == 20);
   CATCH_CHECK(c.eval.lengths.back() > c.train.max_length);
+}
+
+namespace {
+
+// The ```yaml block under README.md's "### Run config" heading.
+std::string readme_run_config() {
+  std::ifstream file(test::source_path("README.md"));
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string readme = text.str();
+  const size_t heading = readme.find("\n### Run config\n");
+  CATCH_REQUIRE(heading != std::string::npos);
+  const size_t begin = readme.find("```yaml\n", heading);
+  CATCH_REQUIRE(begin != std::string::npos);
+  const size_t end = readme.find("```", begin + 8);
+  CATCH_REQUIRE(end != std::string::npos);
+  return readme.substr(begin + 8, end - begin - 8);
+}
+
+// Every key path of the maps in `node` ("train.steps"), except below `skip` (options whose
+// keys depend on the scheme or task).
+void key_paths(const YAML::Node& node, const std::string& prefix, const std::set<std::string>& skip,
+               std::set<std::string>& out) {
+  for (const auto& entry : node) {
+    const std::string path = prefix + entry.first.as<std::string>();
+    out.insert(path);
+    if (entry.second.IsMap() && !skip.count(path)) key_paths(entry.second, path + ".", skip, out);
+  }
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("the README's run config is valid and names every key a resolved config has", "[config]") {
+  const std::string documented = readme_run_config();
+  const RunConfig c = parse_run_config(documented, "README.md", {}, scheme_catalog(), task_catalog());
+  CATCH_CHECK(c.name == "quickstart");
+  const std::set<std::string> options = {"task", "encoding"};  // a scheme's or task's own keys: pelab list
+  std::set<std::string> in_readme, resolved;
+  key_paths(YAML::Load(documented), "", options, in_readme);
+  key_paths(YAML::Load(to_yaml(c)), "", options, resolved);
+  std::vector<std::string> undocumented, unknown;
+  std::set_difference(resolved.begin(), resolved.end(), in_readme.begin(), in_readme.end(),
+                      std::back_inserter(undocumented));
+  std::set_difference(in_readme.begin(), in_readme.end(), resolved.begin(), resolved.end(),
+                      std::back_inserter(unknown));
+  // task and encoding: their name is documented, their options are the example's
+  undocumented.erase(std::remove_if(undocumented.begin(), undocumented.end(),
+                                    [](const std::string& k) { return k.rfind("task.", 0) == 0 || k.rfind("encoding.", 0) == 0; }),
+                     undocumented.end());
+  CATCH_INFO("in a resolved config, not in the README: " << join(undocumented));
+  CATCH_INFO("in the README, not in a resolved config: " << join(unknown));
+  CATCH_CHECK(undocumented.empty());
+  CATCH_CHECK(unknown.empty());
 }
 
 CATCH_TEST_CASE("config errors point at file:line:col", "[config]") {

@@ -31,7 +31,8 @@ struct RunRecord {
   std::vector<std::pair<std::string, torch::Tensor>> checkpoint;  // name -> tensor (CPU)
 };
 
-// Parameters per module: embeddings, position_encoding, blocks.N, head, ... and "total".
+// Parameters per top-level module (token_embedding, position_encoding, blocks.N, final_norm,
+// head, ...; only modules with parameters) and "total".
 std::map<std::string, int64_t> count_parameters(torch::nn::Module& model);
 // Named parameters (and buffers) of `model`: detached copies on the CPU.
 std::vector<std::pair<std::string, torch::Tensor>> checkpoint_of(const torch::nn::Module& model);
