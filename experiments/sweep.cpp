@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "core/encodings/registry.h"
+#include "core/io/atomic_file.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/io/yaml_reader.h"
@@ -61,11 +62,18 @@ std::string error_line(const std::string& log_path, int status, std::uintmax_t f
   return fmt::format("error: exit status {} (see {})", WIFEXITED(status) ? WEXITSTATUS(status) : -1, log_path);
 }
 
+// `text` into `path`, whole or not at all (core/io/atomic_file.h); throws std::runtime_error
+// naming the file and the cause (a full disk, say).
+void write_text(const std::string& path, const std::string& text, const std::string& what) {
+  write_file_atomically(path, text.data(), text.size(), what);
+}
+
 void write_manifest(const std::string& sweep_dir, const std::vector<SweepRun>& runs) {
   fs::create_directories(sweep_dir);
-  std::ofstream out(sweep_dir + "/" + kManifest);
+  std::ostringstream out;
   out << "index\tid\toverrides\n";
   for (const auto& r : runs) out << r.index << "\t" << r.id << "\t" << join(r.overrides, " ") << "\n";
+  write_text(sweep_dir + "/" + kManifest, out.str(), "the sweep's run list");
 }
 
 struct ManifestRow {
@@ -178,7 +186,11 @@ RunEnd finish_run(const SweepRun& run, int status, std::uintmax_t log_offset, st
   if (WIFEXITED(status) && WEXITSTATUS(status) == kExitInterrupted) return RunEnd::Interrupted;
   if (WIFSIGNALED(status) && stop_signal() != 0 && WTERMSIG(status) == stop_signal()) return RunEnd::Interrupted;
   error = error_line(run.dir + "/" + kLogFile, status, log_offset);
-  std::ofstream(run.dir + "/" + kFailedFile) << error << "\n";
+  try {
+    write_text(run.dir + "/" + kFailedFile, error + "\n", "the run's failure note");
+  } catch (const std::exception& e) {
+    error += fmt::format(" ({})", e.what());
+  }
   return RunEnd::Failed;
 }
 
@@ -198,7 +210,7 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
   for (int64_t i : todo) indices.push_back(std::to_string(i));
   const std::string script_path = dir + "/slurm/sweep.sbatch";
   {
-    std::ofstream script(script_path);
+    std::ostringstream script;
     script << "#!/bin/bash\n"
            << "# pelab sweep " << sweep.file << ": one array task per run not yet complete\n"
            << "#SBATCH --job-name=pelab-" << sweep.name << "\n"
@@ -228,6 +240,12 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
            << "  scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n"
            << "fi\n"
            << "exit \"$status\"\n";
+    try {
+      write_text(script_path, script.str(), "the Slurm script");
+    } catch (const std::exception& e) {
+      err << "error: " << e.what() << "\n";
+      return 1;
+    }
   }
   out << fmt::format("wrote {} ({} array tasks: {} runs not complete of {})\n", script_path, todo.size(), todo.size(),
                      runs.size());
@@ -292,7 +310,12 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     }
     return 0;
   }
-  write_manifest(sweep.output, runs);  // not on a dry run, which writes nothing
+  try {
+    write_manifest(sweep.output, runs);  // not on a dry run, which writes nothing
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
   if (a.slurm) {
     if (todo.empty()) {
       out << "every run is complete; nothing to submit\n";
@@ -488,7 +511,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   std::vector<std::string> header = {"run"};
   for (int64_t L : lengths) header.push_back(std::to_string(L) + (L > train_max ? "*" : ""));
   std::vector<std::vector<std::string>> lines;
-  std::ofstream csv(a.sweep_dir + "/report.csv");
+  std::ostringstream csv;
   csv << "group,method,length,beyond_training,metric,mean,std,seeds,chance\n";
   std::map<int64_t, std::vector<double>> chance_by_length;
   for (const auto& group : groups)
@@ -531,13 +554,20 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     out << problems.size() << " run(s) left out:\n";
     for (const auto& p : problems) out << p;
   }
-  std::ofstream md(a.sweep_dir + "/report.md");
+  std::ostringstream md;
   md << "Sweep `" << a.sweep_dir << "`: " << what << ", mean +- std over seeds (n). * beyond training (> "
      << train_max << "). Chance: the best input-independent prediction.\n\n";
   md << "| " << join(header, " | ") << " |\n|";
   for (size_t i = 0; i < header.size(); ++i) md << (i ? "---:|" : "---|");
   md << "\n";
   for (const auto& line : lines) md << "| " << join(line, " | ") << " |\n";
+  try {
+    write_text(a.sweep_dir + "/report.csv", csv.str(), "the report");
+    write_text(a.sweep_dir + "/report.md", md.str(), "the report");
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
   out << "wrote " << a.sweep_dir << "/report.csv, " << a.sweep_dir << "/report.md\n";
   return problems.empty() ? 0 : 1;
 }

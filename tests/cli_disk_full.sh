@@ -64,4 +64,18 @@ test "$status" = 1 && test "$(wc -l < last.err)" = 1
 grep -q "error: run 'quickstart' failed: cannot write HDF5 run file last/run.h5: .*No space left on device" last.err
 no_partial_files last
 test -f last/checkpoint.h5   # training is not lost: --resume evaluates and writes the run file
+echo "== a sweep's own files: its run list, then its report"
+sweep="$source_dir/tests/fixtures/sweeps/tiny.yaml"
+status=0; full 0 "$PELAB" sweep "$sweep" --jobs 2 > sweep.log 2> sweep.err || status=$?
+cat sweep.err
+test "$status" = 1 && test "$(wc -l < sweep.err)" = 1
+grep -q "error: cannot write the sweep's run list sweep-out/runs.tsv: No space left on device" sweep.err
+test ! -e sweep-out/runs.tsv && test -z "$(find sweep-out -name '*.tmp')"
+! grep -q "complete" sweep.log   # nothing ran
+"$PELAB" sweep "$sweep" --jobs 2 > sweep.log   # with room: the runs
+status=0; full 0 "$PELAB" report sweep-out > report.log 2> report.err || status=$?
+cat report.err
+test "$status" = 1
+grep -q "error: cannot write the report sweep-out/report.csv: No space left on device" report.err
+test ! -e sweep-out/report.csv && test ! -e sweep-out/report.md
 echo "cli_disk_full: ok"
