@@ -310,8 +310,11 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     }
     return 0;
   }
+  // Not on a dry run, which writes nothing, nor in a Slurm array task (--run-index): the
+  // submission wrote it, and the tasks run side by side (their writes would race on one
+  // temporary file).
   try {
-    write_manifest(sweep.output, runs);  // not on a dry run, which writes nothing
+    if (a.run_index < 0) write_manifest(sweep.output, runs);
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";
     return 1;
