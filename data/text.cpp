@@ -181,10 +181,11 @@ std::string TextTask::evaluation_protocol() const {
                        "(80% [MASK], 10% random byte, 10% unchanged)", where, 100 * mask_rate_);
   if (window_ == "sliding")
     return fmt::format("causal_lm on {}, in file order: sliding windows of L bytes advancing by {} bytes, each "
-                       "scoring its last {} (context >= L - {}; the same bytes at every L)",
-                       where, stride_, stride_, stride_);
+                       "scoring its last {} (context >= L - {}; the same bytes at every L >= {}; "
+                       "an L below {} scores all its bytes, windows advancing by L)",
+                       where, stride_, stride_, stride_ - 1, stride_, stride_);
   return fmt::format("causal_lm on {}, in file order: non-overlapping windows of L bytes, every byte scored "
-                     "(context 0 to L - 1)", where);
+                     "(context 1 to L)", where);
 }
 
 }  // namespace pelab

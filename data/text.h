@@ -7,11 +7,12 @@
 // Formats:
 //   causal_lm  next-byte prediction on windows of `length` bytes. Training windows start at
 //              uniform offsets of the training split. Evaluation predicts the held-out bytes
-//              in file order, either with non-overlapping windows (every byte scored, with 0
-//              to length - 1 bytes of context) or with sliding windows that advance by
-//              `stride` bytes and score only their last `stride` bytes (every scored byte has
-//              at least length - stride bytes of context, and every length scores the same
-//              bytes). A window's first tokens may be context from before the split; its
+//              in file order, either with non-overlapping windows (every byte scored, with 1
+//              to length bytes of context) or with sliding windows that advance by `stride`
+//              bytes and score only their last `stride` bytes (every scored byte has at least
+//              length - stride + 1 bytes of context, and every length >= stride scores the
+//              same bytes; a shorter length scores all its bytes, windows advancing by the
+//              length). A window's first tokens may be context from before the split; its
 //              targets never are. The log and the run file state the protocol.
 //   masked_lm  BERT (Devlin et al. 2019): round(mask_rate x length) positions per window
 //              (at least one) are predicted; of them 80% become [MASK], 10% a random byte and

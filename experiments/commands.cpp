@@ -112,7 +112,7 @@ void command_list(std::ostream& out, bool yaml) {
       << "  randomized         a sorted sample of T distinct positions from [0, L_max), one draw per batch "
          "(Ruoss et al. 2023)\n\n"
       << "evaluation-time extrapolation (eval.extrapolation, rotary schemes): none, interpolation "
-         "(positions x train/test length), ntk (base x s^(R/(R-2)))\n";
+         "(positions / s), ntk (base x s^(R/(R-2))); s = test / training sequence length, in tokens\n";
 }
 
 }  // namespace pelab

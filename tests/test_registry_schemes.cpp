@@ -215,3 +215,17 @@ CATCH_TEST_CASE("save then load through the run file gives identical outputs", "
     CATCH_CHECK(torch::equal(run(saved, b, c.randomized).logits, run(loaded, b, c.randomized).logits));
   }
 }
+
+CATCH_TEST_CASE("deberta refuses one position bucket (its range lets it through)", "[registry]") {
+  const auto& registry = scheme_registry();
+  const auto entry =
+      std::find_if(registry.begin(), registry.end(), [](const auto& e) { return e.info.name == "deberta"; });
+  const auto& deberta = entry->factory;
+  auto deberta_options = OptionValues::defaults(entry->info.options);
+  const EncodingContext context{32, 4, 2, false};
+  deberta_options.set("position_buckets", int64_t{1});  // a bucket size of 1 has no exact distances
+  CATCH_CHECK_THROWS_WITH(deberta(context, deberta_options),
+                          test::ContainsText("deberta: position_buckets must be 0 (exact distances) or at least 2, got 1"));
+  deberta_options.set("position_buckets", int64_t{2});
+  CATCH_CHECK_NOTHROW(deberta(context, deberta_options));
+}

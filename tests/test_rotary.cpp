@@ -67,7 +67,11 @@ CATCH_TEST_CASE("RoPE rotary_fraction rotates only the first part of each head",
   auto y = rope.apply(x, at_positions({5, 6, 7}));
   CATCH_CHECK(torch::equal(y.narrow(-1, 4, 4), x.narrow(-1, 4, 4)));
   CATCH_CHECK_FALSE(close(y.narrow(-1, 0, 4), x.narrow(-1, 0, 4)));
-  CATCH_CHECK_THROWS_WITH(make_rope(8, "interleaved", 0.1), test::ContainsText("even number of dimensions"));
+  // fewer than two dimensions: refused, naming the option and its least value
+  CATCH_CHECK_THROWS_WITH(make_rope(8, "interleaved", 0.2),
+                          test::ContainsText("rope: rotary_fraction 0.2 rotates no pair of the head's 8 dimensions; "
+                                             "it must be at least 0.25"));
+  CATCH_CHECK(make_rope(8, "interleaved", 0.25).rotary_dims() == 2);
 }
 
 CATCH_TEST_CASE("RoPE's one-pass float32 rotation equals LibTorch's operations, values and gradients",

@@ -22,6 +22,7 @@ DebertaImpl::DebertaImpl(const EncodingContext& context, const OptionValues& opt
       max_relative_positions_(options.get_int("max_relative_positions")),
       span_(position_buckets_ > 0 ? position_buckets_ : max_relative_positions_),
       share_att_key_(options.get_bool("share_att_key")) {
+  TORCH_CHECK(position_buckets_ != 1, "deberta: position_buckets must be 0 (exact distances) or at least 2, got 1");
   TORCH_CHECK(position_buckets_ == 0 || max_relative_positions_ > position_buckets_ / 2 + 1,
               "deberta: max_relative_positions (", max_relative_positions_,
               ") must exceed position_buckets / 2 + 1 = ", position_buckets_ / 2 + 1);
@@ -44,7 +45,7 @@ std::string DebertaImpl::description() {
 
 std::vector<OptionSpec> DebertaImpl::options() {
   return {
-      OptionSpec::integer("position_buckets", 256, "S: log buckets (0: exact distances up to max_relative_positions)",
+      OptionSpec::integer("position_buckets", 256, "S: log buckets, at least 2 (0: exact distances up to max_relative_positions)",
                           0, 1 << 16),
       OptionSpec::integer("max_relative_positions", 512, "distance the log buckets reach", 2, 1 << 24),
       OptionSpec::boolean("share_att_key", true, "project R with the layer's own W_q, W_k (DeBERTa-v3)"),

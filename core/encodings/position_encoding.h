@@ -121,7 +121,7 @@ class PositionEncodingImpl : public torch::nn::Module {
   virtual double attention_scale() const;
 
   // Evaluation-time extrapolation of rotary schemes (position interpolation, NTK-aware base
-  // scaling) by `factor` = test length / training length; other schemes support only "none".
+  // scaling) by `factor` = test / training sequence length in tokens; other schemes support only "none".
   virtual bool supports_extrapolation() const { return false; }
   virtual void set_extrapolation(const std::string& method, double factor) {
     TORCH_CHECK(method == "none", "this position encoding has no extrapolation method '", method, "'");

@@ -5,8 +5,12 @@
 namespace pelab {
 
 namespace {
+// The rotated dimensions: fraction x head size, down to whole pairs; at least one pair.
 int64_t rotated_dims(const EncodingContext& context, double fraction) {
-  return static_cast<int64_t>(std::floor(context.head_dim() * fraction / 2.0)) * 2;
+  const int64_t dims = static_cast<int64_t>(std::floor(context.head_dim() * fraction / 2.0)) * 2;
+  TORCH_CHECK(dims >= 2, "rope: rotary_fraction ", fraction, " rotates no pair of the head's ", context.head_dim(),
+              " dimensions; it must be at least ", 2.0 / context.head_dim());
+  return dims;
 }
 }  // namespace
 
@@ -23,7 +27,7 @@ std::vector<OptionSpec> RopeImpl::options() {
       OptionSpec::choice("layout", "interleaved", {"interleaved", "half"},
                          "pairs (x0, x1), ... (RoFormer, x-transformers, DeepMind) or (x_i, x_{i+R/2}) (NeoX, LLaMA)"),
       OptionSpec::real("base", 10000.0, "wavelength base", 1.0, 1e12),
-      OptionSpec::real("rotary_fraction", 1.0, "share of each head that is rotated (the rest passes through)",
+      OptionSpec::real("rotary_fraction", 1.0, "share of each head that is rotated, in whole pairs, at least one (the rest passes through)",
                        0.0, 1.0),
   };
 }

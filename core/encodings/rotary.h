@@ -2,7 +2,7 @@
 // position * base^(-2i/R) (Su et al. 2021, RoFormer), on the first R dimensions of each head.
 //   interleaved pairs (x0, x1), (x2, x3), ...       RoFormer, x-transformers, DeepMind
 //   half split pairs  (x_i, x_{i + R/2})            GPT-NeoX, LLaMA
-// Evaluation-time extrapolation by factor s = test length / training length (s > 1 only):
+// Evaluation-time extrapolation by factor s = test / training sequence length, in tokens (s > 1 only):
 //   interpolation: positions / s                    (Chen et al. 2023, position interpolation)
 //   ntk:           base * s^(R / (R - 2))            (NTK-aware scaling, bloc97 2023)
 #pragma once
