@@ -79,13 +79,15 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
       throw std::runtime_error(e.what());
     }
     const int64_t T = task.sequence_length(length);
-    if (config.positions.sampler != "contiguous" && T > config.positions.max_length)
+    // training draws from the sampler; evaluation too, unless positions.evaluate_with is contiguous
+    const bool sampled = i + 1 == lengths.size() || config.positions.evaluate_with == "sampler";
+    if (sampled && config.positions.sampler != "contiguous" && T > config.positions.max_length)
       throw std::runtime_error("length " + std::to_string(length) + " (" + std::to_string(T) +
                                " tokens) does not fit positions.max_length = " +
                                std::to_string(config.positions.max_length) + " of the " + config.positions.sampler +
                                " sampler; raise positions.max_length");
     // the largest position training or evaluation can use at this length
-    const int64_t range = sampler.position_range(T);
+    const int64_t range = sampled ? sampler.position_range(T) : T;
     try {
       model.encoding().check_positions(contiguous_positions(1, std::max(T, range)));
     } catch (const c10::Error& e) {

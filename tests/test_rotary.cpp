@@ -216,6 +216,17 @@ CATCH_TEST_CASE("a run checks that the sampler's positions fit the scheme before
   Encoder plain = build_model(short_range, *task);
   CATCH_CHECK_THROWS_WITH(check_lengths_fit(short_range, *task, *plain),
                           test::ContainsText("(16 tokens) does not fit positions.max_length = 10"));
+  // evaluation with contiguous positions: only training lengths (6: 12 tokens) must fit L_max
+  auto contiguous_eval = test::tiny_config({"positions.sampler=randomized", "positions.max_length=12",
+                                            "positions.evaluate_with=contiguous"});
+  CATCH_CHECK_NOTHROW(check_lengths_fit(contiguous_eval, *task, *plain));
+  contiguous_eval.positions.evaluate_with = "sampler";
+  CATCH_CHECK_THROWS_WITH(check_lengths_fit(contiguous_eval, *task, *plain),
+                          test::ContainsText("length 8 (16 tokens) does not fit positions.max_length = 12"));
+  contiguous_eval.positions.evaluate_with = "contiguous";
+  contiguous_eval.positions.max_length = 11;
+  CATCH_CHECK_THROWS_WITH(check_lengths_fit(contiguous_eval, *task, *plain),
+                          test::ContainsText("length 6 (12 tokens) does not fit positions.max_length = 11"));
   auto not_rotary = test::tiny_config({"encoding.name=alibi", "eval.extrapolation=[none, ntk]"});
   Encoder alibi = build_model(not_rotary, *task);
   CATCH_CHECK_THROWS_WITH(check_lengths_fit(not_rotary, *task, *alibi),

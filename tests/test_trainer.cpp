@@ -138,22 +138,26 @@ CATCH_TEST_CASE("progress prints plain lines when not on a terminal", "[trainer]
 
 CATCH_TEST_CASE("a non-finite loss stops the run, naming the step, nonfinite: skip skips and counts", "[trainer]") {
   auto task = test::default_task("reverse_string");
-  auto poisoned = [&](const RunConfig& config) {  // a NaN in the output head: every loss is NaN
+  std::ostringstream log;
+  // a finite loss whose backward gives one parameter a NaN gradient: the global gradient
+  // norm (without clipping, which would spread the NaN to every gradient) is NaN, and the
+  // message names the parameter
+  auto nan_gradients = [&](const RunConfig& config) {
     Encoder model = build_model(config, *task);
-    torch::NoGradGuard no_grad;
-    for (auto& p : model->named_parameters())
-      if (p.key() == "head.bias") p.value().fill_(std::numeric_limits<float>::quiet_NaN());
+    model->named_parameters()["head.weight"].register_hook(
+        [](const torch::Tensor& g) { return g * std::numeric_limits<float>::quiet_NaN(); });
     return model;
   };
-  std::ostringstream log;
-  auto stop = test::tiny_config();
-  Trainer stopping(stop, poisoned(stop), *task, torch::kCPU);
-  CATCH_CHECK_THROWS_WITH(stopping.train(log, false),
-                          test::ContainsText("non-finite loss at step 1") &&
-                              test::ContainsText("loss = nan") &&
-                              test::ContainsText("train.nonfinite: skip"));
-  auto skip = test::tiny_config({"train.nonfinite=skip"});
-  Encoder model = poisoned(skip);
+  auto unclipped = test::tiny_config({"train.grad_clip=0"});
+  Trainer nan_gradient(unclipped, nan_gradients(unclipped), *task, torch::kCPU);
+  CATCH_CHECK_THROWS_WITH(nan_gradient.train(log, false),
+                          test::ContainsText("non-finite gradient at step 1") &&
+                              test::ContainsText("gradient norm = nan") &&
+                              test::ContainsText("not finite in: head.weight; lower train.learning_rate, enable "
+                                                 "train.grad_clip, or set train.nonfinite: skip"));
+  // skip: no update, the parameters untouched, every step counted
+  auto skip = test::tiny_config({"train.grad_clip=0", "train.nonfinite=skip"});
+  Encoder model = nan_gradients(skip);
   auto before = model->named_parameters()["blocks.0.attention.qkv.weight"].clone();
   Trainer skipping(skip, model, *task, torch::kCPU);
   TrainingCurve curve = skipping.train(log, false);
@@ -161,18 +165,29 @@ CATCH_TEST_CASE("a non-finite loss stops the run, naming the step, nonfinite: sk
   CATCH_CHECK(torch::equal(model->named_parameters()["blocks.0.attention.qkv.weight"], before));  // untouched
   CATCH_CHECK_THAT(log.str(), test::ContainsText("skipped 20 of 20 steps"));
 
-  // a finite loss whose backward gives one parameter a NaN gradient: the global gradient
-  // norm (without clipping, which would spread the NaN to every gradient) is NaN, and the
-  // message names the parameter
-  auto unclipped = test::tiny_config({"train.grad_clip=0"});
-  Encoder hooked = build_model(unclipped, *task);
-  hooked->named_parameters()["head.weight"].register_hook(
-      [](const torch::Tensor& g) { return g * std::numeric_limits<float>::quiet_NaN(); });
-  Trainer nan_gradient(unclipped, hooked, *task, torch::kCPU);
-  CATCH_CHECK_THROWS_WITH(nan_gradient.train(log, false),
-                          test::ContainsText("non-finite gradient at step 1") &&
-                              test::ContainsText("gradient norm = nan") &&
-                              test::ContainsText("not finite in: head.weight;"));
+  // non-finite parameters (here a NaN in the output head before training): every loss is
+  // NaN, which no skipped step can undo, so skip stops too, naming them
+  for (const char* mode : {"stop", "skip"}) {
+    CATCH_INFO(mode);
+    auto config = test::tiny_config({std::string("train.nonfinite=") + mode});
+    Encoder poisoned = build_model(config, *task);
+    {
+      torch::NoGradGuard no_grad;
+      poisoned->named_parameters()["head.bias"].fill_(std::numeric_limits<float>::quiet_NaN());
+    }
+    Trainer trainer(config, poisoned, *task, torch::kCPU);
+    CATCH_CHECK_THROWS_WITH(trainer.train(log, false),
+                            test::ContainsText("non-finite loss at step 1") && test::ContainsText("loss = nan") &&
+                                test::ContainsText("the parameters are not finite (head.bias) before training, "
+                                                   "which no skipped step can undo"));
+  }
+  // an update that makes them non-finite (Adam with eps 0: 0 / 0 where a gradient is 0)
+  auto no_eps = test::tiny_config({"train.eps=0", "train.nonfinite=skip"});
+  Trainer broken(no_eps, build_model(no_eps, *task), *task, torch::kCPU);
+  CATCH_CHECK_THROWS_WITH(broken.train(log, false),
+                          test::ContainsText("non-finite loss at step 2") &&
+                              test::ContainsText("since the update of step 1, which no skipped step can undo; lower "
+                                                 "train.learning_rate or raise train.eps"));
 }
 
 namespace {

@@ -86,12 +86,18 @@ double Trainer::global_gradient_norm() const {
   return squares.empty() ? 0.0 : std::sqrt(torch::stack(squares).sum().item<double>());
 }
 
-std::string Trainer::nonfinite_gradients() const {
+std::string Trainer::nonfinite_gradients() const { return nonfinite_tensors(/*gradients=*/true); }
+
+// The parameters (or their gradients) that hold a NaN or an infinity, the first five; empty:
+// none.
+std::string Trainer::nonfinite_tensors(bool gradients) const {
   std::vector<std::string> names;
-  for (const auto& p : model_->named_parameters())
-    if (p.value().grad().defined() && !torch::isfinite(p.value().grad()).all().item<bool>()) names.push_back(p.key());
+  for (const auto& p : model_->named_parameters()) {
+    const torch::Tensor& x = gradients ? p.value().grad() : p.value();
+    if (x.defined() && !torch::isfinite(x).all().item<bool>()) names.push_back(p.key());
+  }
   if (names.size() > 5) names.resize(5), names.push_back("...");
-  return names.empty() ? std::string("(none)") : join(names);
+  return gradients && names.empty() ? std::string("(none)") : join(names);
 }
 
 void Trainer::check_every_parameter_has_gradient() const {
@@ -148,9 +154,17 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
           "non-finite {} at step {} (length {}): loss = {}, gradient norm = {}{}", std::isfinite(loss) ? "gradient" : "loss",
           step + 1, length, loss, std::isfinite(loss) ? fmt::format("{}", gradient_norm) : "not computed",
           std::isfinite(loss) ? "; not finite in: " + nonfinite_gradients() : "");
+      // the parameters themselves non-finite (an update went wrong): no later step can recover
+      const std::string broken = std::isfinite(loss) ? std::string() : nonfinite_tensors(/*gradients=*/false);
+      if (!broken.empty())
+        throw std::runtime_error(fmt::format(
+            "{}; the parameters are not finite ({}) {}, which no skipped step can undo{}", what, broken,
+            step == 0 ? std::string("before training") : fmt::format("since the update of step {}", step),
+            step == 0 ? "" : t.eps == 0 ? "; lower train.learning_rate or raise train.eps" : "; lower train.learning_rate"));
       if (t.nonfinite != "skip")
-        throw std::runtime_error(what + "; lower train.learning_rate, enable train.grad_clip, or set "
-                                        "train.nonfinite: skip");
+        throw std::runtime_error(what + "; lower train.learning_rate" +
+                                 (t.grad_clip > 0 ? "" : ", enable train.grad_clip") +
+                                 ", or set train.nonfinite: skip");
       if (curve.skipped_steps++ < 3) log << "skipped " << what << "\n";
       clear_gradients(*optimizer_);
     } else {
@@ -265,6 +279,7 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   double loss_sum = 0;
   int64_t correct = 0, scored = 0, correct_sequences = 0;
   for (int64_t done = 0; done < examples;) {
+    stop_if_requested();  // a long evaluation stops within a batch of a signal, not a length
     const int64_t n = std::min(config_.eval.batch_size, examples - done);
     Batch batch = task_.evaluation_batch(length, done, n, rng).to(device_);
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
