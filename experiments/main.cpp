@@ -86,11 +86,17 @@ int main(int argc, char** argv) {
   CLI::App* export_cmd = app.add_subcommand(
       "export-attention", "store attention maps of a finished run (from its checkpoint) in its run file");
   export_cmd->add_option("run_file", export_attention.run_file, "a run.h5 written by pelab train")->required();
-  export_cmd->add_option("--lengths", export_attention.lengths, "test lengths")->delimiter(',')->required();
+  export_cmd->add_option("--lengths", export_attention.lengths, "test lengths")
+      ->delimiter(',')
+      ->required()
+      ->check(CLI::Range(1, 1 << 24));
   export_cmd->add_option("--examples", export_attention.examples, "evaluation examples per length")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   export_cmd->add_flag("--float32", export_attention.float32, "store float32 (default float16)");
-  export_cmd->add_option("--threads", export_attention.threads, "threads (0: every core)")->capture_default_str();
+  export_cmd->add_option("--threads", export_attention.threads, "threads (0: every core)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 12));
 
   pelab::ReportArguments report;
   CLI::App* report_cmd = app.add_subcommand(
