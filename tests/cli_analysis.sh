@@ -57,4 +57,9 @@ fails_with "\-\-example 2: 2 examples are stored at length 12 (0-1)" \
   $py "$analysis/plot_attention.py" "$run" --length 12 --example 2 --out none.png
 $py "$analysis/plot_attention.py" "$run" --length 12 --out attention12.png 2> note.txt
 grep -q "length 12 is not an evaluation length of this run" note.txt
+# a run file without its parameters: export-attention says so
+cp "$run" nock.h5
+$py -c "import h5py; f = h5py.File('nock.h5', 'a'); del f['checkpoint']; f.close()"
+if "$PELAB" export-attention nock.h5 --lengths 5 2> nock.err; then echo "export without /checkpoint worked"; exit 1; fi
+grep -q "nock.h5 has no /checkpoint group (the trained parameters)" nock.err
 echo "cli_analysis: ok"

@@ -272,6 +272,9 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
     r.train_max_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength);
 
     if (with_checkpoint) {
+      if (!file.exists(s::kCheckpoint))
+        throw std::runtime_error(path + " has no /" + std::string(s::kCheckpoint) +
+                                 " group (the trained parameters), which this needs");
       H5::Group checkpoint = file.openGroup(s::kCheckpoint);
       for (const auto& name : member_names(checkpoint)) r.checkpoint.emplace_back(name, read_tensor(checkpoint, name));
     }
