@@ -23,16 +23,22 @@ Catalog catalog_of(const std::vector<RegistryEntry<Factory>>& table) {
   return catalog;
 }
 
-// The factory registered as `name`; otherwise std::invalid_argument listing the known names.
+// The entry registered as `name`; otherwise std::invalid_argument listing the known names.
 template <typename Factory>
-const Factory& find_factory(const std::vector<RegistryEntry<Factory>>& table, const std::string& name,
-                            const std::string& what) {
+const RegistryEntry<Factory>& find_entry(const std::vector<RegistryEntry<Factory>>& table, const std::string& name,
+                                         const std::string& what) {
   std::vector<std::string> known;
   for (const auto& e : table) {
-    if (e.info.name == name) return e.factory;
+    if (e.info.name == name) return e;
     known.push_back(e.info.name);
   }
   throw std::invalid_argument("unknown " + what + " '" + name + "'; known: " + join(known));
+}
+// Its factory.
+template <typename Factory>
+const Factory& find_factory(const std::vector<RegistryEntry<Factory>>& table, const std::string& name,
+                            const std::string& what) {
+  return find_entry(table, name, what).factory;
 }
 
 }  // namespace pelab

@@ -21,6 +21,7 @@
 #include "core/blas_core.h"
 #include "core/device_memory.h"
 #include "core/encodings/registry.h"
+#include "core/io/atomic_file.h"
 #include "core/model/flops.h"
 #include "core/model/instruction_sets.h"
 #include "core/run.h"
@@ -226,16 +227,13 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     return 2;
   }
   for (const auto& name : options.schemes) {  // names first: not after minutes of measuring
-    const auto& registry = scheme_registry();
-    const auto entry = std::find_if(registry.begin(), registry.end(), [&](const auto& e) { return e.info.name == name; });
-    if (entry == registry.end()) {
-      std::vector<std::string> known;
-      for (const auto& e : registry) known.push_back(e.info.name);
-      out << fmt::format("pelab bench: unknown scheme '{}'; known schemes: {}\n", name, join(known));
-      return 2;
-    }
-    if (entry->info.causal_only && !options.causal) {
-      out << fmt::format("pelab bench: '{}' is defined for causal attention only; add --causal\n", name);
+    try {
+      if (find_entry(scheme_registry(), name, "scheme").info.causal_only && !options.causal) {
+        out << fmt::format("pelab bench: '{}' is defined for causal attention only; add --causal\n", name);
+        return 2;
+      }
+    } catch (const std::invalid_argument& e) {
+      out << "pelab bench: " << e.what() << "\n";
       return 2;
     }
   }
@@ -436,11 +434,10 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   out << table;
   int status = 0;
   if (!options.csv.empty()) {
-    std::ofstream file(options.csv);
-    file << csv;
-    file.close();
-    if (!file) {
-      out << fmt::format("pelab bench: cannot write {}\n", options.csv);
+    try {
+      write_file_atomically(options.csv, csv, "the bench table");
+    } catch (const std::exception& e) {
+      out << "pelab bench: " << e.what() << "\n";
       status = 1;
     }
   }

@@ -62,18 +62,12 @@ std::string error_line(const std::string& log_path, int status, std::uintmax_t f
   return fmt::format("error: exit status {} (see {})", WIFEXITED(status) ? WEXITSTATUS(status) : -1, log_path);
 }
 
-// `text` into `path`, whole or not at all (core/io/atomic_file.h); throws std::runtime_error
-// naming the file and the cause (a full disk, say).
-void write_text(const std::string& path, const std::string& text, const std::string& what) {
-  write_file_atomically(path, text.data(), text.size(), what);
-}
-
 void write_manifest(const std::string& sweep_dir, const std::vector<SweepRun>& runs) {
   fs::create_directories(sweep_dir);
   std::ostringstream out;
   out << "index\tid\toverrides\n";
   for (const auto& r : runs) out << r.index << "\t" << r.id << "\t" << join(r.overrides, " ") << "\n";
-  write_text(sweep_dir + "/" + kManifest, out.str(), "the sweep's run list");
+  write_file_atomically(sweep_dir + "/" + kManifest, out.str(), "the sweep's run list");
 }
 
 struct ManifestRow {
@@ -187,7 +181,7 @@ RunEnd finish_run(const SweepRun& run, int status, std::uintmax_t log_offset, st
   if (WIFSIGNALED(status) && stop_signal() != 0 && WTERMSIG(status) == stop_signal()) return RunEnd::Interrupted;
   error = error_line(run.dir + "/" + kLogFile, status, log_offset);
   try {
-    write_text(run.dir + "/" + kFailedFile, error + "\n", "the run's failure note");
+    write_file_atomically(run.dir + "/" + kFailedFile, error + "\n", "the run's failure note");
   } catch (const std::exception& e) {
     error += fmt::format(" ({})", e.what());
   }
@@ -241,7 +235,7 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
            << "fi\n"
            << "exit \"$status\"\n";
     try {
-      write_text(script_path, script.str(), "the Slurm script");
+      write_file_atomically(script_path, script.str(), "the Slurm script");
     } catch (const std::exception& e) {
       err << "error: " << e.what() << "\n";
       return 1;
@@ -565,8 +559,8 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   md << "\n";
   for (const auto& line : lines) md << "| " << join(line, " | ") << " |\n";
   try {
-    write_text(a.sweep_dir + "/report.csv", csv.str(), "the report");
-    write_text(a.sweep_dir + "/report.md", md.str(), "the report");
+    write_file_atomically(a.sweep_dir + "/report.csv", csv.str(), "the report");
+    write_file_atomically(a.sweep_dir + "/report.md", md.str(), "the report");
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";
     return 1;

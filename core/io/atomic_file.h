@@ -14,5 +14,9 @@ namespace pelab {
 // directory (so the rename survives a power loss). On failure the temporary file is removed
 // and std::runtime_error says "cannot write <what> <path>: <the OS error>".
 void write_file_atomically(const std::string& path, const void* data, size_t size, const std::string& what);
+// The same for text (a report, a list, a script).
+inline void write_file_atomically(const std::string& path, const std::string& text, const std::string& what) {
+  write_file_atomically(path, text.data(), text.size(), what);
+}
 
 }  // namespace pelab

@@ -86,7 +86,10 @@ double Trainer::global_gradient_norm() const {
   return squares.empty() ? 0.0 : std::sqrt(torch::stack(squares).sum().item<double>());
 }
 
-std::string Trainer::nonfinite_gradients() const { return nonfinite_tensors(/*gradients=*/true); }
+std::string Trainer::nonfinite_gradients() const {
+  const std::string names = nonfinite_tensors(/*gradients=*/true);
+  return names.empty() ? std::string("(none)") : names;
+}
 
 // The parameters (or their gradients) that hold a NaN or an infinity, the first five; empty:
 // none.
@@ -97,7 +100,7 @@ std::string Trainer::nonfinite_tensors(bool gradients) const {
     if (x.defined() && !torch::isfinite(x).all().item<bool>()) names.push_back(p.key());
   }
   if (names.size() > 5) names.resize(5), names.push_back("...");
-  return gradients && names.empty() ? std::string("(none)") : join(names);
+  return join(names);
 }
 
 void Trainer::check_every_parameter_has_gradient() const {

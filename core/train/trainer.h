@@ -112,7 +112,7 @@ class Trainer {
   void check_every_parameter_has_gradient() const;
   double global_gradient_norm() const;
   std::string nonfinite_gradients() const;  // names of parameters whose gradient is not finite
-  std::string nonfinite_tensors(bool gradients) const;
+  std::string nonfinite_tensors(bool gradients) const;  // parameters (or gradients) not finite; empty: none
   // The first `count` examples of the evaluation set at `length` and the positions evaluation gives them.
   std::pair<Batch, Positions> evaluation_examples(int64_t length, int64_t count, uint64_t seed);
   // Positions at evaluation (positions.evaluate_with): the sampler's, or contiguous.
