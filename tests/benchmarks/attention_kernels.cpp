@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <random>
 #include <stdexcept>
@@ -37,6 +38,7 @@ struct Options {
   int64_t length = 512, head_dim = 32, batch = 8, heads = 8;
   int threads = 2, rounds = 10;
   bool causal = false, per_head_tables = false;
+  int64_t log_buckets = 0, log_bucket_reach = 512;  // DeBERTa's position_buckets, max_relative_positions
   std::vector<std::string> terms = {"none", "query", "key", "query+key"};
   std::string kernels;  // empty: the copy in use
 };
@@ -59,15 +61,44 @@ Term parse_term(const std::string& name) {
   throw std::invalid_argument("unknown term '" + name + "' (none, query, key, query+key)");
 }
 
-// The layer's tensors, (B, H, T, Dh) contiguous, and the offset tables ((H | 1, 2T - 1, Dh)).
+// DeBERTa's log bucket of the offset query - key (core/encodings/deberta.cpp has the
+// tensor version the scheme uses): exact below buckets / 2, logarithmic up to `reach`.
+int64_t log_bucket(int64_t offset, int64_t buckets, int64_t reach) {
+  const int64_t mid = buckets / 2, distance = std::abs(offset);
+  if (distance <= mid) return offset;
+  const double log_position =
+      std::ceil(std::log(double(distance) / mid) / std::log(double(reach - 1) / mid) * (mid - 1)) + mid;
+  return offset > 0 ? int64_t(log_position) : -int64_t(log_position);
+}
+
+// The kernel's runs (AttentionInputs::runs) for the 2T - 1 offsets in descending order:
+// neighbouring offsets in one log bucket share a table row.
+std::vector<int32_t> bucket_runs(int64_t length, int64_t buckets, int64_t reach) {
+  std::vector<int32_t> runs(2 * length - 1);
+  int64_t previous = log_bucket(length - 1, buckets, reach);
+  int32_t run = 0;
+  for (int64_t c = 0; c < 2 * length - 1; ++c) {
+    const int64_t bucket = log_bucket(length - 1 - c, buckets, reach);
+    if (bucket != previous) ++run, previous = bucket;
+    runs[c] = run;
+  }
+  return runs;
+}
+
+// The layer's tensors, (B, H, T, Dh) contiguous, and the offset tables ((H | 1, rows, Dh):
+// 2T - 1 rows, or one per run of offsets in a log bucket).
 struct Layer {
   AttentionDims dims;
   std::vector<float> q, k, v, grad_out, query_table, key_table;
   std::vector<float> probs, out, grad_q, grad_k, grad_v, grad_query_table, grad_key_table;
-  int64_t table_heads;
+  std::vector<int32_t> runs;  // empty: one row per offset
+  int64_t table_heads, table_rows;
 
   Layer(const Options& o) : dims{o.batch, o.heads, o.length, o.length, o.head_dim} {
-    const int64_t n = o.batch * o.heads * o.length * o.head_dim, table = (2 * o.length - 1) * o.head_dim;
+    if (o.log_buckets > 0) runs = bucket_runs(o.length, o.log_buckets, o.log_bucket_reach);
+    table_rows = runs.empty() ? 2 * o.length - 1 : runs.back() + 1;
+    if (table_rows == 2 * o.length - 1) runs.clear();  // no offsets share a row: as the scheme, pass no runs
+    const int64_t n = o.batch * o.heads * o.length * o.head_dim, table = table_rows * o.head_dim;
     table_heads = o.per_head_tables ? o.heads : 1;
     std::mt19937 generator(1);
     std::normal_distribution<float> normal(0.0f, 0.5f);
@@ -107,7 +138,8 @@ Timing run_once(Layer& layer, const Term& term, const Options& o) {
   in.q = layer.view(layer.q), in.k = layer.view(layer.k), in.v = layer.view(layer.v);
   in.scale = 1.0f / std::sqrt(static_cast<float>(o.head_dim));
   in.causal = o.causal;
-  const int64_t table_size = (2 * o.length - 1) * o.head_dim, head_stride = o.per_head_tables ? table_size : 0;
+  const int64_t table_size = layer.table_rows * o.head_dim, head_stride = o.per_head_tables ? table_size : 0;
+  if (!layer.runs.empty()) in.runs = layer.runs.data(), in.run_count = layer.table_rows;
   if (term.query_table) in.query_rows = OffsetTable{layer.query_table.data(), head_stride};
   if (term.key_table) in.key_rows = OffsetTable{layer.key_table.data(), head_stride};
   const int64_t pairs = o.batch * o.heads;
@@ -176,21 +208,29 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--causal", o.causal, "causal attention (key j <= query i)");
   app.add_flag("--per-head-tables", o.per_head_tables, "one offset table per head (default: one shared)");
+  app.add_option("--log-buckets", o.log_buckets,
+                 "tables by DeBERTa's log buckets (its position_buckets; 0: one row per offset)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--log-bucket-reach", o.log_bucket_reach, "the distance the log buckets reach (max_relative_positions)")
+      ->capture_default_str()->check(CLI::Range(2, 1 << 24));
   app.add_option("--kernels", o.kernels, "the kernels' copy: baseline, avx2 or avx512 (default: the one in use)");
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (!o.kernels.empty()) pelab::kernels::use_instruction_set(o.kernels);
+    if (o.log_buckets == 1 || (o.log_buckets > 0 && o.log_bucket_reach <= o.log_buckets / 2 + 1))
+      throw std::invalid_argument("--log-buckets must be 0 or at least 2, and --log-bucket-reach above log-buckets / 2 + 1");
     std::vector<Term> terms;
     for (const auto& name : o.terms) terms.push_back(parse_term(name));
     Layer layer(o);
     const double pairs_of_query_key = o.causal ? o.length * (o.length + 1) / 2.0 : double(o.length) * o.length,
                  flops_per_product = 2.0 * o.batch * o.heads * pairs_of_query_key * o.head_dim;
-    std::printf("attention kernels: %lld x %lld (batch, head) pairs, T %lld, head size %lld, %s, %s tables, %d threads, "
-                "%s copy; %d interleaved rounds after one untimed\n",
+    std::printf("attention kernels: %lld x %lld (batch, head) pairs, T %lld, head size %lld, %s, %s tables of %lld rows%s, "
+                "%d threads, %s copy; %d interleaved rounds after one untimed\n",
                 static_cast<long long>(o.batch), static_cast<long long>(o.heads), static_cast<long long>(o.length),
                 static_cast<long long>(o.head_dim), o.causal ? "causal" : "bidirectional",
-                o.per_head_tables ? "per-head" : "shared", o.threads,
+                o.per_head_tables ? "per-head" : "shared", static_cast<long long>(layer.table_rows),
+                layer.runs.empty() ? "" : " (log-bucket runs)", o.threads,
                 pelab::kernels::instruction_set_in_use().c_str(), o.rounds);
     for (const auto& term : terms) run_once(layer, term, o);  // warm-up: pages, caches
     std::vector<std::vector<Timing>> timings(terms.size());
