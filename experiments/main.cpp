@@ -18,12 +18,16 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("pelab ") + PELAB_VERSION + " (" + PELAB_GIT_COMMIT + ")");
   app.require_subcommand(1);
 
+  // An empty path would read as "not given" (the config's output.dir; no CSV; no trace).
+  const CLI::Validator non_empty_path(
+      [](std::string& value) { return value.empty() ? std::string("an empty path") : std::string(); }, "PATH");
+
   pelab::TrainArguments train;
   CLI::App* train_cmd = app.add_subcommand("train", "train and evaluate one run described by a YAML config");
   train_cmd->add_option("config", train.config_path, "run config (YAML), e.g. configs/quickstart.yaml")->required();
   train_cmd->add_option("--set", train.overrides, "override a config value: key.path=value (repeatable)")
       ->type_name("KEY=VALUE")->allow_extra_args(false);
-  train_cmd->add_option("--out", train.out_dir, "output directory (overrides output.dir)");
+  train_cmd->add_option("--out", train.out_dir, "output directory (overrides output.dir)")->check(non_empty_path);
   train_cmd->add_flag("--resume", train.resume,
                       "continue from <output.dir>/checkpoint.h5 if there is one (same config); a complete run "
                       "is left as it is");
@@ -56,9 +60,10 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--precision", bench.precision, "fp32, or bf16 (autocast; the peak is then bfloat16's)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));
-  bench_cmd->add_option("--csv", bench.csv, "also write the table as CSV");
+  bench_cmd->add_option("--csv", bench.csv, "also write the table as CSV")->check(non_empty_path);
   bench_cmd->add_option("--trace", bench.trace, "with one scheme and one length: profile one more step in the worker "
-                        "and write LibTorch's Chrome trace (chrome://tracing, Perfetto) here");
+                        "and write LibTorch's Chrome trace (chrome://tracing, Perfetto) here")
+      ->check(non_empty_path);
   bench_cmd->add_flag("--worker", bench_worker, "internal: measure one scheme in this process")->group("");
   bench_cmd->add_option("--scheme", bench_scheme, "internal: the scheme a worker measures")->group("");
 

@@ -62,7 +62,7 @@ CATCH_TEST_CASE("sweep: bad sweep files fail with file:line:col, bad runs name t
                           test::ContainsText("unknown key 'grids'"));
   auto sweep = load_sweep_config(write_sweep(dir, "grid: {encoding.name: [rope, rotary]}\n"));
   CATCH_CHECK_THROWS_WITH(expand_sweep(sweep, scheme_catalog(), task_catalog()),
-                          test::ContainsText("unknown encoding 'rotary'") &&
+                          Catch::Matchers::StartsWith("sweep value encoding.name=rotary: encoding.name: unknown encoding 'rotary'") &&
                               test::ContainsText("run encoding-rotary"));
   std::ofstream(dir.path + "/no_base.yaml") << "grid: {seed: [1]}\n";
   CATCH_CHECK_THROWS_WITH(load_sweep_config(dir.path + "/no_base.yaml"), test::ContainsText("needs `base:"));

@@ -135,11 +135,11 @@ AnalysisConfig read_analysis(YamlReader r) {
 
 RunConfig parse_run_config(const std::string& yaml_text, const std::string& source_name,
                            const std::vector<std::string>& overrides, const Catalog& schemes,
-                           const Catalog& tasks) {
+                           const Catalog& tasks, const std::string& overrides_via) {
   auto source = std::make_shared<YamlSource>();
   source->file = source_name;
   YAML::Node root = parse_yaml(yaml_text, source_name);
-  for (const auto& assignment : overrides) apply_override(root, assignment, *source);
+  for (const auto& assignment : overrides) apply_override(root, assignment, *source, overrides_via);
 
   YamlReader r(root, source, "");
   RunConfig c;
@@ -175,8 +175,8 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
 }
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
-                          const Catalog& schemes, const Catalog& tasks) {
-  return parse_run_config(read_config_file(path, "config file"), path, overrides, schemes, tasks);
+                          const Catalog& schemes, const Catalog& tasks, const std::string& overrides_via) {
+  return parse_run_config(read_config_file(path, "config file"), path, overrides, schemes, tasks, overrides_via);
 }
 
 namespace {

@@ -116,13 +116,14 @@ struct RunConfig {
   OutputConfig output;
 };
 
-// Loads and validates a run config. `overrides` are `key.path=value` strings (--set).
+// Loads and validates a run config. `overrides` are `key.path=value` strings, named in
+// errors as `<overrides_via> key.path=value` (--set on the command line; a sweep's values).
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
-                          const Catalog& schemes, const Catalog& tasks);
+                          const Catalog& schemes, const Catalog& tasks, const std::string& overrides_via = "--set");
 // Same, from YAML text; `source_name` stands for the file in error messages.
 RunConfig parse_run_config(const std::string& yaml_text, const std::string& source_name,
                            const std::vector<std::string>& overrides, const Catalog& schemes,
-                           const Catalog& tasks);
+                           const Catalog& tasks, const std::string& overrides_via = "--set");
 // The fully resolved config (every default filled in) as YAML; parses back to the same config.
 std::string to_yaml(const RunConfig& config);
 // What differs between two resolved configs (to_yaml) that would change a run's results, as

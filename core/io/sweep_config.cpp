@@ -155,7 +155,7 @@ std::vector<SweepRun> expand_sweep(const SweepConfig& sweep, const Catalog& sche
       overrides.push_back("name=" + run.id);
       overrides.push_back("output.dir=" + run.dir);
       try {
-        load_run_config(sweep.base, overrides, schemes, tasks);
+        load_run_config(sweep.base, overrides, schemes, tasks, "sweep value");
       } catch (const ConfigError& e) {
         throw ConfigError(std::string(e.what()) + " (sweep " + sweep.file + ", run " + run.id + ")");
       }

@@ -246,13 +246,13 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source_name) {
   }
 }
 
-void apply_override(YAML::Node& root, const std::string& assignment, YamlSource& source) {
+void apply_override(YAML::Node& root, const std::string& assignment, YamlSource& source, const std::string& via) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw ConfigError("--set " + assignment + ": expected key.path=value, e.g. --set model.d_model=128");
+    throw ConfigError(via + " " + assignment + ": expected key.path=value, e.g. " + via + " model.d_model=128");
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
-  const std::string origin = "--set " + assignment;
+  const std::string origin = via + " " + assignment;
   YAML::Node parsed;
   try {
     parsed = YAML::Load(text);

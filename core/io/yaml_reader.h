@@ -83,7 +83,9 @@ class YamlReader {
 };
 
 // Applies `key.path=value` (value parsed as YAML) to `root`, recording it in `source`.
-void apply_override(YAML::Node& root, const std::string& assignment, YamlSource& source);
+// Errors about it name it as `<via> key.path=value` (the command line's --set, or a sweep's).
+void apply_override(YAML::Node& root, const std::string& assignment, YamlSource& source,
+                    const std::string& via = "--set");
 
 // The text of a config file; ConfigError `path: cannot open <what>` otherwise.
 std::string read_config_file(const std::string& path, const std::string& what);
