@@ -7,6 +7,7 @@
 
 #include "core/encodings/alibi.h"
 #include "core/encodings/deberta.h"
+#include "core/encodings/deberta_buckets.h"
 #include "core/encodings/fire.h"
 #include "core/encodings/kerple.h"
 #include "core/encodings/relative.h"
@@ -185,6 +186,17 @@ CATCH_TEST_CASE("DeBERTa log buckets match make_log_bucket_position", "[relative
   auto small = torch::tensor({-100, -40, -17, -16, -15, -1, 0, 1, 15, 16, 17, 40, 100}, torch::kInt64);
   CATCH_CHECK(as_vector(deberta_log_bucket(small, 32, 64)) ==
               std::vector<int64_t>{-37, -27, -17, -16, -15, -1, 0, 1, 15, 16, 17, 27, 37});
+  // the scalar form (core/encodings/deberta_buckets.h) gives the same buckets
+  for (const auto& [buckets, reach] : {std::pair<int64_t, int64_t>{256, 512}, {32, 64}, {8, 32}, {2, 4}}) {
+    auto all = torch::arange(-1100, 1101, torch::kInt64);
+    const auto tensor_form = as_vector(deberta_log_bucket(all, buckets, reach));
+    std::vector<int64_t> scalar_form;
+    for (int64_t offset = -1100; offset <= 1100; ++offset)
+      scalar_form.push_back(deberta_log_bucket_of(offset, buckets, reach));
+    CATCH_CHECK(scalar_form == tensor_form);
+  }
+  CATCH_CHECK(deberta_log_bucket_of(-300, 256, 512) == -207);
+  CATCH_CHECK(deberta_log_bucket_of(1000, 256, 512) == 317);
   // every distance lands in the 2S-row table after the clamp
   DebertaImpl scheme(EncodingContext{8, 2, 1, false}, OptionValues::defaults(DebertaImpl::options()));
   auto index = scheme.table_index(contiguous_positions(1, 3000));

@@ -15,13 +15,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/encodings/deberta_buckets.h"
 #include "core/model/attention_kernels.h"
 #include "core/model/instruction_sets.h"
 
@@ -61,24 +61,14 @@ Term parse_term(const std::string& name) {
   throw std::invalid_argument("unknown term '" + name + "' (none, query, key, query+key)");
 }
 
-// DeBERTa's log bucket of the offset query - key (core/encodings/deberta.cpp has the
-// tensor version the scheme uses): exact below buckets / 2, logarithmic up to `reach`.
-int64_t log_bucket(int64_t offset, int64_t buckets, int64_t reach) {
-  const int64_t mid = buckets / 2, distance = std::abs(offset);
-  if (distance <= mid) return offset;
-  const double log_position =
-      std::ceil(std::log(double(distance) / mid) / std::log(double(reach - 1) / mid) * (mid - 1)) + mid;
-  return offset > 0 ? int64_t(log_position) : -int64_t(log_position);
-}
-
 // The kernel's runs (AttentionInputs::runs) for the 2T - 1 offsets in descending order:
 // neighbouring offsets in one log bucket share a table row.
 std::vector<int32_t> bucket_runs(int64_t length, int64_t buckets, int64_t reach) {
   std::vector<int32_t> runs(2 * length - 1);
-  int64_t previous = log_bucket(length - 1, buckets, reach);
+  int64_t previous = pelab::deberta_log_bucket_of(length - 1, buckets, reach);
   int32_t run = 0;
   for (int64_t c = 0; c < 2 * length - 1; ++c) {
-    const int64_t bucket = log_bucket(length - 1 - c, buckets, reach);
+    const int64_t bucket = pelab::deberta_log_bucket_of(length - 1 - c, buckets, reach);
     if (bucket != previous) ++run, previous = bucket;
     runs[c] = run;
   }
