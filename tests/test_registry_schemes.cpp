@@ -216,16 +216,21 @@ CATCH_TEST_CASE("save then load through the run file gives identical outputs", "
   }
 }
 
-CATCH_TEST_CASE("deberta refuses one position bucket (its range lets it through)", "[registry]") {
-  const auto& registry = scheme_registry();
-  const auto entry =
-      std::find_if(registry.begin(), registry.end(), [](const auto& e) { return e.info.name == "deberta"; });
-  const auto& deberta = entry->factory;
-  auto deberta_options = OptionValues::defaults(entry->info.options);
+CATCH_TEST_CASE("deberta refuses bucket settings its option ranges let through", "[registry]") {
+  const auto& entry = find_entry(scheme_registry(), "deberta", "scheme");
+  const auto& deberta = entry.factory;
+  auto deberta_options = OptionValues::defaults(entry.info.options);
   const EncodingContext context{32, 4, 2, false};
   deberta_options.set("position_buckets", int64_t{1});  // a bucket size of 1 has no exact distances
   CATCH_CHECK_THROWS_WITH(deberta(context, deberta_options),
                           test::ContainsText("deberta: position_buckets must be 0 (exact distances) or at least 2, got 1"));
   deberta_options.set("position_buckets", int64_t{2});
+  CATCH_CHECK_NOTHROW(deberta(context, deberta_options));
+  // the log buckets must reach past the exact distances
+  deberta_options.set("position_buckets", int64_t{8});
+  deberta_options.set("max_relative_positions", int64_t{5});
+  CATCH_CHECK_THROWS_WITH(deberta(context, deberta_options),
+                          test::ContainsText("deberta: max_relative_positions (5) must exceed position_buckets / 2 + 1 = 5"));
+  deberta_options.set("max_relative_positions", int64_t{6});
   CATCH_CHECK_NOTHROW(deberta(context, deberta_options));
 }

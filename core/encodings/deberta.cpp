@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/encodings/deberta_buckets.h"
 #include "core/encodings/relative.h"
 
 namespace pelab {
@@ -22,10 +23,8 @@ DebertaImpl::DebertaImpl(const EncodingContext& context, const OptionValues& opt
       max_relative_positions_(options.get_int("max_relative_positions")),
       span_(position_buckets_ > 0 ? position_buckets_ : max_relative_positions_),
       share_att_key_(options.get_bool("share_att_key")) {
-  TORCH_CHECK(position_buckets_ != 1, "deberta: position_buckets must be 0 (exact distances) or at least 2, got 1");
-  TORCH_CHECK(position_buckets_ == 0 || max_relative_positions_ > position_buckets_ / 2 + 1,
-              "deberta: max_relative_positions (", max_relative_positions_,
-              ") must exceed position_buckets / 2 + 1 = ", position_buckets_ / 2 + 1);
+  const std::string problem = deberta_bucket_settings_problem(position_buckets_, max_relative_positions_);
+  TORCH_CHECK(problem.empty(), "deberta: ", problem);
   const int64_t D = context.d_model;
   rel_embeddings_ = register_parameter("rel_embeddings", torch::randn({2 * span_, D}) * options.get_float("init_std"));
   norm_ = register_module("rel_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D}).eps(1e-7)));

@@ -208,8 +208,10 @@ int main(int argc, char** argv) {
 
   try {
     if (!o.kernels.empty()) pelab::kernels::use_instruction_set(o.kernels);
-    if (o.log_buckets == 1 || (o.log_buckets > 0 && o.log_bucket_reach <= o.log_buckets / 2 + 1))
-      throw std::invalid_argument("--log-buckets must be 0 or at least 2, and --log-bucket-reach above log-buckets / 2 + 1");
+    const std::string problem = pelab::deberta_bucket_settings_problem(o.log_buckets, o.log_bucket_reach);
+    if (!problem.empty())  // the scheme's own check, in its option names
+      throw std::invalid_argument("--log-buckets, --log-bucket-reach (deberta's position_buckets, "
+                                  "max_relative_positions): " + problem);
     std::vector<Term> terms;
     for (const auto& name : o.terms) terms.push_back(parse_term(name));
     Layer layer(o);
