@@ -3,7 +3,7 @@
 // uniform random symbols over a binary alphabet by default.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/registry_table.h"
+#include "core/config/registry_table.h"
 #include "data/task.h"
 
 namespace pelab {

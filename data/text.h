@@ -23,7 +23,7 @@
 
 #include <string>
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

@@ -18,13 +18,13 @@
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 
-#include "core/blas_core.h"
-#include "core/device_memory.h"
+#include "core/kernels/blas_core.h"
+#include "core/train/device_memory.h"
 #include "core/encodings/registry.h"
 #include "core/io/atomic_file.h"
 #include "core/model/flops.h"
-#include "core/model/instruction_sets.h"
-#include "core/run.h"
+#include "core/kernels/instruction_sets.h"
+#include "core/run/run.h"
 #include "core/train/autocast.h"
 #include "core/train/metrics.h"
 #include "data/task_registry.h"
@@ -276,7 +276,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
                        blas.empty() ? std::string("not OpenBLAS") : "OpenBLAS, " + blas + " kernels") << std::flush;
     out << "pelab's CPU kernels (attention, GELU, LayerNorm): " << cpu_kernels
         << (std::getenv("PELAB_CPU_KERNELS") ? ", as PELAB_CPU_KERNELS asks\n" : "\n");
-    // a user's OPENBLAS_CORETYPE is kept (core/blas_core.h), even below what the CPU runs
+    // a user's OPENBLAS_CORETYPE is kept (core/kernels/blas_core.h), even below what the CPU runs
     const char* chosen = std::getenv("OPENBLAS_CORETYPE");
     const std::string better = better_openblas_core(blas);
     if (chosen && !better.empty())

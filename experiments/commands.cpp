@@ -5,10 +5,10 @@
 #include <algorithm>
 
 #include "core/encodings/registry.h"
-#include "core/io/catalog_yaml.h"
+#include "core/config/catalog_yaml.h"
 #include "core/io/hdf5_store.h"
-#include "core/io/yaml_reader.h"
-#include "core/run.h"
+#include "core/config/yaml_reader.h"
+#include "core/run/run.h"
 #include "core/train/progress.h"
 #include "core/train/stop_signal.h"
 #include "data/task_registry.h"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/io/config.h"
+#include "core/config/config.h"
 
 namespace pelab {
 
@@ -21,7 +21,7 @@ struct TrainArguments {
 // 75 (kExitInterrupted) stopped by SIGINT/SIGTERM after writing a checkpoint (main installs
 // the handlers: install_stop_handlers).
 int command_train(const TrainArguments& arguments, std::ostream& out, std::ostream& err);
-// The catalogs as text, or with `yaml` as YAML (core/io/catalog_yaml.h).
+// The catalogs as text, or with `yaml` as YAML (core/config/catalog_yaml.h).
 void command_list(std::ostream& out, bool yaml = false);
 
 struct ExportAttentionArguments {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "core/blas_core.h"
+#include "core/kernels/blas_core.h"
 #include "experiments/bench.h"
 #include "experiments/commands.h"
 #include "core/train/stop_signal.h"

@@ -23,7 +23,7 @@
 #include "core/io/atomic_file.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
-#include "core/io/yaml_reader.h"
+#include "core/config/yaml_reader.h"
 #include "core/train/checkpoint.h"
 #include "core/train/stop_signal.h"
 #include "data/task_registry.h"

@@ -11,7 +11,7 @@
 #include <ostream>
 #include <string>
 
-#include "core/io/sweep_config.h"
+#include "core/config/sweep_config.h"
 
 namespace pelab {
 

@@ -13,7 +13,7 @@ root="${1:-/var/tmp/pelab-trixie}"
 shift || true
 [[ $(id -u) -eq 0 ]] || { echo "debian13-check: needs root (debootstrap, chroot)" >&2; exit 2; }
 packages=(build-essential cmake pkg-config git ca-certificates libtorch-dev libopenblas0-openmp
-          libyaml-cpp-dev libhdf5-dev libcli11-dev catch2 libspdlog-dev libfmt-dev fortunes
+          libyaml-cpp-dev libhdf5-dev libcli11-dev catch2 libfmt-dev fortunes
           python3 python3-h5py python3-numpy python3-matplotlib)
 
 if [[ ! -x "$root/usr/bin/g++" ]]; then

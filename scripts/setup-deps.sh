@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # Installs pelab's Debian dependencies when any is missing; a no-op (well under a second)
 # when all are present. Runs unattended (no terminal, no stdin), as root or through sudo.
+#   scripts/setup-deps.sh run    what building and running pelab need (scripts/dev quickstart)
+#   scripts/setup-deps.sh test   that, plus what the test suite needs (scripts/dev test)
 set -euo pipefail
-packages=(
+run_packages=(
   build-essential cmake pkg-config git
-  libtorch-dev libopenblas0-openmp
-  libyaml-cpp-dev libhdf5-dev libcli11-dev catch2
-  libspdlog-dev libfmt-dev
-  python3 python3-h5py python3-numpy python3-matplotlib
+  libtorch-dev libopenblas0-openmp  # OpenBLAS: Debian's LibTorch calls the system BLAS
+  libyaml-cpp-dev libhdf5-dev libcli11-dev libfmt-dev
+  python3 python3-h5py python3-numpy python3-matplotlib  # analysis/
+)
+test_packages=(
+  catch2
   fortunes  # English text for the text task's tests and configs/text/ (/usr/share/games/fortunes)
   slurmctld slurmd slurm-client munge  # the test suite's one-node Slurm cluster (tests/slurm_sweep.sh)
   clang libclang-rt-dev  # the config fuzzer (libFuzzer, tests/fuzz/run_config_fuzzer.sh)
 )
+case "${1:-}" in
+  run) packages=("${run_packages[@]}") ;;
+  test) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: scripts/setup-deps.sh {run|test}" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -8,7 +8,7 @@ set -euo pipefail
 source_dir="$1"; work="$2"
 if [[ $(id -u) -ne 0 ]]; then echo "skipped: the test cluster needs root"; exit 77; fi
 for tool in munged slurmctld slurmd sbatch squeue; do
-  command -v "$tool" > /dev/null || { echo "missing $tool: run scripts/setup-deps.sh"; exit 1; }
+  command -v "$tool" > /dev/null || { echo "missing $tool: run scripts/setup-deps.sh test"; exit 1; }
 done
 rm -rf "$work"; mkdir -p "$work"/{state,spool,munge,munge-run}
 work="$(cd "$work" && pwd)"

@@ -37,17 +37,33 @@ std::vector<SchemeVariant> all_scheme_variants() {
     const auto defaults = OptionValues::defaults(entry.info.options);
     variants.push_back({entry.info.name, defaults, entry.info.name + " (defaults)"});
     for (const auto& spec : entry.info.options) {
-      if (spec.kind != OptionKind::Choice) continue;
-      for (const auto& choice : spec.choices) {
-        if (choice == std::get<std::string>(spec.default_value)) continue;
+      std::vector<OptionValue> others;  // the option's values other than its default
+      if (spec.kind == OptionKind::Choice)
+        for (const auto& choice : spec.choices)
+          if (choice != std::get<std::string>(spec.default_value)) others.push_back(choice);
+      if (spec.kind == OptionKind::Bool) others.push_back(!std::get<bool>(spec.default_value));
+      for (const auto& value : others) {
         OptionValues options = defaults;
-        options.set(spec.name, choice);
-        variants.push_back({entry.info.name, options, entry.info.name + " " + spec.name + "=" + choice});
+        options.set(spec.name, value);
+        variants.push_back(
+            {entry.info.name, options, entry.info.name + " " + spec.name + "=" + format_option_value(value)});
       }
     }
   }
   return variants;
 }
+
+SchemeVariant scheme_variant(const std::string& scheme, const std::vector<std::pair<std::string, OptionValue>>& set) {
+  SchemeVariant variant{scheme, OptionValues::defaults(find_entry(scheme_registry(), scheme, "scheme").info.options),
+                        scheme};
+  for (const auto& [name, value] : set) {
+    variant.options.set(name, value);
+    variant.label += " " + name + "=" + format_option_value(value);
+  }
+  return variant;
+}
+
+bool causal_only(const std::string& scheme) { return find_entry(scheme_registry(), scheme, "scheme").info.causal_only; }
 
 Encoder model_for(RunConfig config, const SchemeVariant& variant, const Task& task) {
   config.encoding.name = variant.scheme;

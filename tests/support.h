@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/encodings/registry.h"
-#include "core/io/config.h"
+#include "core/config/config.h"
 #include "core/model/encoder.h"
 #include "data/task.h"
 #include "data/task_registry.h"
@@ -21,14 +21,19 @@ std::unique_ptr<Task> default_task(const std::string& name, const std::string& f
 // A small run config (2 layers, d_model 32, 4 heads, reverse_string), with `key.path=value` overrides.
 RunConfig tiny_config(const std::vector<std::string>& overrides = {});
 
-// One configuration of a scheme: its defaults, or one choice option set to a non-default value.
+// One configuration of a scheme: its defaults, or one option set to another value.
 struct SchemeVariant {
   std::string scheme;
   OptionValues options;
   std::string label;  // "learned inject=every_layer"
 };
-// Defaults of every registered scheme plus every non-default choice of each choice option.
+// Every registered scheme at its defaults, plus, one option at a time, every other value of
+// each choice and bool option (numeric options keep their defaults: scheme_variant).
 std::vector<SchemeVariant> all_scheme_variants();
+// `scheme` at its defaults but for the options in `set`.
+SchemeVariant scheme_variant(const std::string& scheme, const std::vector<std::pair<std::string, OptionValue>>& set);
+// Whether a registered scheme is defined for causal attention only.
+bool causal_only(const std::string& scheme);
 
 // The model of `config` with its encoding replaced by `variant`, in eval mode.
 Encoder model_for(RunConfig config, const SchemeVariant& variant, const Task& task);

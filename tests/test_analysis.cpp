@@ -7,7 +7,7 @@
 #include "core/analysis/attention_summary.h"
 #include "core/analysis/probes.h"
 #include "core/io/hdf5_store.h"
-#include "core/run.h"
+#include "core/run/run.h"
 #include "core/train/trainer.h"
 #include "tests/support.h"
 

@@ -1,12 +1,12 @@
-// Which OpenBLAS kernels pelab asks for (core/blas_core.h): by the CPU's instruction sets,
+// Which OpenBLAS kernels pelab asks for (core/kernels/blas_core.h): by the CPU's instruction sets,
 // only ever wider than the ones loaded, and never for a library or family it does not know.
 // Torch-free.
 #include "tests/catch.h"
 
 #include <string>
 
-#include "core/blas_core.h"
-#include "core/cpu_features.h"
+#include "core/kernels/blas_core.h"
+#include "core/kernels/cpu_features.h"
 
 using namespace pelab;
 

@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "core/io/catalog_yaml.h"
-#include "core/io/yaml_reader.h"
+#include "core/config/catalog_yaml.h"
+#include "core/config/yaml_reader.h"
 #include "tests/support.h"
 
 using namespace pelab;
@@ -90,19 +90,19 @@ CATCH_TEST_CASE("the quickstart config is valid", "[config]") {
 
 namespace {
 
-// The ```yaml block under README.md's "### Run config" heading.
-std::string readme_run_config() {
-  std::ifstream file(test::source_path("README.md"));
+// The ```yaml block under docs/configuration.md's "## Every key" heading.
+std::string documented_run_config() {
+  std::ifstream file(test::source_path("docs/configuration.md"));
   std::stringstream text;
   text << file.rdbuf();
-  const std::string readme = text.str();
-  const size_t heading = readme.find("\n### Run config\n");
+  const std::string doc = text.str();
+  const size_t heading = doc.find("\n## Every key\n");
   CATCH_REQUIRE(heading != std::string::npos);
-  const size_t begin = readme.find("```yaml\n", heading);
+  const size_t begin = doc.find("```yaml\n", heading);
   CATCH_REQUIRE(begin != std::string::npos);
-  const size_t end = readme.find("```", begin + 8);
+  const size_t end = doc.find("```", begin + 8);
   CATCH_REQUIRE(end != std::string::npos);
-  return readme.substr(begin + 8, end - begin - 8);
+  return doc.substr(begin + 8, end - begin - 8);
 }
 
 // Every key path of the maps in `node` ("train.steps"), except below `skip` (options whose
@@ -118,25 +118,25 @@ void key_paths(const YAML::Node& node, const std::string& prefix, const std::set
 
 }  // namespace
 
-CATCH_TEST_CASE("the README's run config is valid and names every key a resolved config has", "[config]") {
-  const std::string documented = readme_run_config();
-  const RunConfig c = parse_run_config(documented, "README.md", {}, scheme_catalog(), task_catalog());
+CATCH_TEST_CASE("docs/configuration.md's run config is valid and names every key a resolved config has", "[config]") {
+  const std::string documented = documented_run_config();
+  const RunConfig c = parse_run_config(documented, "docs/configuration.md", {}, scheme_catalog(), task_catalog());
   CATCH_CHECK(c.name == "quickstart");
   const std::set<std::string> options = {"task", "encoding"};  // a scheme's or task's own keys: pelab list
-  std::set<std::string> in_readme, resolved;
-  key_paths(YAML::Load(documented), "", options, in_readme);
+  std::set<std::string> in_doc, resolved;
+  key_paths(YAML::Load(documented), "", options, in_doc);
   key_paths(YAML::Load(to_yaml(c)), "", options, resolved);
   std::vector<std::string> undocumented, unknown;
-  std::set_difference(resolved.begin(), resolved.end(), in_readme.begin(), in_readme.end(),
+  std::set_difference(resolved.begin(), resolved.end(), in_doc.begin(), in_doc.end(),
                       std::back_inserter(undocumented));
-  std::set_difference(in_readme.begin(), in_readme.end(), resolved.begin(), resolved.end(),
+  std::set_difference(in_doc.begin(), in_doc.end(), resolved.begin(), resolved.end(),
                       std::back_inserter(unknown));
   // task and encoding: their name is documented, their options are the example's
   undocumented.erase(std::remove_if(undocumented.begin(), undocumented.end(),
                                     [](const std::string& k) { return k.rfind("task.", 0) == 0 || k.rfind("encoding.", 0) == 0; }),
                      undocumented.end());
-  CATCH_INFO("in a resolved config, not in the README: " << join(undocumented));
-  CATCH_INFO("in the README, not in a resolved config: " << join(unknown));
+  CATCH_INFO("in a resolved config, not in docs/configuration.md: " << join(undocumented));
+  CATCH_INFO("in docs/configuration.md, not in a resolved config: " << join(unknown));
   CATCH_CHECK(undocumented.empty());
   CATCH_CHECK(unknown.empty());
 }

@@ -9,7 +9,7 @@
 #include <regex>
 #include <sstream>
 
-#include "core/io/yaml_reader.h"
+#include "core/config/yaml_reader.h"
 #include "tests/support.h"
 
 using namespace pelab;

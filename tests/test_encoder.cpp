@@ -1,7 +1,7 @@
 #include "tests/catch.h"
 
 #include "core/model/batched_matmul.h"
-#include "core/model/attention_kernels.h"
+#include "core/kernels/attention.h"
 #include "core/model/attention_mask.h"
 #include "core/model/fused_attention.h"
 #include "core/model/flops.h"
@@ -424,29 +424,33 @@ CATCH_TEST_CASE("layer_norm equals torch::layer_norm: values and the gradients o
                            torch::layer_norm(xd, {8}, norm->weight.to(torch::kFloat64), norm->bias.to(torch::kFloat64), 0.5)));
 }
 
+namespace {
+// Every registered scheme variant (test::all_scheme_variants), plus numeric settings that
+// take other kernel paths at tiny_config's lengths: clip 2 (clipped tables, whose far offsets
+// share the end rows) and DeBERTa's log buckets and clamp (tables given by runs of offsets).
+std::vector<test::SchemeVariant> variants_for_path_tests() {
+  auto variants = test::all_scheme_variants();
+  for (const char* scheme : {"relative_key", "shaw"}) variants.push_back(test::scheme_variant(scheme, {{"clip", int64_t{2}}}));
+  variants.push_back(
+      test::scheme_variant("deberta", {{"position_buckets", int64_t{4}}, {"max_relative_positions", int64_t{8}}}));
+  variants.push_back(
+      test::scheme_variant("deberta", {{"position_buckets", int64_t{0}}, {"max_relative_positions", int64_t{3}}}));
+  return variants;
+}
+}  // namespace
+
 CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, values and gradients", "[encoder]") {
   // asking for attention maps takes the unfused path (it keeps the probabilities); the
   // relative schemes' rows (relative_rows) are checked against their score_bias / value_term
   Batch b = batch();
   auto task = test::default_task("reverse_string");
-  // (clip 2: clipped tables, whose far offsets share the end rows, at this batch's length 10)
-  const std::vector<std::vector<std::string>> schemes = {
-      {"encoding.name=none"},         {"encoding.name=alibi"},
-      {"encoding.name=t5_bias"},      {"encoding.name=rope"},
-      {"encoding.name=relative_key"}, {"encoding.name=relative_key", "encoding.clip=2"},
-      {"encoding.name=relative_key_query"}, {"encoding.name=shaw"},
-      {"encoding.name=shaw", "encoding.clip=2"}, {"encoding.name=transformer_xl"},
-      {"encoding.name=deberta"},
-      // log buckets and a clamp at this length: tables given by runs of offsets (RelativeRows::runs)
-      {"encoding.name=deberta", "encoding.position_buckets=4", "encoding.max_relative_positions=8"},
-      {"encoding.name=deberta", "encoding.position_buckets=0", "encoding.max_relative_positions=3"}};
-  for (const auto& scheme : schemes) {
-    CATCH_CAPTURE(scheme);
-    for (const char* causal : {"model.causal=false", "model.causal=true"}) {
+  for (const auto& variant : variants_for_path_tests()) {
+    CATCH_CAPTURE(variant.label);
+    for (bool causal : {false, true}) {
+      if (!causal && test::causal_only(variant.scheme)) continue;
       CATCH_CAPTURE(causal);
-      auto overrides = scheme;
-      overrides.push_back(causal);
-      Encoder model = tiny_model(overrides, *task);
+      Encoder model = test::model_for(test::tiny_config({causal ? "model.causal=true" : "model.causal=false"}),
+                                      variant, *task);
       const auto fused = logits_and_gradients(model, b, false), unfused = logits_and_gradients(model, b, true);
       check_same_logits_and_gradients(fused, unfused);
     }
@@ -481,28 +485,26 @@ CATCH_TEST_CASE("scaled_dot_product_attention (the GPU's branch) equals the unfu
   Batch padded = unpadded;  // the second sequence's last two tokens are padding
   padded.padding = unpadded.padding.clone();
   padded.padding[1].narrow(0, padded.padding.size(1) - 2, 2).fill_(1);
-  const std::vector<std::vector<std::string>> schemes = {
-      {"encoding.name=none"},           {"encoding.name=alibi"},  {"encoding.name=t5_bias"},
-      {"encoding.name=kerple"},         {"encoding.name=fire"},   {"encoding.name=rope"},
-      {"encoding.name=xpos"},           {"encoding.name=relative_key"},
-      {"encoding.name=relative_key_query"}, {"encoding.name=transformer_xl"},
-      {"encoding.name=deberta"},        {"encoding.name=learned"}, {"encoding.name=sinusoidal"}};
   const int64_t layers = test::tiny_config().model.num_layers;  // one SDPA call each
-  // is_causal (the flash kernel's way) where a causal batch has no padding and the scheme no bias
-  const std::set<std::string> without_bias = {"encoding.name=none", "encoding.name=rope", "encoding.name=xpos",
-                                              "encoding.name=learned", "encoding.name=sinusoidal"};
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback(count_sdpa).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
-  for (const auto& scheme : schemes) {
-    CATCH_CAPTURE(scheme);
-    for (const char* causal : {"model.causal=false", "model.causal=true"}) {
+  for (const auto& variant : variants_for_path_tests()) {
+    CATCH_CAPTURE(variant.label);
+    for (bool causal : {false, true}) {
+      if (!causal && test::causal_only(variant.scheme)) continue;
       CATCH_CAPTURE(causal);
-      if (scheme[0] == "encoding.name=xpos" && std::string(causal) == "model.causal=false") continue;  // causal only
+      Encoder model = test::model_for(test::tiny_config({causal ? "model.causal=true" : "model.causal=false"}),
+                                      variant, *task);
+      // SDPA takes every scheme without a value term (Shaw's values need the probabilities);
+      // is_causal (the flash kernel's way) where a causal batch has no padding and the scheme no bias
+      const bool takes_sdpa = !model->encoding().has_value_term();
+      const auto probe = torch::zeros({1, 4, 3, 8});
+      const Positions probe_positions = contiguous_positions(1, 3);
+      const auto qkv_weight = torch::zeros({96, 32}), qkv_bias = torch::zeros({96});
+      const bool has_bias =
+          model->encoding().score_bias(probe, probe, {probe_positions, 0, qkv_weight, qkv_bias}).defined();
       for (const Batch* b : std::vector<const Batch*>{&padded, &unpadded}) {
         CATCH_CAPTURE(b == &padded);
-        auto overrides = scheme;
-        overrides.push_back(causal);
-        Encoder model = tiny_model(overrides, *task);
         const auto unfused = logits_and_gradients(model, *b, true);
         sdpa_calls = 0;
         sdpa_causal_calls = 0;
@@ -511,9 +513,8 @@ CATCH_TEST_CASE("scaled_dot_product_attention (the GPU's branch) equals the unfu
           SdpaOnCpu on;
           sdpa = logits_and_gradients(model, *b, false);
         }
-        CATCH_CHECK(sdpa_calls == layers);
-        const bool only_causal = std::string(causal) == "model.causal=true" && b == &unpadded &&
-                                 without_bias.count(scheme[0]) > 0;
+        CATCH_CHECK(sdpa_calls == (takes_sdpa ? layers : 0));
+        const bool only_causal = takes_sdpa && causal && b == &unpadded && !has_bias;
         CATCH_CHECK(sdpa_causal_calls == (only_causal ? layers : 0));
         check_same_logits_and_gradients(sdpa, unfused);
       }

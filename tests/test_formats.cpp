@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "core/run.h"
+#include "core/run/run.h"
 #include "core/train/metrics.h"
 #include "core/train/trainer.h"
 #include "data/text.h"

@@ -1,7 +1,7 @@
 #include "tests/catch.h"
 
 #include "core/encodings/learned.h"
-#include "core/run.h"
+#include "core/run/run.h"
 #include "tests/support.h"
 
 using namespace pelab;

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "core/io/hdf5_store.h"
-#include "core/run.h"
+#include "core/run/run.h"
 #include "tests/support.h"
 
 using namespace pelab;

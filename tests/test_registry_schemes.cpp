@@ -3,9 +3,11 @@
 // being registered.
 #include "tests/catch.h"
 
+#include <set>
+
 #include "core/encodings/position_sampler.h"
 #include "core/io/hdf5_store.h"
-#include "core/io/yaml_reader.h"
+#include "core/config/yaml_reader.h"
 #include "core/train/metrics.h"
 #include "tests/support.h"
 
@@ -13,12 +15,6 @@ using namespace pelab;
 using namespace pelab::test;
 
 namespace {
-
-bool causal_only(const std::string& scheme) {
-  for (const auto& e : scheme_registry())
-    if (e.info.name == scheme) return e.info.causal_only;
-  return false;
-}
 
 // Every scheme variant, in each mode it is defined for, with contiguous and with randomized
 // positions (Ruoss et al.: a sorted sample from [0, 64)).
@@ -72,13 +68,36 @@ EncoderOutput run(Encoder& model, const Batch& b, bool randomized = false, const
 
 }  // namespace
 
-CATCH_TEST_CASE("the registry holds every scheme, in name order", "[registry]") {
+CATCH_TEST_CASE("the registry holds distinct scheme names, in name order, each with a description", "[registry]") {
   std::vector<std::string> names;
-  for (const auto& e : scheme_registry()) names.push_back(e.info.name);
-  for (const char* expected : {"none", "sinusoidal", "learned", "relative_key", "relative_key_query", "shaw",
-                               "transformer_xl", "t5_bias", "deberta", "alibi", "kerple", "fire"})
-    CATCH_CHECK(std::find(names.begin(), names.end(), expected) != names.end());
+  for (const auto& e : scheme_registry()) {
+    CATCH_CAPTURE(e.info.name);
+    CATCH_CHECK_FALSE(e.info.description.empty());
+    CATCH_CHECK(e.info.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos);
+    names.push_back(e.info.name);
+  }
+  CATCH_CHECK(std::find(names.begin(), names.end(), "none") != names.end());  // the baseline every study needs
   CATCH_CHECK(std::is_sorted(names.begin(), names.end()));
+  CATCH_CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
+}
+
+CATCH_TEST_CASE("the variants cover every registered scheme and every other value of its choice and bool options",
+                "[registry]") {
+  const auto variants = all_scheme_variants();
+  std::set<std::string> labels;
+  for (const auto& v : variants) labels.insert(v.label);
+  for (const auto& e : scheme_registry()) {
+    CATCH_CHECK(labels.count(e.info.name + " (defaults)") == 1);
+    for (const auto& spec : e.info.options) {
+      if (spec.kind == OptionKind::Bool)
+        CATCH_CHECK(labels.count(e.info.name + " " + spec.name + "=" +
+                                 format_option_value(!std::get<bool>(spec.default_value))) == 1);
+      if (spec.kind == OptionKind::Choice)
+        for (const auto& choice : spec.choices)
+          if (choice != std::get<std::string>(spec.default_value))
+            CATCH_CHECK(labels.count(e.info.name + " " + spec.name + "=" + choice) == 1);
+    }
+  }
 }
 
 CATCH_TEST_CASE("unknown scheme names list the known ones", "[registry]") {
@@ -86,8 +105,10 @@ CATCH_TEST_CASE("unknown scheme names list the known ones", "[registry]") {
     make_position_encoding("rotary_typo", EncodingContext{}, OptionValues{});
     CATCH_FAIL("no exception");
   } catch (const std::invalid_argument& e) {
+    std::vector<std::string> names;
+    for (const auto& entry : scheme_registry()) names.push_back(entry.info.name);
     CATCH_CHECK_THAT(e.what(), test::ContainsText("unknown position encoding 'rotary_typo'") &&
-                                   test::ContainsText("known: alibi, deberta, fire"));
+                                   test::ContainsText("known: " + join(names)));
   }
 }
 

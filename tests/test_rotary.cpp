@@ -7,7 +7,7 @@
 #include "core/encodings/position_sampler.h"
 #include "core/encodings/rope.h"
 #include "core/encodings/xpos.h"
-#include "core/run.h"
+#include "core/run/run.h"
 #include "tests/support.h"
 
 using namespace pelab;

@@ -3,8 +3,8 @@
 
 #include <fstream>
 
-#include "core/io/sweep_config.h"
-#include "core/io/yaml_reader.h"
+#include "core/config/sweep_config.h"
+#include "core/config/yaml_reader.h"
 #include "tests/support.h"
 
 using namespace pelab;

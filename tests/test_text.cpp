@@ -7,7 +7,7 @@
 #include <fstream>
 #include <map>
 
-#include "core/run.h"
+#include "core/run/run.h"
 #include "core/train/trainer.h"
 #include "data/text.h"
 #include "tests/support.h"

@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "core/run.h"
+#include "core/run/run.h"
 #include "core/train/checkpoint.h"
 #include "core/train/progress.h"
 #include "core/train/schedule.h"

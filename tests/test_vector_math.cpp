@@ -1,4 +1,4 @@
-// The torch-free helpers the CPU kernels share (core/model/vector_math.h), compiled here
+// The torch-free helpers the CPU kernels share (core/kernels/vector_math.h), compiled here
 // for the baseline instruction set; the kernels' AVX2 and AVX-512 copies compile the same
 // source (and test_encoder.cpp checks them through the attention and GELU they compute).
 #include "tests/catch.h"
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/model/vector_math.h"
+#include "core/kernels/vector_math.h"
 
 using namespace pelab;
 

@@ -17,7 +17,7 @@
 
 #include "core/encodings/position_encoding.h"
 #include "core/encodings/relative.h"
-#include "core/options.h"
+#include "core/config/options.h"
 
 namespace pelab {
 

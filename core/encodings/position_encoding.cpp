@@ -14,8 +14,14 @@ torch::Tensor collapse_broadcast_rows(const torch::Tensor& positions) {
   return positions.size(0) > 1 && positions.stride(0) == 0 ? positions.narrow(0, 0, 1) : positions;
 }
 
-torch::Tensor empty_heads_last(const torch::Tensor& like) {
-  return torch::empty({like.size(0), like.size(2), like.size(1), like.size(3)}, like.options()).transpose(1, 2);
+RelativeRows PositionEncodingImpl::checked_relative_rows(const torch::Tensor& q, const torch::Tensor& k,
+                                                         const AttentionContext& attention) {
+  RelativeRows rows = relative_rows(q, k, attention);
+  if (!rows.defined()) return rows;
+  const std::string who = (context_.scheme.empty() ? "a position encoding" : context_.scheme) + ": relative_rows";
+  TORCH_CHECK(rows.value.defined() || !has_value_term(), who, ": a scheme with a value term must return value rows");
+  check_relative_rows(rows, who, q.sizes(), k.size(2));
+  return rows;
 }
 
 double PositionEncodingImpl::attention_scale() const {

@@ -10,7 +10,10 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <utility>
+
+#include "core/encodings/relative_rows.h"
 
 namespace pelab {
 
@@ -27,17 +30,13 @@ Positions contiguous_positions(int64_t batch, int64_t length, torch::Device devi
 // per-batch draw) -> that row as (1, T), so schemes compute once per batch; else unchanged.
 torch::Tensor collapse_broadcast_rows(const torch::Tensor& positions);
 
-// An uninitialized (B, H, T, Dh) tensor like `like` (B, H, T, Dh), in (B, T, H, Dh) memory:
-// the order of the attention projection's output, so that heads merge back into (B, T, D)
-// without a copy (the fused attention's gradients, a rotary scheme's rotated q and k).
-torch::Tensor empty_heads_last(const torch::Tensor& like);
-
 // What a scheme knows of the model it is plugged into.
 struct EncodingContext {
   int64_t d_model = 64;
   int64_t num_heads = 4;
   int64_t num_layers = 2;
   bool causal = false;
+  std::string scheme;  // the registered name (the registry sets it), for messages
   int64_t head_dim() const { return d_model / num_heads; }
 };
 
@@ -50,28 +49,6 @@ struct AttentionContext {
   int64_t layer;                    // 0-based block index
   const torch::Tensor& qkv_weight;  // (3D, D): the layer's fused projection, rows [W_q; W_k; W_v]
   const torch::Tensor& qkv_bias;    // (3D)
-};
-
-// What relative_rows returns: tables with one row per offset query - key, for contiguous
-// positions 0 .. T - 1 (offsets -(T - 1) .. T - 1 ascending), (2T - 1, Dh) shared by the
-// heads or (H, 2T - 1, Dh); undefined tables add nothing. With s = attention_scale():
-//   scores[i, j] = s (q_i . k_j + q'_i . query[i - j] + k_j . key[i - j]) + bias[i, j] + mask
-//   out_i = sum_j p_ij (v_j + value[i - j])
-// q' is offset_query ((B, H, T, Dh); undefined: q itself), bias (B|1, H|1, T|1, T) what is
-// left of the scheme's score bias (undefined: none). clip > 0: the query and value tables
-// have 2 clip + 1 rows instead, for the offsets -clip .. clip, farther offsets using the end
-// rows (Shaw), which the kernel exploits: a few rows instead of 2T - 1. runs (not with
-// clip): undefined, or the (2T - 1) int64 row of each offset (ascending), non-decreasing from
-// 0 in steps of 0 or 1; the tables then have runs[-1] + 1 rows, one per run of neighbouring
-// offsets that share a row (DeBERTa's log buckets), and the kernel computes each run's
-// products once.
-struct RelativeRows {
-  torch::Tensor query, key, value;
-  torch::Tensor offset_query;
-  torch::Tensor bias;
-  int64_t clip = 0;
-  torch::Tensor runs;
-  bool defined() const { return query.defined() || key.defined() || value.defined(); }
 };
 
 class PositionEncodingImpl : public torch::nn::Module {
@@ -103,21 +80,25 @@ class PositionEncodingImpl : public torch::nn::Module {
   virtual torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) {
     return {};
   }
-  // Relative schemes whose terms are products with one row per offset may hand those rows
-  // to the fused CPU attention (core/model/fused_attention.h), which adds them row by row
-  // instead of calling score_bias / value_term for (B, H, T, T) tensors. Called only when
-  // that kernel runs (float32 on the CPU, no attention maps, no dropout); a scheme returns
-  // rows only for contiguous positions (RelativeGeometry::contiguous), else nothing (the
-  // default), and attention then calls score_bias and value_term. q, k: (B, H, T, Dh).
+  // Optional, for speed only: a relative scheme whose terms are products with one row per
+  // offset may return those rows (relative_rows.h) for the fused CPU attention, which adds
+  // them row by row instead of calling score_bias / value_term for (B, H, T, T) tensors.
+  // Called only when that kernel runs (float32 on the CPU, no attention maps, no dropout);
+  // return rows only for contiguous positions (RelativeGeometry::contiguous), else nothing
+  // (the default), and attention calls score_bias and value_term. The registry-wide tests
+  // check the rows against score_bias / value_term. q, k: (B, H, T, Dh).
   virtual RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k,
                                      const AttentionContext& attention) {
     return {};
   }
+  // What attention calls: relative_rows, checked against the rules of relative_rows.h (and,
+  // with a value term, for value rows), in errors naming the scheme.
+  RelativeRows checked_relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention);
 
   // True when value_term adds something (attention then keeps the probabilities as a tensor).
   virtual bool has_value_term() const { return false; }
 
-  // Multiplies q k^T; 1/sqrt(Dh) unless a scheme's reference says otherwise (T5: 1).
+  // Multiplies q k^T; 1/sqrt(Dh) unless a scheme's options say otherwise (t5_bias scale: none gives 1).
   virtual double attention_scale() const;
 
   // Evaluation-time extrapolation of rotary schemes (position interpolation, NTK-aware base

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/encodings/position_encoding.h"
-#include "core/io/config.h"
+#include "core/config/config.h"
 
 namespace pelab {
 

@@ -23,7 +23,8 @@ namespace {
 template <typename Scheme>
 SchemeEntry entry(const std::string& name) {
   return {{name, Scheme::description(), Scheme::options(), Scheme::causal_only(), {}},
-          [](const EncodingContext& context, const OptionValues& options) {
+          [name](EncodingContext context, const OptionValues& options) {
+            context.scheme = name;
             // TORCH_MODULE holders of a base class take a shared_ptr of that base.
             std::shared_ptr<PositionEncodingImpl> impl = std::make_shared<Scheme>(context, options);
             return PositionEncoding(impl);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/encodings/position_encoding.h"
-#include "core/registry_table.h"
+#include "core/config/registry_table.h"
 
 namespace pelab {
 

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "core/encodings/heads_layout.h"
+
 namespace pelab {
 
 namespace {

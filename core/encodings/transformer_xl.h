@@ -10,7 +10,7 @@
 #pragma once
 
 #include "core/encodings/position_encoding.h"
-#include "core/options.h"
+#include "core/config/options.h"
 
 namespace pelab {
 

@@ -5,7 +5,7 @@
 
 #include <ctime>
 
-#include "core/model/instruction_sets.h"
+#include "core/kernels/instruction_sets.h"
 #include "pelab_version.h"
 
 namespace pelab {

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "core/io/environment.h"
-#include "core/train/trainer.h"
+#include "core/analysis/attention_summary.h"
+#include "core/analysis/probes.h"
+#include "core/io/results.h"
 
 namespace pelab {
 

@@ -13,7 +13,9 @@
 
 #include "core/io/atomic_file.h"
 #include "core/io/schema.h"
-#include "core/train/trainer.h"
+#include "core/analysis/attention_summary.h"
+#include "core/analysis/probes.h"
+#include "core/io/results.h"
 
 namespace pelab::hdf5 {
 

@@ -45,9 +45,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   // a value term only from a scheme's relative rows.
   const bool dropout_active = is_training() && dropout_->options.p() > 0.0;
   const bool fusable = !probs_out && !dropout_active && fused_attention_supports(q) && !sdpa_on_cpu.load();
-  const auto relative = fusable ? encoding.relative_rows(q, k, hooks) : RelativeRows();
-  TORCH_CHECK(!relative.defined() || relative.value.defined() || !encoding.has_value_term(),
-              "a scheme with a value term returned relative rows without value rows");
+  const auto relative = fusable ? encoding.checked_relative_rows(q, k, hooks) : RelativeRows();
   const bool fused = fusable && (relative.defined() || !encoding.has_value_term());
   const auto bias = relative.defined() ? relative.bias : encoding.score_bias(q, k, hooks);
   torch::Tensor context;  // (B, H, T, Dh)

@@ -46,7 +46,7 @@ EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encodin
   if (model.embedding_layer_norm)
     embedding_norm_ = register_module("embedding_norm", torch::nn::LayerNorm(norm_options));
   dropout_ = register_module("dropout", torch::nn::Dropout(model.dropout));
-  EncodingContext context{model.d_model, model.num_heads, model.num_layers, model.causal};
+  EncodingContext context{model.d_model, model.num_heads, model.num_layers, model.causal, encoding.name};
   position_encoding_ = register_module("position_encoding",
                                        make_position_encoding(encoding.name, context, encoding.options));
   blocks_ = register_module("blocks", torch::nn::ModuleList());

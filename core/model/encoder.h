@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/encodings/position_encoding.h"
-#include "core/io/config.h"
+#include "core/config/config.h"
 #include "core/model/attention.h"
 
 namespace pelab {

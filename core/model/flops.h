@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/io/config.h"
+#include "core/config/config.h"
 
 namespace pelab {
 

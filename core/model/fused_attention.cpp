@@ -6,7 +6,8 @@
 #include <array>
 #include <mutex>
 
-#include "core/model/attention_kernels.h"
+#include "core/encodings/heads_layout.h"
+#include "core/kernels/attention.h"
 
 namespace pelab {
 
@@ -42,32 +43,19 @@ torch::Tensor additive_table(const torch::Tensor& t, const char* what, int64_t B
   return unit_last_stride(table.to(torch::kFloat32));
 }
 
-// A relative table, (W, Dh) shared by the heads or (H, W, Dh), ascending offsets -> contiguous,
-// descending (as the kernels read it); an empty tensor stays empty (absent). W = 2T - 1, or
-// 2 clip + 1 for a clipped query or value table.
-torch::Tensor descending_table(const torch::Tensor& t, const char* what, int64_t H, int64_t W, const char* w_name,
-                               int64_t Dh) {
-  if (t.numel() == 0) return t;
-  const bool shared = t.dim() == 2, per_head = t.dim() == 3 && t.size(0) == H;
-  TORCH_CHECK((shared || per_head) && t.size(-2) == W && t.size(-1) == Dh, "fused_attention: ", what, " rows must be (",
-              w_name, ", Dh) = (", W, ", ", Dh, ") or (H, ", w_name, ", Dh) = (", H, ", ", W, ", ", Dh, "), got ",
-              t.sizes());
-  return t.to(torch::kFloat32).flip(-2).contiguous();
+// A relative table (checked: check_relative_rows), ascending offsets -> contiguous,
+// descending (as the kernels read it); an empty tensor stays empty (absent).
+torch::Tensor descending_table(const torch::Tensor& t) {
+  return t.numel() == 0 ? t : t.to(torch::kFloat32).flip(-2).contiguous();
 }
 
-// RelativeRows::runs (W = 2T - 1 ascending offsets' rows) checked -> int32, in the tables'
-// descending order and counted from their descending first row (the kernels' runs); an
-// empty tensor stays empty (no runs).
-torch::Tensor descending_runs(const torch::Tensor& runs, int64_t W, int64_t clip) {
+// RelativeRows::runs (checked: check_relative_rows) -> int32, in the tables' descending
+// order and counted from their descending first row (the kernels' runs); an empty tensor
+// stays empty (no runs).
+torch::Tensor descending_runs(const torch::Tensor& runs) {
   if (runs.numel() == 0) return runs;
-  TORCH_CHECK(clip == 0, "fused_attention: runs do not combine with clip");
-  TORCH_CHECK(runs.dim() == 1 && runs.size(0) == W && !runs.is_floating_point(),
-              "fused_attention: runs must be (2T - 1) = (", W, ") integers, got ", runs.sizes(), " ", runs.dtype());
   const auto ascending = runs.to(torch::kInt64);
-  const auto steps = ascending.slice(0, 1) - ascending.slice(0, 0, W - 1);
-  TORCH_CHECK(ascending[0].item<int64_t>() == 0 && ((steps == 0) | (steps == 1)).all().item<bool>(),
-              "fused_attention: runs must start at 0 and step by 0 or 1 from one offset to the next");
-  return (ascending[W - 1] - ascending.flip(0)).to(torch::kInt32).contiguous();
+  return (ascending[-1] - ascending.flip(0)).to(torch::kInt32).contiguous();
 }
 
 // The number of runs (rows per table) of descending_runs' result; 0: no runs.
@@ -82,7 +70,6 @@ kernels::OffsetTable table_view(const torch::Tensor& descending) {
 
 // Inputs of the autograd function, in its argument order after q, k, v, bias, mask.
 enum RelativeInput { kQueryRows, kKeyRows, kValueRows, kRelativeInputs };
-const char* const kRelativeInputNames[] = {"query", "key", "value"};
 
 // The kernels' view of the checked inputs: rows descending (kRelativeInputs of them); an
 // undefined bias or mask and an empty table or offset query are absent.
@@ -142,26 +129,13 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                 "fused_attention: shapes differ: q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
     const auto bias = additive_table(bias_in, "bias", dims.batch, dims.heads, dims.queries, dims.keys);
     const auto mask = additive_table(mask_in, "mask", dims.batch, dims.heads, dims.queries, dims.keys);
-    TORCH_CHECK(clip >= 0, "fused_attention: clip must be >= 0, got ", clip);
     TORCH_CHECK(!causal || dims.queries == dims.keys, "fused_attention: a causal mask needs as many queries as keys, got ",
                 dims.queries, " and ", dims.keys);
-    TORCH_CHECK(runs_in.numel() == 0 || dims.queries == dims.keys,
-                "fused_attention: runs need as many queries as keys, got ", dims.queries, " and ", dims.keys);
-    const auto runs = descending_runs(runs_in, 2 * dims.keys - 1, clip);  // int32, descending
-    const int64_t runs_rows = run_count(runs);
-    const torch::Tensor* rows_in[kRelativeInputs] = {&query_rows_in, &key_rows_in, &value_rows_in};
-    std::vector<torch::Tensor> rows;  // descending, as the kernels read them
-    for (int r = 0; r < kRelativeInputs; ++r) {
-      TORCH_CHECK(rows_in[r]->numel() == 0 || dims.queries == dims.keys, "fused_attention: relative ",
-                  kRelativeInputNames[r], " rows need as many queries as keys, got ", dims.queries, " and ", dims.keys);
-      const bool clipped = clip > 0 && r != kKeyRows;
-      rows.push_back(descending_table(*rows_in[r], kRelativeInputNames[r], dims.heads,
-                                      runs_rows > 0 ? runs_rows : clipped ? 2 * clip + 1 : 2 * dims.keys - 1,
-                                      runs_rows > 0 ? "runs[-1] + 1" : clipped ? "2 clip + 1" : "2T - 1", dims.head_dim));
-    }
+    // the relative rows were checked by fused_attention / fused_attention_packed
+    const auto runs = descending_runs(runs_in);  // int32, descending
+    std::vector<torch::Tensor> rows;             // descending, as the kernels read them
+    for (const auto* table : {&query_rows_in, &key_rows_in, &value_rows_in}) rows.push_back(descending_table(*table));
     const auto offset_query = offset_query_in.numel() > 0 ? unit_last_stride(offset_query_in) : offset_query_in;
-    TORCH_CHECK(offset_query.numel() == 0 || offset_query.sizes() == q.sizes(),
-                "fused_attention: the offset query must be shaped like q ", q.sizes(), ", got ", offset_query.sizes());
 
     const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip, runs, causal);
     RECORD_FUNCTION("pelab::fused_attention_forward", std::vector<c10::IValue>());  // for pelab bench --trace
@@ -277,6 +251,8 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, co
                               const torch::Tensor& bias, const AttentionMask& mask, const RelativeRows& relative) {
   TORCH_CHECK(fused_attention_supports(q) && fused_attention_supports(k) && fused_attention_supports(v),
               "fused_attention: q, k and v must be float32 CPU tensors");
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4, "fused_attention: q, k, v must be (B, H, T, Dh)");
+  check_relative_rows(relative, "fused_attention", q.sizes(), k.size(2));
   // LibTorch 1.13's custom functions take no undefined tensors: an empty one stands for none
   const auto absent = torch::empty({0}, q.options());
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
@@ -288,7 +264,8 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, co
 torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, double scale, const torch::Tensor& bias,
                                      const AttentionMask& mask, const RelativeRows& relative) {
   TORCH_CHECK(fused_attention_supports(qkv), "fused_attention_packed: qkv must be a float32 CPU tensor");
-  split_packed(qkv, heads);  // checks the shape
+  const auto q = split_packed(qkv, heads)[0];  // checks the shape
+  check_relative_rows(relative, "fused_attention", q.sizes(), q.size(2));
   const auto absent = torch::empty({0}, qkv.options());
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
   return FusedAttention::apply(qkv, absent, absent, or_absent(bias), or_absent(mask.padding()),

@@ -1,5 +1,5 @@
 // softmax(q k^T * scale + bias + mask + relative terms) v as one autograd function on the
-// CPU, computed by the fused kernels of core/model/attention_kernels.h: no (B, H, T, T)
+// CPU, computed by the fused kernels of core/kernels/attention.h: no (B, H, T, T)
 // tensors for the raw scores, the scaled scores, the softmax input or a relative scheme's
 // terms, and no per-matrix BLAS calls. The probabilities are kept for the backward (as
 // autograd would).
@@ -15,7 +15,7 @@ namespace pelab {
 // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh), any strides with unit stride along Dh; bias:
 // undefined or (B|1, H|1, Tq, Tk), may require grad; mask: padding keys ((B, 1, 1, Tk)
 // additive) and, if causal (Tq = Tk), the keys after each query, which the kernels skip
-// where a whole block of queries cannot see them; relative: a scheme's relative_rows (position_encoding.h), which need
+// where a whole block of queries cannot see them; relative: a scheme's relative_rows (core/encodings/relative_rows.h), which need
 // Tq = Tk = T and contiguous positions; their tables and offset query may require grad
 // (relative.bias is not read: pass it as `bias`). -> (B, H, Tq, Dh), a view whose memory
 // is (B, Tq, H, Dh), so that out.transpose(1, 2).reshape({B, Tq, H * Dh}) is free.

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/model/gelu_kernels.h"
+#include "core/kernels/gelu.h"
 #include "core/model/row_chunks.h"
 
 namespace pelab {

@@ -1,5 +1,5 @@
 // The feed-forward GELU (exact erf form, as torch::gelu's default) as one autograd function
-// on float32 CPU tensors, computed by core/model/gelu_kernels.h in parallel chunks, with the
+// on float32 CPU tensors, computed by core/kernels/gelu.h in parallel chunks, with the
 // first linear layer's bias folded in (its add and its gradient's sum over the rows would
 // each be another pass over the (B, T, d_ff) array); any other tensor (CUDA, bf16 under
 // autocast, float64) goes to torch::gelu(x + bias). Keeps x and the bias for the backward.

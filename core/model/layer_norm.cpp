@@ -2,7 +2,7 @@
 
 #include <ATen/record_function.h>
 
-#include "core/model/layer_norm_kernels.h"
+#include "core/kernels/layer_norm.h"
 #include "core/model/row_chunks.h"
 
 namespace pelab {

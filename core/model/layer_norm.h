@@ -1,5 +1,5 @@
 // LayerNorm over the last dimension as one autograd function on float32 CPU tensors,
-// computed by core/model/layer_norm_kernels.h in row chunks (the weight's and bias's
+// computed by core/kernels/layer_norm.h in row chunks (the weight's and bias's
 // gradients summed per chunk, in chunk order: the same for any thread count); any other
 // tensor (CUDA, bf16 under autocast, float64), or a norm without weight and bias, goes to
 // torch::layer_norm.

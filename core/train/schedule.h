@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <random>
 
-#include "core/io/config.h"
+#include "core/config/config.h"
 
 namespace pelab {
 

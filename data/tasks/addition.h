@@ -7,7 +7,7 @@
 // significant digit first (the order that lets a left-to-right model carry).
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

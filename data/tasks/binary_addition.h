@@ -6,7 +6,7 @@
 // including the terminator.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

@@ -2,7 +2,7 @@
 // google-deepmind/neural_networks_chomsky_hierarchy tasks/cs/bucket_sort.py: uniform symbols over alphabet_size (5), output sorted.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

@@ -3,7 +3,7 @@
 // floor(sqrt(n)) big-endian, zero-padded to ceil(L/2) bits, every bit scored.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

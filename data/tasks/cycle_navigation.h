@@ -2,7 +2,7 @@
 // google-deepmind/neural_networks_chomsky_hierarchy tasks/regular/cycle_navigation.py: symbols 0 = left, 1 = stay, 2 = right; output sum(a - 1) mod 5.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

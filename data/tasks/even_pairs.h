@@ -2,7 +2,7 @@
 // google-deepmind/neural_networks_chomsky_hierarchy tasks/regular/even_pairs.py: output (#{i : s[i] != s[i+1]}) mod 2, one token.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

@@ -4,7 +4,7 @@
 // the bit it hid. Length 1: input [1], output 1.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

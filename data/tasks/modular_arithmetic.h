@@ -4,7 +4,7 @@
 // Evaluated with * before + and -, where '-' negates the term after it; output one token.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

@@ -4,7 +4,7 @@
 // token. The experiments use mult = true.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

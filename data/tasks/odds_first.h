@@ -3,7 +3,7 @@
 // does; its docstring shows the other order).
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

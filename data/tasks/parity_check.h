@@ -2,7 +2,7 @@
 // google-deepmind/neural_networks_chomsky_hierarchy tasks/regular/parity_check.py: output (number of 1s) mod 2, one token.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

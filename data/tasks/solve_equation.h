@@ -5,7 +5,7 @@
 // the output is the replaced digit. Lengths below 3 give the reference's all-zero dummy.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

@@ -5,7 +5,7 @@
 // scored up to and including the terminator.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

@@ -7,7 +7,7 @@
 // default); the two names keep each paper's defaults.
 #pragma once
 
-#include "core/options.h"
+#include "core/config/options.h"
 #include "data/task.h"
 
 namespace pelab {

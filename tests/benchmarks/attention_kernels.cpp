@@ -1,4 +1,4 @@
-// The fused CPU attention kernels alone (core/model/attention_kernels.h, no LibTorch): the
+// The fused CPU attention kernels alone (core/kernels/attention.h, no LibTorch): the
 // forward and backward time of one layer's (batch, head) pairs, for `none` and for each
 // relative term the kernels take, interleaved (every round runs every term once, in turn),
 // so that a term is read against `none` measured in the same minute. The README's "kernel
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "core/encodings/deberta_buckets.h"
-#include "core/model/attention_kernels.h"
-#include "core/model/instruction_sets.h"
+#include "core/kernels/attention.h"
+#include "core/kernels/instruction_sets.h"
 
 namespace {
 

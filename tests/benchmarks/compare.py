@@ -5,7 +5,7 @@ measures every scheme with pelab, then with eager, each in a fresh process, so t
 machine's drift hits both alike. Prints the median step time over rounds and the speed-up
 (eager / pelab; above 1: pelab is faster) with its range over rounds. Eager runs twice per
 round: as a researcher would run it, and with OPENBLAS_CORETYPE set to the OpenBLAS kernels
-pelab chose (core/blas_core.h), which separates pelab's own speed from the BLAS choice.
+pelab chose (core/kernels/blas_core.h), which separates pelab's own speed from the BLAS choice.
 With --baseline, a second pelab binary (e.g. before a change) is measured in the same rounds.
 
   tests/benchmarks/compare.py --shape large --rounds 3 [--threads 2] [--schemes none,rope]
@@ -84,7 +84,7 @@ def main():
                 if who == "pelab":
                     blas = core
             # eager as a researcher runs it, and with the OpenBLAS kernels pelab chose (pelab
-            # sets OPENBLAS_CORETYPE when OpenBLAS does not know the CPU: core/blas_core.h)
+            # sets OPENBLAS_CORETYPE when OpenBLAS does not know the CPU: core/kernels/blas_core.h)
             times[("eager", scheme)].append(run_worker(eager_command + ["--schemes", scheme] + common)[0])
             if not gpu:
                 env = dict(os.environ)

@@ -11,9 +11,9 @@
 #include <sstream>
 #include <string>
 
-#include "core/io/catalog_yaml.h"
-#include "core/io/config.h"
-#include "core/io/yaml_reader.h"
+#include "core/config/catalog_yaml.h"
+#include "core/config/config.h"
+#include "core/config/yaml_reader.h"
 
 namespace {
 

@@ -13,10 +13,10 @@ if ! command -v clang++ > /dev/null; then
 fi
 mkdir -p "$work/corpus"
 cd "$work"
-sources=(core/options.cpp core/io/config.cpp core/io/yaml_reader.cpp core/io/catalog_yaml.cpp tests/fuzz/fuzz_config.cpp)
+sources=(core/config/options.cpp core/config/config.cpp core/config/yaml_reader.cpp core/config/catalog_yaml.cpp tests/fuzz/fuzz_config.cpp)
 stale=0
 [[ -x fuzz_config ]] || stale=1
-for s in "${sources[@]}" core/options.h core/io/config.h core/io/yaml_reader.h core/io/catalog_yaml.h; do
+for s in "${sources[@]}" core/config/options.h core/config/config.h core/config/yaml_reader.h core/config/catalog_yaml.h; do
   [[ "$source_dir/$s" -nt fuzz_config ]] && stale=1
 done
 if [[ $stale = 1 ]]; then

@@ -1,0 +1,324 @@
+#include "core/config/config.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "core/config/yaml_reader.h"
+
+namespace pelab {
+
+namespace {
+
+std::vector<std::string> names_of(const Catalog& catalog) {
+  std::vector<std::string> names;
+  for (const auto& e : catalog) names.push_back(e.name);
+  return names;
+}
+
+// Reads a `{name: ..., <options>}` section against a catalog (schemes or tasks).
+template <typename Section, typename Check>
+Section read_named_section(YamlReader reader, const std::string& what, const Catalog& catalog,
+                           const std::string& default_name, Check&& check) {
+  Section section;  // `check` may read further keys (task.format)
+  section.name = reader.get_string("name", default_name);
+  const CatalogEntry* entry = nullptr;
+  for (const auto& e : catalog)
+    if (e.name == section.name) entry = &e;
+  if (!entry)
+    reader.fail_at("name", "unknown " + what + " '" + section.name + "'; known " + what + "s: " +
+                               join(names_of(catalog)));
+  section.options = reader.get_options(entry->options);
+  check(*entry, reader, section);
+  reader.finish(what + " '" + section.name + "'");
+  return section;
+}
+
+ModelConfig read_model(YamlReader r) {
+  ModelConfig m;
+  m.d_model = r.get_int("d_model", m.d_model, 1, 65536);
+  m.num_layers = r.get_int("num_layers", m.num_layers, 1, 1024);
+  m.num_heads = r.get_int("num_heads", m.num_heads, 1, 1024);
+  m.d_ff = r.get_int("d_ff", m.d_ff, 1, 1 << 20);
+  m.dropout = r.get_float("dropout", m.dropout, 0.0, 0.99);
+  m.attention_dropout = r.get_float("attention_dropout", m.attention_dropout, 0.0, 0.99);
+  m.activation = r.get_choice("activation", m.activation, {"gelu", "relu"});
+  m.norm = r.get_choice("norm", m.norm, {"pre", "post"});
+  m.causal = r.get_bool("causal", m.causal);
+  m.segment_embeddings = r.get_bool("segment_embeddings", m.segment_embeddings);
+  m.embedding_layer_norm = r.get_bool("embedding_layer_norm", m.embedding_layer_norm);
+  m.layer_norm_eps = r.get_float("layer_norm_eps", m.layer_norm_eps, 0.0, 1.0);
+  if (m.d_model % m.num_heads != 0)
+    r.fail_at("num_heads", std::to_string(m.num_heads) + " heads do not divide d_model = " +
+                               std::to_string(m.d_model));
+  r.finish("model");
+  return m;
+}
+
+TrainConfig read_train(YamlReader r) {
+  TrainConfig t;
+  t.steps = r.get_int("steps", t.steps, 1, 1e12);
+  t.batch_size = r.get_int("batch_size", t.batch_size, 1, 1 << 20);
+  t.min_length = r.get_int("min_length", t.min_length, 1, 1 << 24);
+  t.max_length = r.get_int("max_length", t.max_length, 1, 1 << 24);
+  t.curriculum = r.get_choice("curriculum", t.curriculum, {"uniform", "fixed", "increasing"});
+  t.increase_every = r.get_int("increase_every", t.increase_every, 1, 1e12);
+  t.increase_by = r.get_int("increase_by", t.increase_by, 1, 1 << 24);
+  t.optimizer = r.get_choice("optimizer", t.optimizer, {"adam", "adamw"});
+  t.learning_rate = r.get_float("learning_rate", t.learning_rate, 0.0, 100.0);
+  t.weight_decay = r.get_float("weight_decay", t.weight_decay, 0.0, 10.0);
+  t.beta1 = r.get_float("beta1", t.beta1, 0.0, 0.999999);
+  t.beta2 = r.get_float("beta2", t.beta2, 0.0, 0.999999);
+  t.eps = r.get_float("eps", t.eps, 0.0, 1.0);
+  t.warmup_steps = r.get_int("warmup_steps", t.warmup_steps, 0, 1e12);
+  t.schedule = r.get_choice("schedule", t.schedule, {"constant", "cosine"});
+  t.min_learning_rate = r.get_float("min_learning_rate", t.min_learning_rate, 0.0, 100.0);
+  t.grad_clip = r.get_float("grad_clip", t.grad_clip, 0.0, 1e9);
+  t.nonfinite = r.get_choice("nonfinite", t.nonfinite, {"stop", "skip"});
+  t.log_every = r.get_int("log_every", t.log_every, 1, 1e12);
+  t.checkpoint_every = r.get_int("checkpoint_every", t.checkpoint_every, 0, 1e12);
+  if (t.min_length > t.max_length)
+    r.fail_at("min_length", "min_length = " + std::to_string(t.min_length) +
+                                " is larger than max_length = " + std::to_string(t.max_length));
+  if (t.min_learning_rate > t.learning_rate)
+    r.fail_at("min_learning_rate", "must not exceed learning_rate");
+  r.finish("train");
+  return t;
+}
+
+PositionsConfig read_positions(YamlReader r) {
+  PositionsConfig p;
+  p.sampler = r.get_choice("sampler", p.sampler, {"contiguous", "random_offset", "randomized"});
+  p.max_length = r.get_int("max_length", p.max_length, 1, 1 << 30);
+  p.evaluate_with = r.get_choice("evaluate_with", p.evaluate_with, {"sampler", "contiguous"});
+  r.finish("positions");
+  return p;
+}
+
+EvalConfig read_eval(YamlReader r) {
+  EvalConfig e;
+  e.lengths = r.get_int_list("lengths", e.lengths, 1, 1 << 24);
+  e.extrapolation = r.get_choice_list("extrapolation", e.extrapolation, {"none", "interpolation", "ntk"});
+  e.samples = r.get_int("samples", e.samples, 1, 1e9);
+  e.batch_size = r.get_int("batch_size", e.batch_size, 1, 1 << 20);
+  r.finish("eval");
+  return e;
+}
+
+AnalysisConfig read_analysis(YamlReader r) {
+  AnalysisConfig a;
+  a.attention_statistics = r.get_bool("attention_statistics", a.attention_statistics);
+  // an empty list (as the resolved config writes the defaults) means the default
+  auto optional_lengths = [&](const char* key) -> std::vector<int64_t> {
+    YAML::Node node = r.get_node(key);
+    if (!node || node.IsNull() || (node.IsSequence() && node.size() == 0)) return {};
+    return r.get_int_list(key, {}, 1, 1 << 24);
+  };
+  a.attention_lengths = optional_lengths("attention_lengths");
+  a.attention_examples = r.get_int("attention_examples", a.attention_examples, 0, 1 << 20);
+  a.attention_float16 = r.get_bool("attention_float16", a.attention_float16);
+  a.probes = r.get_bool("probes", a.probes);
+  a.probe_lengths = optional_lengths("probe_lengths");
+  a.probe_examples = r.get_int("probe_examples", a.probe_examples, 2, 1 << 20);
+  a.probe_ridge = r.get_float("probe_ridge", a.probe_ridge, 0.0, 1e6);
+  r.finish("analysis");
+  return a;
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const std::string& yaml_text, const std::string& source_name,
+                           const std::vector<std::string>& overrides, const Catalog& schemes,
+                           const Catalog& tasks, const std::string& overrides_via) {
+  auto source = std::make_shared<YamlSource>();
+  source->file = source_name;
+  YAML::Node root = parse_yaml(yaml_text, source_name);
+  for (const auto& assignment : overrides) apply_override(root, assignment, *source, overrides_via);
+
+  YamlReader r(root, source, "");
+  RunConfig c;
+  c.name = r.get_string("name", std::filesystem::path(source_name).stem().string());
+  c.seed = r.get_int("seed", c.seed, 0, 9.2e18);
+  c.threads = r.get_int("threads", c.threads, 0, 4096);
+  c.device = r.get_choice("device", c.device, {"cpu", "cuda", "auto"});
+  c.precision = r.get_choice("precision", c.precision, {"fp32", "bf16"});
+  c.model = read_model(r.child("model"));
+  c.task = read_named_section<TaskConfig>(
+      r.child("task"), "task", tasks, c.task.name, [&](const CatalogEntry& e, YamlReader& reader, TaskConfig& task) {
+        if (e.formats.empty()) return;
+        task.format = reader.get_choice("format", e.formats.front(), e.formats);
+        if (task.format == "causal_lm" && !c.model.causal)
+          reader.fail_at("format", "causal_lm (next-token prediction) needs causal attention; set model.causal: true");
+        if (task.format == "masked_lm" && c.model.causal)
+          reader.fail_at("format", "masked_lm (BERT-style) needs bidirectional attention; set model.causal: false");
+      });
+  c.encoding = read_named_section<EncodingConfig>(
+      r.child("encoding"), "encoding", schemes, c.encoding.name, [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
+        if (e.causal_only && !c.model.causal)
+          reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");
+      });
+  c.positions = read_positions(r.child("positions"));
+  c.train = read_train(r.child("train"));
+  c.eval = read_eval(r.child("eval"));
+  c.analysis = read_analysis(r.child("analysis"));
+  YamlReader out = r.child("output");
+  c.output.dir = out.get_string("dir", "runs/" + c.name);
+  out.finish("output");
+  r.finish("the run config");
+  return c;
+}
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
+                          const Catalog& schemes, const Catalog& tasks, const std::string& overrides_via) {
+  return parse_run_config(read_config_file(path, "config file"), path, overrides, schemes, tasks, overrides_via);
+}
+
+namespace {
+
+void emit_value(YAML::Emitter& out, const OptionValue& v) {
+  if (const bool* b = std::get_if<bool>(&v)) out << *b;
+  else if (const int64_t* i = std::get_if<int64_t>(&v)) out << *i;
+  else if (const double* d = std::get_if<double>(&v)) out << *d;
+  else out << std::get<std::string>(v);
+}
+
+void emit_named(YAML::Emitter& out, const std::string& key, const std::string& name,
+                const OptionValues& options, const std::string& format = "") {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << name;
+  if (!format.empty()) out << YAML::Key << "format" << YAML::Value << format;
+  for (const auto& [k, v] : options.all()) {
+    out << YAML::Key << k << YAML::Value;
+    emit_value(out, v);
+  }
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string to_yaml(const RunConfig& c) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << c.name;
+  out << YAML::Key << "seed" << YAML::Value << c.seed;
+  out << YAML::Key << "threads" << YAML::Value << c.threads;
+  out << YAML::Key << "device" << YAML::Value << c.device;
+  out << YAML::Key << "precision" << YAML::Value << c.precision;
+  emit_named(out, "task", c.task.name, c.task.options, c.task.format);
+  const ModelConfig& m = c.model;
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "d_model" << YAML::Value << m.d_model
+      << YAML::Key << "num_layers" << YAML::Value << m.num_layers
+      << YAML::Key << "num_heads" << YAML::Value << m.num_heads
+      << YAML::Key << "d_ff" << YAML::Value << m.d_ff
+      << YAML::Key << "dropout" << YAML::Value << m.dropout
+      << YAML::Key << "attention_dropout" << YAML::Value << m.attention_dropout
+      << YAML::Key << "activation" << YAML::Value << m.activation
+      << YAML::Key << "norm" << YAML::Value << m.norm
+      << YAML::Key << "causal" << YAML::Value << m.causal
+      << YAML::Key << "segment_embeddings" << YAML::Value << m.segment_embeddings
+      << YAML::Key << "embedding_layer_norm" << YAML::Value << m.embedding_layer_norm
+      << YAML::Key << "layer_norm_eps" << YAML::Value << m.layer_norm_eps
+      << YAML::EndMap;
+  emit_named(out, "encoding", c.encoding.name, c.encoding.options);
+  const TrainConfig& t = c.train;
+  out << YAML::Key << "train" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "steps" << YAML::Value << t.steps
+      << YAML::Key << "batch_size" << YAML::Value << t.batch_size
+      << YAML::Key << "min_length" << YAML::Value << t.min_length
+      << YAML::Key << "max_length" << YAML::Value << t.max_length
+      << YAML::Key << "curriculum" << YAML::Value << t.curriculum
+      << YAML::Key << "increase_every" << YAML::Value << t.increase_every
+      << YAML::Key << "increase_by" << YAML::Value << t.increase_by
+      << YAML::Key << "optimizer" << YAML::Value << t.optimizer
+      << YAML::Key << "learning_rate" << YAML::Value << t.learning_rate
+      << YAML::Key << "weight_decay" << YAML::Value << t.weight_decay
+      << YAML::Key << "beta1" << YAML::Value << t.beta1
+      << YAML::Key << "beta2" << YAML::Value << t.beta2
+      << YAML::Key << "eps" << YAML::Value << t.eps
+      << YAML::Key << "warmup_steps" << YAML::Value << t.warmup_steps
+      << YAML::Key << "schedule" << YAML::Value << t.schedule
+      << YAML::Key << "min_learning_rate" << YAML::Value << t.min_learning_rate
+      << YAML::Key << "grad_clip" << YAML::Value << t.grad_clip
+      << YAML::Key << "nonfinite" << YAML::Value << t.nonfinite
+      << YAML::Key << "log_every" << YAML::Value << t.log_every
+      << YAML::Key << "checkpoint_every" << YAML::Value << t.checkpoint_every
+      << YAML::EndMap;
+  out << YAML::Key << "positions" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "sampler" << YAML::Value << c.positions.sampler
+      << YAML::Key << "max_length" << YAML::Value << c.positions.max_length
+      << YAML::Key << "evaluate_with" << YAML::Value << c.positions.evaluate_with
+      << YAML::EndMap;
+  out << YAML::Key << "eval" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "lengths" << YAML::Value << YAML::Flow << c.eval.lengths
+      << YAML::Key << "extrapolation" << YAML::Value << YAML::Flow << c.eval.extrapolation
+      << YAML::Key << "samples" << YAML::Value << c.eval.samples
+      << YAML::Key << "batch_size" << YAML::Value << c.eval.batch_size
+      << YAML::EndMap;
+  const AnalysisConfig& a = c.analysis;
+  out << YAML::Key << "analysis" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "attention_statistics" << YAML::Value << a.attention_statistics
+      << YAML::Key << "attention_lengths" << YAML::Value << YAML::Flow << a.attention_lengths
+      << YAML::Key << "attention_examples" << YAML::Value << a.attention_examples
+      << YAML::Key << "attention_float16" << YAML::Value << a.attention_float16
+      << YAML::Key << "probes" << YAML::Value << a.probes
+      << YAML::Key << "probe_lengths" << YAML::Value << YAML::Flow << a.probe_lengths
+      << YAML::Key << "probe_examples" << YAML::Value << a.probe_examples
+      << YAML::Key << "probe_ridge" << YAML::Value << a.probe_ridge << YAML::EndMap;
+  out << YAML::Key << "output" << YAML::Value << YAML::BeginMap
+      << YAML::Key << "dir" << YAML::Value << c.output.dir << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+namespace {
+
+// Every scalar and sequence of a YAML tree, by dotted key path, as flow-style text.
+void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& item : node) flatten(item.second, prefix + (prefix.empty() ? "" : ".") + item.first.as<std::string>(), out);
+    return;
+  }
+  int64_t integer = 0;
+  double number = 0;
+  if (node.IsScalar() && YAML::convert<int64_t>::decode(node, integer)) {
+    out[prefix] = std::to_string(integer);
+    return;
+  }
+  if (node.IsScalar() && YAML::convert<double>::decode(node, number)) {  // 0.0030000000000000001 -> 0.003
+    out[prefix] = fmt::format("{}", number);
+    return;
+  }
+  YAML::Emitter text;
+  text << YAML::Flow << node;
+  out[prefix] = text.c_str();
+}
+
+}  // namespace
+
+std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml) {
+  std::map<std::string, std::string> before, after;
+  flatten(YAML::Load(before_yaml), "", before);
+  flatten(YAML::Load(after_yaml), "", after);
+  const std::set<std::string> ignored = {"name", "threads", "device", "output.dir", "train.checkpoint_every"};
+  std::set<std::string> keys;
+  for (const auto& [key, value] : before) keys.insert(key);
+  for (const auto& [key, value] : after) keys.insert(key);
+  std::vector<std::string> differences;
+  for (const auto& key : keys) {
+    if (ignored.count(key)) continue;
+    const auto a = before.find(key), b = after.find(key);
+    const std::string va = a == before.end() ? "(absent)" : a->second, vb = b == after.end() ? "(absent)" : b->second;
+    if (va != vb) differences.push_back(key + ": " + va + " -> " + vb);
+  }
+  return differences;
+}
+
+}  // namespace pelab

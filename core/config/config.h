@@ -1,0 +1,134 @@
+// The run configuration: one YAML file describes a run (task, model, encoding, training,
+// evaluation, output). Loading validates every key, type, range and name and reports
+// problems as `file:line:col: message`. Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/options.h"
+
+namespace pelab {
+
+// What the config loader needs to know of a registry (schemes or tasks): names, help and
+// declared options. The registries provide it; the loader does not depend on LibTorch.
+struct CatalogEntry {
+  std::string name;
+  std::string description;
+  std::vector<OptionSpec> options;
+  bool causal_only = false;  // a scheme defined for causal attention only (xpos)
+  std::vector<std::string> formats;  // a task's formats (task.format), the default first
+};
+using Catalog = std::vector<CatalogEntry>;
+
+struct TaskConfig {
+  std::string name = "reverse_string";  // a registered task, see `pelab list`
+  std::string format;                   // encoder | causal_lm | masked_lm (the task's default when empty)
+  OptionValues options;                 // the task's declared options, defaults filled in
+};
+
+struct ModelConfig {
+  int64_t d_model = 64;                 // residual width
+  int64_t num_layers = 2;               // encoder blocks
+  int64_t num_heads = 4;                // attention heads; must divide d_model
+  int64_t d_ff = 256;                   // feed-forward hidden width
+  double dropout = 0.0;                 // residual and embedding dropout
+  double attention_dropout = 0.0;       // dropout on attention probabilities
+  std::string activation = "gelu";      // gelu | relu
+  std::string norm = "pre";             // pre (pre-LN) | post (post-LN, BERT)
+  bool causal = false;                  // causal (decoder-style) or bidirectional attention
+  bool segment_embeddings = false;      // BERT token_type embeddings (input vs output segment)
+  bool embedding_layer_norm = true;     // LayerNorm after the embedding sum, as BERT
+  double layer_norm_eps = 1e-5;
+};
+
+struct EncodingConfig {
+  std::string name = "none";            // a registered scheme, see `pelab list`
+  OptionValues options;                 // the scheme's declared options, defaults filled in
+};
+
+struct PositionsConfig {
+  std::string sampler = "contiguous";   // contiguous (0..T-1) | random_offset | randomized (Ruoss et al.)
+  int64_t max_length = 2048;            // L_max: random_offset and randomized draw from [0, max_length)
+  std::string evaluate_with = "sampler";  // sampler | contiguous: positions used at evaluation
+};
+
+struct TrainConfig {
+  int64_t steps = 1000;
+  int64_t batch_size = 32;
+  int64_t min_length = 1;               // task input lengths of training batches, one per
+  int64_t max_length = 20;              //   batch, drawn by the curriculum:
+  std::string curriculum = "uniform";   // uniform in [min, max] | fixed (max) | increasing
+  int64_t increase_every = 1000;        // increasing: min_length + increase_by per
+  int64_t increase_by = 1;              //   increase_every steps, capped at max_length
+  std::string optimizer = "adam";       // adam | adamw
+  double learning_rate = 1e-3;          // peak learning rate
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  int64_t warmup_steps = 0;             // linear warm-up from 0 to learning_rate
+  std::string schedule = "constant";    // constant | cosine (decays to min_learning_rate)
+  double min_learning_rate = 0.0;
+  double grad_clip = 1.0;               // global gradient norm; 0 disables clipping
+  std::string nonfinite = "stop";       // a non-finite loss or gradient: stop (fail the run,
+                                        //   naming the step and values) | skip (the step, counted)
+  int64_t log_every = 50;               // training-curve and progress interval (steps)
+  int64_t checkpoint_every = 500;       // <output.dir>/checkpoint.h5 every N steps (0: only when
+                                        //   stopped by SIGINT/SIGTERM), and when training ends
+};
+
+struct EvalConfig {
+  std::vector<int64_t> lengths = {5, 10, 20, 40};  // test input lengths
+  std::vector<std::string> extrapolation = {"none"};  // per length, each of: none | interpolation | ntk
+  int64_t samples = 256;                // sequences per test length
+  int64_t batch_size = 128;
+};
+
+struct AnalysisConfig {
+  bool attention_statistics = true;     // per layer and head over all evaluation examples
+  std::vector<int64_t> attention_lengths;  // maps stored for these lengths; empty: the training
+                                        //   max and the largest test length, each if <= 256 tokens
+  int64_t attention_examples = 4;       // examples per stored length
+  bool attention_float16 = true;        // store maps as float16 (half the size)
+  bool probes = true;                   // linear position probes of every layer
+  std::vector<int64_t> probe_lengths;   // empty: the training max length
+  int64_t probe_examples = 256;         // sequences per length: half fit the probes, half test them
+  double probe_ridge = 1e-2;            // ridge penalty (x the mean feature variance)
+};
+
+struct OutputConfig {
+  std::string dir = "runs/default";     // the run file is <dir>/run.h5
+};
+
+struct RunConfig {
+  std::string name = "run";
+  int64_t seed = 0;
+  int64_t threads = 0;                  // intra-op threads; 0 = every core
+  std::string device = "cpu";           // cpu | cuda | auto (cuda when available)
+  std::string precision = "fp32";       // fp32 | bf16 (autocast: matrix products in bfloat16)
+  TaskConfig task;
+  ModelConfig model;
+  EncodingConfig encoding;
+  PositionsConfig positions;
+  TrainConfig train;
+  EvalConfig eval;
+  AnalysisConfig analysis;
+  OutputConfig output;
+};
+
+// Loads and validates a run config. `overrides` are `key.path=value` strings, named in
+// errors as `<overrides_via> key.path=value` (--set on the command line; a sweep's values).
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
+                          const Catalog& schemes, const Catalog& tasks, const std::string& overrides_via = "--set");
+// Same, from YAML text; `source_name` stands for the file in error messages.
+RunConfig parse_run_config(const std::string& yaml_text, const std::string& source_name,
+                           const std::vector<std::string>& overrides, const Catalog& schemes,
+                           const Catalog& tasks, const std::string& overrides_via = "--set");
+// The fully resolved config (every default filled in) as YAML; parses back to the same config.
+std::string to_yaml(const RunConfig& config);
+// What differs between two resolved configs (to_yaml) that would change a run's results, as
+// "key.path: A -> B" lines; name, threads, device, output.dir and train.checkpoint_every
+// are left out.
+std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml);
+
+}  // namespace pelab
