@@ -1,4 +1,4 @@
-"""Reads pelab run files (HDF5) through the documented schema (README.md, "Run file schema").
+"""Reads pelab run files (HDF5) through the documented schema (docs/run-files.md).
 
 Every name used here is part of the schema; core/io/schema.h is its C++ twin.
 """

@@ -186,10 +186,10 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
   r.step_per_mm = per_mm.empty() ? 0.0 : median(per_mm);
   r.peak_mb = gpu ? cuda_memory(device.index()).peak_mb - gpu_allocated_before : peak_resident_mb() - resident_before;
   if (!options.trace.empty()) {
-    // A step under the profiler peaks higher (~80 MB at d_model 256, batch 8, T 512), and the
-    // kernel faults such new pages in at ~1 us per 4 KB, in whichever operator first writes
-    // them (GELU's backward took 4 -> 14-137 ms in rkq's traces): fault in 256 MB of heap first,
-    // which glibc keeps mapped once freed (configure_cpu_math's trim threshold).
+    // A step under the profiler peaks higher, and the kernel faults such new pages in,
+    // charging whichever operator first writes them (docs/performance.md, "Where a step's
+    // time goes"): fault in 256 MB of heap first, which glibc keeps mapped once freed
+    // (configure_cpu_math's trim threshold).
     if (!gpu) {
       const size_t reserve_bytes = size_t{256} << 20;
       if (void* reserve = std::malloc(reserve_bytes)) {
@@ -284,7 +284,7 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
                          "(unset it, or set it to {}, to use them)\n", chosen, better, better);
   }
   // `none` is measured right before every other scheme, and "x none" is the median over
-  // rounds of those paired ratios: this machine's speed drifts by +-20% over minutes, which
+  // rounds of those paired ratios: a shared machine's speed drifts by +-20% over minutes, which
   // a single `none` measurement at the start would pass on to every ratio.
   struct Samples {
     std::vector<double> ms, min_ms, peak_mb, per_mm, time_ratio, memory_ratio, per_mm_ratio;
@@ -304,9 +304,8 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   };
   std::map<std::pair<int64_t, std::string>, Samples> samples;
   // The peak is measured again before every worker, and the table uses the best: a slow
-  // moment of this shared machine during one measurement would otherwise lower the peak and
-  // inflate every "% of matmul peak" (two measurements, at the start and the end, once gave
-  // 207 and 179 GFLOP/s on a machine whose best is about 300)
+  // moment of a shared machine during one measurement would otherwise lower the peak and
+  // inflate every "% of matmul peak"
   int64_t peak_measurements = 1;
   double lowest_peak = peak;
   auto remeasure_peak = [&] {

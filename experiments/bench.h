@@ -33,7 +33,7 @@ struct BenchResult {
   double peak_mb = 0;
   // The step in units of its own matrix products: the median over the measured steps of
   // step time / time inside aten::mm (the linear layers' OpenBLAS products, plus any small
-  // table product a scheme adds). This shared machine's speed swings by +-30% within
+  // table product a scheme adds). A shared machine's speed swings by tens of percent within
   // seconds, and both times swing together: the ratio of two schemes' values is a far
   // steadier "x none" than the ratio of their milliseconds. 0 on a GPU, where the host's
   // clock around an operator measures its launch, not its run.

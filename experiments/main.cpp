@@ -1,4 +1,4 @@
-// The pelab command: train, list, bench, sweep, report. See README.md.
+// The pelab command: train, list, bench, sweep, report, export-attention (README.md, docs/).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

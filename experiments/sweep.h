@@ -1,6 +1,6 @@
 // `pelab sweep` (local worker processes, or a Slurm job array) and `pelab report`.
 //
-// A sweep directory holds runs/<id>/{config.yaml, log.txt, run.h5 | failed.txt}, the
+// A sweep directory holds runs/<id>/{log.txt, run.h5 | failed.txt}, the
 // manifest runs.tsv (index, id, axis overrides), the index sweep.h5 and, after a report,
 // report.csv and report.md. A run is complete when its run.h5 is (run files are written
 // under a temporary name and renamed), so an interrupted sweep restarted with the same

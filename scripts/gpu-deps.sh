@@ -6,7 +6,7 @@
 #   source .gpu-deps/env.sh && BUILD_DIR=build-cuda scripts/dev build
 # env.sh points CMake at Python torch's LibTorch and at the bundle, and tells scripts/dev to
 # install nothing. Tried on an H100 machine (Ubuntu 24.04, gcc 13, CMake 4, torch 2.11+cu130);
-# README, "Another LibTorch (CUDA)".
+# docs/gpu.md.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 dest="$root/.gpu-deps"

@@ -2,7 +2,7 @@
 # The GPU paths through the command line: training, evaluation, attention export and probes
 # with `device: cuda`, in float32 and under `precision: bf16`, against the same run on the
 # CPU. Skipped (exit 77) where pelab has no CUDA device: Debian's LibTorch is CPU-only, so
-# this runs only on a machine built against a CUDA LibTorch (README, "GPU").
+# this runs only on a machine built against a CUDA LibTorch (docs/gpu.md).
 set -euo pipefail
 source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"

@@ -13,8 +13,8 @@
 // is A_s x + B_s; each (i, j) looks up its segment (bucketize) and takes A x + B. Memory is
 // (Tq, Tk, H), like any bias; `tests/test_relative_schemes.cpp` checks it against the MLP.
 // On a GPU the plain MLP runs instead: there the lookup's backward (Tq x Tk rows added into
-// W + 1, which serializes on a few rows) made an H100 training step at length 2048 take
-// 2.46x `none`'s in float32 and 10.6x in bf16; with the MLP's matrix products, 1.77x and 6.1x.
+// W + 1, which serializes on a few rows) is much slower than the MLP's matrix products
+// (docs/performance.md, "NVIDIA H100").
 #pragma once
 
 #include "core/encodings/position_encoding.h"

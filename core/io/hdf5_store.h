@@ -1,5 +1,5 @@
 // The HDF5 run file: one per run, written under a temporary name and renamed when
-// complete, so a file named run.h5 is always whole. Layout: core/io/schema.h, README.md.
+// complete, so a file named run.h5 is always whole. Layout: core/io/schema.h, docs/run-files.md.
 #pragma once
 
 #include <torch/torch.h>

@@ -1,5 +1,5 @@
 // Every group, dataset and attribute name of a pelab run file, in one place. The layout is
-// documented in README.md ("Run file schema"); bump kSchemaVersion on any change.
+// documented in docs/run-files.md ("The run file"); bump kSchemaVersion on any change.
 #pragma once
 
 namespace pelab::schema {

@@ -340,8 +340,7 @@ PELAB_INLINE void pack_column_panels(const Strided& s, int64_t b, int64_t h, int
 // than a vector (p v and dS k at head sizes 8 and 16), as dot products along x's rows:
 // lanes along p, 16 / N rows times N columns of sums, reduced at the end by lane_sums.
 // depth: a multiple of kLanes (x's rows zero padded up to it). As a product_tile, the left
-// factor's 8 row-major rows took 8 pointers, which GCC spilled to the stack: a fifth of the
-// attention's time at head size 8.
+// factor's 8 row-major rows took 8 pointers, which GCC spilled to the stack.
 template <int N, bool Accumulate>
 PELAB_INLINE void narrow_product(int64_t rows, int64_t depth, const float* __restrict x, int64_t ldx,
                                  const float* __restrict panels, float* __restrict y, int64_t ldy) {
@@ -502,8 +501,8 @@ struct Skew {
 // The columns per row of an offset table of `rows` rows laid out as columns (OffsetColumns),
 // and the band positions a run map covers: a band reaches past the last row by up to
 // kBlock + 2 kLanes columns (add_skewed_product); whole cache lines, spread over the L1
-// sets (spread_stride: at T 476-484 the 2T + 63 columns made rows of about 4 KB, and the
-// relative terms took 35% longer than at T 470 or 490).
+// sets (spread_stride: unspread, the 2T + 63 columns made rows of about 4 KB at T 476-484,
+// whose panels fell onto a few L1 sets).
 int64_t offset_columns_ld(int64_t rows) { return scratch_stride(rows + kBlock + 3 * kLanes); }
 
 // The table row of each band position (Skew::runs) when the tables are given by runs
@@ -827,12 +826,12 @@ struct KeysSeen {
 constexpr int64_t kQueryBlock = 64;
 
 // Bias gradient blocks (Tq x Tk) at least this large are summed over the batch head-major
-// (see backward_pairs): 256 KB, an eighth of this machine's L2 cache.
+// (see backward_pairs): 256 KB, small enough to stay in a core's L2 cache.
 constexpr int64_t kHeadMajorCells = 65536;
 
 // Narrow (narrow_head_dim): a separate instantiation, so that the other one's register
 // allocation does not see the narrow products' code (with both in one function, GCC spilled
-// in the p v tile at head size 32: 4% more time in the forward).
+// registers in the p v tile at head size 32).
 template <class T, bool Narrow>
 PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                                 float* probs, const MutableStrided& out) {
@@ -951,8 +950,7 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   // The pairs' order: b * heads + h (neighbouring heads share the cache lines of q, k, v and
   // their gradients), except when a large bias gradient block is shared by the batch: then
   // head-major (h * batch + b), so that a head's (Tq, Tk) block stays in the L2 cache while
-  // the batch adds into it (at T 512: the t5_bias backward about 10% shorter; at T 80 the
-  // head-major order made every backward slower).
+  // the batch adds into it (for small blocks, the pair order is faster).
   const bool head_major = grad.bias.data && grad.bias.batch == 0 && Tq * Tk >= kHeadMajorCells;
   for (int64_t index = begin; index < end; ++index) {
     const int64_t pair = pair_at(dims, head_major, index), b = pair / dims.heads, h = pair % dims.heads;

@@ -1,7 +1,7 @@
 // OpenBLAS picks its kernels by CPU model when it loads. OpenBLAS 0.3.21 (Debian 12) does
-// not know recent Xeons (Sapphire Rapids) and falls back to its SSE3 "Prescott" kernels:
-// measured on the development machine, a 1024^2 float32 product ran at 48 GFLOP/s with
-// them and at 195 GFLOP/s with the AVX-512 "SkylakeX" kernels the CPU supports.
+// not know recent Xeons (Sapphire Rapids) and falls back to its SSE3 "Prescott" kernels, a
+// fraction of the speed of the AVX-512 "SkylakeX" kernels the CPU supports
+// (docs/performance.md).
 // OPENBLAS_CORETYPE chooses the kernels, but is read only when the library loads, so
 // pelab re-executes itself with it set before doing anything else. Torch-free.
 #pragma once

@@ -1,4 +1,4 @@
-// Which copy of pelab's CPU kernels runs (attention_kernels.h, gelu_kernels.h): each is
+// Which copy of pelab's CPU kernels runs (attention.h, gelu.h, layer_norm.h): each is
 // compiled for AVX-512, AVX2 + FMA and baseline x86-64, and the widest one this CPU
 // supports is used unless the environment variable PELAB_CPU_KERNELS names a narrower one
 // (as if the CPU ran no wider) or a caller (the tests, which run every copy) picks another.

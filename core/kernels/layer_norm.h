@@ -2,8 +2,8 @@
 // core/model/layer_norm.h is the autograd function), as torch::layer_norm computes it:
 //   y = (x - mean) rstd weight + bias,  rstd = 1 / sqrt(var + eps), var the biased variance,
 // mean and variance by two passes over the row (which stays in the L1 cache). Rows of
-// d_model 64 are too short for ATen's kernel, whose per-row overhead took 0.7 ms per norm
-// at the Ruoss et al. shape (10240 rows): these loops are whole vectors along the row.
+// d_model 64 are too short for ATen's kernel, whose per-row overhead dominates them: these
+// loops are whole vectors along the row.
 // Compiled for AVX-512, AVX2 + FMA and baseline x86-64 (core/kernels/instruction_sets.h).
 #pragma once
 

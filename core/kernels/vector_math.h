@@ -1,4 +1,4 @@
-// Shared pieces of pelab's torch-free CPU kernels (attention_kernels.cpp, gelu_kernels.cpp):
+// Shared pieces of pelab's torch-free CPU kernels (attention.cpp, gelu.cpp, layer_norm.cpp):
 // vector types, loads and stores that GCC turns into single instructions, a vectorizable
 // exp, and the attributes that compile a function once per instruction set. Include only
 // from kernel sources: the helpers are forced inline, so that each instruction set's copy
@@ -20,7 +20,7 @@
 // Helpers the instruction-set copies share are forced inline, so that each copy compiles
 // them for its own target. A lambda inside them is not: if GCC does not inline it (a large
 // body), it is compiled once for the default target, with the copy's vectors on the stack
-// (the AVX2 backward ran 8x slower with one); write such pieces as PELAB_INLINE functions.
+// (several times slower); write such pieces as PELAB_INLINE functions.
 #define PELAB_INLINE __attribute__((always_inline)) inline
 
 namespace pelab::kernels {
@@ -46,8 +46,7 @@ Function pick_copy(Function baseline, Function avx2, Function avx512) {
 // (Float16), one AVX register (Float8), one SSE register (Float4). A kernel's copy for an
 // instruction set works on that set's own width: a type wider than its registers (Float16 in
 // the AVX2 copy) has no machine mode there, so GCC keeps such values on the stack and goes
-// through memory for every operation (the AVX2 attention kernels ran 20x slower than AVX-512's
-// on a Zen 3 EPYC, slower even than the SSE copy).
+// through memory for every operation (slower even than the SSE copy; docs/performance.md).
 typedef float Float16 __attribute__((vector_size(64)));
 typedef float Float8 __attribute__((vector_size(32)));
 typedef float Float4 __attribute__((vector_size(16)));
@@ -87,11 +86,10 @@ PELAB_INLINE void store(float* p, V v) {
 // Streaming stores (MOVNTPS): whole 64-byte lines written straight to memory, without first
 // reading them into the cache (a plain store's read for ownership) and without evicting
 // cached operands. For outputs of many MB that are read back only later (the attention
-// probabilities, saved for the backward; a full bias's gradient): on the 2-core test VM
-// a plain-store write pass ran at 9-15 GB/s, a streaming one at 35-40 GB/s. Each struct
-// stores its instruction set's widest vector (`Vector`) at an address aligned to its size;
-// a kernel that used them calls stream_fence() before its output is read (streaming
-// stores are weakly ordered).
+// probabilities, saved for the backward; a full bias's gradient; docs/performance.md has
+// the bandwidths). Each struct stores its instruction set's widest vector (`Vector`) at an
+// address aligned to its size; a kernel that used them calls stream_fence() before its
+// output is read (streaming stores are weakly ordered).
 #ifdef PELAB_X86_DISPATCH
 // (Inline assembly, not the intrinsics: these are inlined through the kernels' target-free
 // templates, where GCC refuses to inline a target-specific intrinsic; the assembly takes

@@ -46,14 +46,14 @@ void configure_cpu_math() {
   kernels::instruction_set();
   // Softmax over strongly negative biases (ALiBi at long lengths: -m |i - j| in the
   // hundreds) produces denormal floats, which x86 handles up to 100x slower: flush them
-  // to zero, as a GPU does. Measured: ALiBi's step at T = 2048 went from 2.3x to ~1x none's.
+  // to zero, as a GPU does (docs/performance.md).
   at::globalContext().setFlushDenormal(true);
 #ifdef __GLIBC__
   // Training allocates and frees the same large tensors every step (attention scores of
   // 64 MB at d_model 256, batch 8, T 512). glibc serves blocks above its mmap threshold (at
   // most 32 MB) with fresh mmap()ed pages that the kernel must fault in and zero on every
-  // step: keep such blocks in the heap for reuse instead. Measured on the large benchmark
-  // shape: system time halved, the step 20-30% shorter; peak resident memory ~30% higher.
+  // step: keep such blocks in the heap for reuse instead, at the cost of a higher peak
+  // resident memory (docs/performance.md).
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 #endif

@@ -2,8 +2,8 @@
 // from a step as if it had never stopped (on the CPU, bit for bit): parameters, optimizer
 // state, the data and position RNG streams, LibTorch's generators (dropout: the CPU's, and on
 // a GPU the device's), and the training curve with its window in progress. Written
-// atomically (atomic_file.h); removed once the run file is complete. Layout: README.md,
-// "Checkpoint file".
+// atomically (atomic_file.h); removed once the run file is complete. Layout:
+// docs/run-files.md, "The checkpoint file".
 #pragma once
 
 #include <torch/torch.h>

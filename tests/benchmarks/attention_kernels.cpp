@@ -1,8 +1,8 @@
 // The fused CPU attention kernels alone (core/kernels/attention.h, no LibTorch): the
 // forward and backward time of one layer's (batch, head) pairs, for `none` and for each
 // relative term the kernels take, interleaved (every round runs every term once, in turn),
-// so that a term is read against `none` measured in the same minute. The README's "kernel
-// microbenchmark" figures are this program's; run it with --help for its options.
+// so that a term is read against `none` measured in the same minute. The "kernel benchmark"
+// figures in docs/performance.md are this program's; run it with --help for its options.
 //
 //   build/attention_kernels_bench --length 512 --head-dim 32 --threads 2 --rounds 10
 //

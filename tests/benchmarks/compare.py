@@ -12,7 +12,7 @@ With --baseline, a second pelab binary (e.g. before a change) is measured in the
 Shapes: small = Ruoss et al. (d_model 64, 5 layers, 8 heads, d_ff 256, batch 128, T 80);
 large = d_model 256, 4 layers, 8 heads, d_ff 1024, batch 8, T 512; gpu = d_model 512,
 8 layers, 8 heads, d_ff 2048, batch 8, T 2048.
-On a GPU (a CUDA build, README "Another LibTorch (CUDA)"), eager uses the fused
+On a GPU (a CUDA build, docs/gpu.md), eager uses the fused
 F.scaled_dot_product_attention, as a researcher would there, and runs once per round:
   python3 tests/benchmarks/compare.py --shape gpu --device cuda --precision bf16 --python python3
 """
