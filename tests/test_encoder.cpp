@@ -627,3 +627,37 @@ CATCH_TEST_CASE("fused_attention's relative rows equal HF's (T, T, Dh) embedding
   CATCH_CHECK_THROWS_WITH(with_runs(torch::randn({5, 8}), runs, 2),
                           test::ContainsText("runs do not combine with clip"));
 }
+
+namespace {
+// A scheme whose fast-path rows break the rules of relative_rows.h: a query table one row short.
+struct ShortRowsImpl : PositionEncodingImpl {
+  using PositionEncodingImpl::PositionEncodingImpl;
+  bool value_term_ = false;
+  RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext&) override {
+    RelativeRows rows;
+    rows.query = torch::zeros({2 * q.size(2) - 2, q.size(3)});  // (2T - 2, Dh): one row short
+    return rows;
+  }
+  bool has_value_term() const override { return value_term_; }
+};
+}  // namespace
+
+CATCH_TEST_CASE("a scheme's relative rows are checked where they are built, naming the scheme", "[encoder]") {
+  EncodingContext context{32, 4, 2, false, "short_rows"};
+  ShortRowsImpl scheme(context);
+  const auto q = torch::randn({1, 4, 5, 8});
+  const auto positions = contiguous_positions(1, 5);
+  const auto weight = torch::zeros({96, 32}), bias = torch::zeros({96});
+  const AttentionContext at{positions, 0, weight, bias};
+  CATCH_CHECK_THROWS_WITH(scheme.checked_relative_rows(q, q, at),
+                          test::ContainsText("short_rows: relative_rows: query rows must be (2T - 1, Dh) = (9, 8)"));
+  scheme.value_term_ = true;
+  CATCH_CHECK_THROWS_WITH(
+      scheme.checked_relative_rows(q, q, at),
+      test::ContainsText("short_rows: relative_rows: a scheme with a value term must return value rows"));
+  // the registry names each scheme it builds
+  const auto shaw_options = OptionValues::defaults(find_entry(scheme_registry(), "shaw", "scheme").info.options);
+  auto shaw = make_position_encoding("shaw", EncodingContext{32, 4, 2, false}, shaw_options);
+  CATCH_CHECK(shaw->context().scheme == "shaw");
+  CATCH_CHECK(shaw->checked_relative_rows(q, q, at).value.defined());
+}
