@@ -17,6 +17,7 @@ class AdditivePositionEncodingImpl : public PositionEncodingImpl {
 
   // x: (B, T, D) -> x + position_vectors at the layers this scheme injects at.
   torch::Tensor embed(torch::Tensor x, const Positions& positions, int64_t layer) override;
+  bool shift_invariant() const override { return false; }  // a vector per absolute position
 
  protected:
   // positions: (B, T) int64 -> (B, T, D) float32

@@ -108,6 +108,12 @@ class PositionEncodingImpl : public torch::nn::Module {
     TORCH_CHECK(method == "none", "this position encoding has no extrapolation method '", method, "'");
   }
 
+  // Whether the scheme sees positions only through offsets query - key, so that shifting
+  // every position changes nothing (the registry-wide tests check it, both ways). True for
+  // NoPE and the relative schemes (FIRE while queries stay below its threshold L); absolute
+  // encodings (additive.h) return false.
+  virtual bool shift_invariant() const { return true; }
+
   // A scheme defined for causal attention only hides this with `return true`.
   static bool causal_only() { return false; }
 

@@ -33,7 +33,8 @@ void RelativeKeyImpl::check_positions(const Positions& positions) const {
   if (clip_ > 0 || positions.query.numel() == 0) return;
   const int64_t span = std::max((positions.query.max() - positions.key.min()).item<int64_t>(),
                                 (positions.key.max() - positions.query.min()).item<int64_t>());
-  TORCH_CHECK(span <= max_positions_ - 1, "relative_key: distance ", span, " is beyond the table of max_positions = ",
+  const std::string scheme = context_.scheme.empty() ? "relative_key" : context_.scheme;  // or relative_key_query
+  TORCH_CHECK(span <= max_positions_ - 1, scheme, ": distance ", span, " is beyond the table of max_positions = ",
               max_positions_, " (distances up to ", max_positions_ - 1,
               "); raise encoding.max_positions or set encoding.clip (e.g. clip: 64) to clip distances");
 }
