@@ -65,6 +65,18 @@ SchemeVariant scheme_variant(const std::string& scheme, const std::vector<std::p
 
 bool causal_only(const std::string& scheme) { return find_entry(scheme_registry(), scheme, "scheme").info.causal_only; }
 
+std::vector<SchemeMode> in_each_mode(const std::vector<SchemeVariant>& variants) {
+  std::vector<SchemeMode> modes;
+  for (const auto& variant : variants)
+    for (bool causal : {false, true})
+      if (causal || !causal_only(variant.scheme)) modes.push_back({variant, causal});
+  return modes;
+}
+
+RunConfig tiny_config_in_mode(bool causal) {
+  return tiny_config({std::string("model.causal=") + (causal ? "true" : "false")});
+}
+
 Encoder model_for(RunConfig config, const SchemeVariant& variant, const Task& task) {
   config.encoding.name = variant.scheme;
   config.encoding.options = variant.options;

@@ -34,6 +34,16 @@ std::vector<SchemeVariant> all_scheme_variants();
 SchemeVariant scheme_variant(const std::string& scheme, const std::vector<std::pair<std::string, OptionValue>>& set);
 // Whether a registered scheme is defined for causal attention only.
 bool causal_only(const std::string& scheme);
+// A scheme variant in one attention mode its scheme is defined for.
+struct SchemeMode {
+  SchemeVariant variant;
+  bool causal = false;
+  std::string label() const { return variant.label + (causal ? ", causal" : ", bidirectional"); }
+};
+// Each of `variants` bidirectional (unless its scheme is causal-only), then causal.
+std::vector<SchemeMode> in_each_mode(const std::vector<SchemeVariant>& variants);
+// tiny_config, bidirectional or causal.
+RunConfig tiny_config_in_mode(bool causal);
 
 // The model of `config` with its encoding replaced by `variant`, in eval mode.
 Encoder model_for(RunConfig config, const SchemeVariant& variant, const Task& task);

@@ -444,16 +444,11 @@ CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, valu
   // relative schemes' rows (relative_rows) are checked against their score_bias / value_term
   Batch b = batch();
   auto task = test::default_task("reverse_string");
-  for (const auto& variant : variants_for_path_tests()) {
-    CATCH_CAPTURE(variant.label);
-    for (bool causal : {false, true}) {
-      if (!causal && test::causal_only(variant.scheme)) continue;
-      CATCH_CAPTURE(causal);
-      Encoder model = test::model_for(test::tiny_config({causal ? "model.causal=true" : "model.causal=false"}),
-                                      variant, *task);
-      const auto fused = logits_and_gradients(model, b, false), unfused = logits_and_gradients(model, b, true);
-      check_same_logits_and_gradients(fused, unfused);
-    }
+  for (const auto& mode : test::in_each_mode(variants_for_path_tests())) {
+    CATCH_CAPTURE(mode.label());
+    Encoder model = test::model_for(test::tiny_config_in_mode(mode.causal), mode.variant, *task);
+    const auto fused = logits_and_gradients(model, b, false), unfused = logits_and_gradients(model, b, true);
+    check_same_logits_and_gradients(fused, unfused);
   }
 }
 
@@ -485,39 +480,36 @@ CATCH_TEST_CASE("scaled_dot_product_attention (the GPU's branch) equals the unfu
   Batch padded = unpadded;  // the second sequence's last two tokens are padding
   padded.padding = unpadded.padding.clone();
   padded.padding[1].narrow(0, padded.padding.size(1) - 2, 2).fill_(1);
-  const int64_t layers = test::tiny_config().model.num_layers;  // one SDPA call each
+  const ModelConfig model_config = test::tiny_config().model;
+  const int64_t layers = model_config.num_layers;  // one SDPA call each
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback(count_sdpa).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
-  for (const auto& variant : variants_for_path_tests()) {
-    CATCH_CAPTURE(variant.label);
-    for (bool causal : {false, true}) {
-      if (!causal && test::causal_only(variant.scheme)) continue;
-      CATCH_CAPTURE(causal);
-      Encoder model = test::model_for(test::tiny_config({causal ? "model.causal=true" : "model.causal=false"}),
-                                      variant, *task);
-      // SDPA takes every scheme without a value term (Shaw's values need the probabilities);
-      // is_causal (the flash kernel's way) where a causal batch has no padding and the scheme no bias
-      const bool takes_sdpa = !model->encoding().has_value_term();
-      const auto probe = torch::zeros({1, 4, 3, 8});
-      const Positions probe_positions = contiguous_positions(1, 3);
-      const auto qkv_weight = torch::zeros({96, 32}), qkv_bias = torch::zeros({96});
-      const bool has_bias =
-          model->encoding().score_bias(probe, probe, {probe_positions, 0, qkv_weight, qkv_bias}).defined();
-      for (const Batch* b : std::vector<const Batch*>{&padded, &unpadded}) {
-        CATCH_CAPTURE(b == &padded);
-        const auto unfused = logits_and_gradients(model, *b, true);
-        sdpa_calls = 0;
-        sdpa_causal_calls = 0;
-        std::vector<torch::Tensor> sdpa;
-        {
-          SdpaOnCpu on;
-          sdpa = logits_and_gradients(model, *b, false);
-        }
-        CATCH_CHECK(sdpa_calls == (takes_sdpa ? layers : 0));
-        const bool only_causal = takes_sdpa && causal && b == &unpadded && !has_bias;
-        CATCH_CHECK(sdpa_causal_calls == (only_causal ? layers : 0));
-        check_same_logits_and_gradients(sdpa, unfused);
+  for (const auto& mode : test::in_each_mode(variants_for_path_tests())) {
+    CATCH_CAPTURE(mode.label());
+    Encoder model = test::model_for(test::tiny_config_in_mode(mode.causal), mode.variant, *task);
+    // SDPA takes every scheme without a value term (Shaw's values need the probabilities);
+    // is_causal (the flash kernel's way) where a causal batch has no padding and the scheme no bias
+    const bool takes_sdpa = !model->encoding().has_value_term();
+    const int64_t D = model_config.d_model, H = model_config.num_heads;
+    const auto probe = torch::zeros({1, H, 3, D / H});  // q and k of 3 tokens
+    const Positions probe_positions = contiguous_positions(1, 3);
+    const auto qkv_weight = torch::zeros({3 * D, D}), qkv_bias = torch::zeros({3 * D});
+    const bool has_bias =
+        model->encoding().score_bias(probe, probe, {probe_positions, 0, qkv_weight, qkv_bias}).defined();
+    for (const Batch* b : std::vector<const Batch*>{&padded, &unpadded}) {
+      CATCH_CAPTURE(b == &padded);
+      const auto unfused = logits_and_gradients(model, *b, true);
+      sdpa_calls = 0;
+      sdpa_causal_calls = 0;
+      std::vector<torch::Tensor> sdpa;
+      {
+        SdpaOnCpu on;
+        sdpa = logits_and_gradients(model, *b, false);
       }
+      CATCH_CHECK(sdpa_calls == (takes_sdpa ? layers : 0));
+      const bool only_causal = takes_sdpa && mode.causal && b == &unpadded && !has_bias;
+      CATCH_CHECK(sdpa_causal_calls == (only_causal ? layers : 0));
+      check_same_logits_and_gradients(sdpa, unfused);
     }
   }
   at::removeCallback(handle);

@@ -22,17 +22,13 @@ struct Case {
   SchemeVariant variant;
   bool causal;
   bool randomized;
-  std::string label() const {
-    return variant.label + (causal ? ", causal" : ", bidirectional") + (randomized ? ", randomized positions" : "");
-  }
+  std::string label() const { return SchemeMode{variant, causal}.label() + (randomized ? ", randomized positions" : ""); }
 };
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (const auto& v : all_scheme_variants())
-    for (bool causal : {false, true})
-      for (bool randomized : {false, true})
-        if (causal || !causal_only(v.scheme)) cases.push_back({v, causal, randomized});
+  for (const auto& mode : in_each_mode(all_scheme_variants()))
+    for (bool randomized : {false, true}) cases.push_back({mode.variant, mode.causal, randomized});
   return cases;
 }
 
@@ -47,10 +43,6 @@ Positions positions_for(bool randomized, int64_t batch, int64_t length) {
 
 Positions first_tokens(const Positions& p, int64_t length) {
   return {p.query.narrow(1, 0, length), p.key.narrow(1, 0, length)};
-}
-
-RunConfig config_for(bool causal) {
-  return tiny_config({std::string("model.causal=") + (causal ? "true" : "false")});
 }
 
 Batch sample_batch(const Task& task, int64_t batch, int64_t length, uint64_t seed) {
@@ -116,7 +108,7 @@ CATCH_TEST_CASE("forward shapes, attention and hidden states of every scheme", "
   auto task = default_task("reverse_string");
   for (const auto& c : all_cases()) {
     CATCH_INFO(c.label());
-    RunConfig config = config_for(c.causal);
+    RunConfig config = tiny_config_in_mode(c.causal);
     Encoder model = model_for(config, c.variant, *task);
     Batch b = sample_batch(*task, 3, 5, 7);
     const int64_t T = b.tokens.size(1);
@@ -138,7 +130,7 @@ CATCH_TEST_CASE("outputs at real tokens do not change with extra padding", "[reg
   auto task = default_task("reverse_string");
   for (const auto& c : all_cases()) {
     CATCH_INFO(c.label());
-    Encoder model = model_for(config_for(c.causal), c.variant, *task);
+    Encoder model = model_for(tiny_config_in_mode(c.causal), c.variant, *task);
     Batch b = sample_batch(*task, 4, 6, 11);
     const int64_t T = b.tokens.size(1);
     torch::NoGradGuard no_grad;
@@ -157,7 +149,7 @@ CATCH_TEST_CASE("causal mode: outputs at position t ignore tokens after t", "[re
   for (const auto& c : all_cases()) {
     if (!c.causal) continue;
     CATCH_INFO(c.label());
-    Encoder model = model_for(config_for(true), c.variant, *task);
+    Encoder model = model_for(tiny_config_in_mode(true), c.variant, *task);
     Batch b = sample_batch(*task, 2, 6, 3);
     const int64_t T = b.tokens.size(1), t = 5;
     Batch changed = b;
@@ -170,7 +162,7 @@ CATCH_TEST_CASE("causal mode: outputs at position t ignore tokens after t", "[re
     CATCH_CHECK(torch::allclose(before, after, 1e-6, 1e-6));
     if (causal_only(c.variant.scheme)) continue;
     // ... while a bidirectional model does see them (the test can fail)
-    Encoder bidirectional = model_for(config_for(false), c.variant, *task);
+    Encoder bidirectional = model_for(tiny_config_in_mode(false), c.variant, *task);
     auto seen_before = run(bidirectional, b, c.randomized).logits.narrow(1, 0, t + 1);
     auto seen_after = run(bidirectional, changed, c.randomized).logits.narrow(1, 0, t + 1);
     CATCH_CHECK_FALSE(torch::allclose(seen_before, seen_after, 1e-6, 1e-6));
@@ -200,7 +192,7 @@ CATCH_TEST_CASE("every parameter of every scheme receives a gradient", "[registr
   auto task = default_task("reverse_string");
   for (const auto& c : all_cases()) {
     CATCH_INFO(c.label());
-    RunConfig config = config_for(c.causal);
+    RunConfig config = tiny_config_in_mode(c.causal);
     config.model.segment_embeddings = true;
     Encoder model = model_for(config, c.variant, *task);
     model->train();
@@ -219,7 +211,7 @@ CATCH_TEST_CASE("save then load through the run file gives identical outputs", "
   TemporaryDirectory dir;
   for (const auto& c : all_cases()) {
     CATCH_INFO(c.label());
-    RunConfig config = config_for(c.causal);
+    RunConfig config = tiny_config_in_mode(c.causal);
     Encoder saved = model_for(config, c.variant, *task);
     RunRecord record;
     record.config_yaml = to_yaml(config);

@@ -496,25 +496,21 @@ CATCH_TEST_CASE("fire equals the MLP of psi(|i-j|) / psi(max(L, i))", "[relative
 CATCH_TEST_CASE("shifting every position changes a shift-invariant scheme's attention in nothing, an absolute one's",
                 "[relative][registry]") {
   auto task = test::default_task("reverse_string");
-  for (const auto& variant : test::all_scheme_variants()) {
-    for (bool causal : {false, true}) {
-      if (!causal && test::causal_only(variant.scheme)) continue;
-      CATCH_INFO(variant.label << (causal ? ", causal" : ""));
-      auto config = test::tiny_config({std::string("model.causal=") + (causal ? "true" : "false")});
-      Encoder model = test::model_for(config, variant, *task);
-      Rng rng(3);
-      Batch b = task->sample(2, 5, rng);
-      Positions plain = contiguous_positions(2, 10);
-      Positions shifted{plain.query + 37, plain.key + 37};
-      torch::NoGradGuard no_grad;
-      auto a = model->forward(b.tokens, b.padding, plain, b.segments, {true, false});
-      auto s = model->forward(b.tokens, b.padding, shifted, b.segments, {true, false});
-      if (model->encoding().shift_invariant()) {
-        for (size_t l = 0; l < a.attentions.size(); ++l) CATCH_CHECK(close(a.attentions[l], s.attentions[l]));
-        CATCH_CHECK(close(a.logits, s.logits));
-      } else {
-        CATCH_CHECK_FALSE(close(a.logits, s.logits));  // it does see absolute positions
-      }
+  for (const auto& mode : test::in_each_mode(test::all_scheme_variants())) {
+    CATCH_INFO(mode.label());
+    Encoder model = test::model_for(test::tiny_config_in_mode(mode.causal), mode.variant, *task);
+    Rng rng(3);
+    Batch b = task->sample(2, 5, rng);
+    Positions plain = contiguous_positions(2, 10);
+    Positions shifted{plain.query + 37, plain.key + 37};
+    torch::NoGradGuard no_grad;
+    auto a = model->forward(b.tokens, b.padding, plain, b.segments, {true, false});
+    auto s = model->forward(b.tokens, b.padding, shifted, b.segments, {true, false});
+    if (model->encoding().shift_invariant()) {
+      for (size_t l = 0; l < a.attentions.size(); ++l) CATCH_CHECK(close(a.attentions[l], s.attentions[l]));
+      CATCH_CHECK(close(a.logits, s.logits));
+    } else {
+      CATCH_CHECK_FALSE(close(a.logits, s.logits));  // it does see absolute positions
     }
   }
 }
@@ -524,9 +520,8 @@ CATCH_TEST_CASE("every scheme runs far beyond its training lengths or refuses th
   auto task = test::default_task("reverse_string");
   for (const auto& variant : test::all_scheme_variants()) {
     CATCH_INFO(variant.label);
-    const bool causal = test::causal_only(variant.scheme);
-    auto config = test::tiny_config({std::string("model.causal=") + (causal ? "true" : "false")});
-    Encoder model = test::model_for(config, variant, *task);
+    // causal only where the scheme is defined for nothing else
+    Encoder model = test::model_for(test::tiny_config_in_mode(test::causal_only(variant.scheme)), variant, *task);
     Rng rng(1);
     Batch b = task->sample(1, 300, rng);  // 600 tokens: beyond DeBERTa's 512 and T5's 128
     const auto positions = contiguous_positions(1, 600);
