@@ -5,9 +5,9 @@
 
 Maps are stored at the end of a run (analysis.attention_lengths) or added later with
 `pelab export-attention RUN.h5 --lengths ...`. Writes FILE.png (default: beside the run file,
-attention_L.png) and, as FILE.csv, the attention statistics of that length per layer and head
-(mean attended distance, entropy, share on the diagonal, first and last tokens; header only,
-with a note, when the run has none at that length).
+attention_L.png) and, as FILE.csv, the attention statistics of that length per evaluation row
+(its settings), layer and head (mean attended distance, entropy, share on the diagonal, first
+and last tokens; header only, with a note, when the run has none at that length).
 """
 import argparse
 import os
@@ -18,7 +18,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from plotting import save_figure_and_csv  # noqa: E402
-from runfile import attention_maps, load  # noqa: E402
+from runfile import attention_maps, load, table_rows  # noqa: E402
+
+SETTINGS = ["length", "method", "step", "sampler", "positions_max_length", "samples"]  # of an evaluation row
 
 
 def main():
@@ -60,9 +62,9 @@ def main():
     statistics = ["mean_distance", "entropy", "diagonal", "first", "last"]
     stats, ev, rows = run["attention_statistics"], run["evaluation"], []
     if stats is not None:
-        for row, (method, L) in enumerate(zip(ev["method"], ev["length"])):
-            if int(L) == length:
-                rows += [[int(L), method, l, h] + [float(stats[k][row, l, h]) for k in statistics]
+        for row in table_rows(ev):
+            if row["length"] == length:
+                rows += [[row[k] for k in SETTINGS] + [l, h] + [float(stats[k][row["row"], l, h]) for k in statistics]
                          for l in range(stats["entropy"].shape[1]) for h in range(stats["entropy"].shape[2])]
     if stats is None:
         print(f"note: {args.run_file} has no attention statistics (analysis.attention_statistics was off): "
@@ -70,7 +72,7 @@ def main():
     elif not rows:
         print(f"note: length {length} is not an evaluation length of this run, which has statistics at "
               f"{sorted({int(L) for L in ev['length']})}: the CSV has its header only", file=sys.stderr)
-    save_figure_and_csv(fig, out, ["length", "method", "layer", "head"] + statistics, rows, dpi=110)
+    save_figure_and_csv(fig, out, SETTINGS + ["layer", "head"] + statistics, rows, dpi=110)
     return 0
 
 

@@ -1,12 +1,17 @@
 #!/usr/bin/python3
 """Length-generalization plot of a sweep: accuracy against test length, one line per group
 of runs (the sweep's axis values but the seed) with its mean and min-max spread over seeds,
-the training range shaded and the chance level drawn.
+each group's training max length (dotted) and chance level (dashed) drawn, and the points
+whose evaluation used position-table rows training never updated circled in red.
 
-  /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence] [--out FILE.png]
+  /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence] [--method none]
+      [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N] [--out FILE.png]
 
-Writes FILE.png (default: SWEEP_DIR/lengths.png) and the plotted numbers as FILE.csv.
-Reads only the documented schema: sweep.h5 and the run files it indexes.
+Rows are selected as `pelab report` selects them: each run's final step, its own sampler and
+the most samples at each length, unless --step, --sampler (any max length of it unless
+--sampler-max-length) or --samples say otherwise. Writes FILE.png (default:
+SWEEP_DIR/lengths.png) and the plotted numbers as FILE.csv. Reads only the documented
+schema: sweep.h5 and the run files it indexes.
 """
 import argparse
 import os
@@ -16,9 +21,43 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from plotting import plot_mean_and_spread, save_figure_and_csv  # noqa: E402
-from runfile import group_label, sweep_runs  # noqa: E402
+from runfile import evaluation_settings, group_label, select_rows, sweep_runs, task_name  # noqa: E402
+
+
+def collect(runs, args, key, chance_key):
+    """({group label: dict(values, chance: {length: [per seed]}, untrained: lengths, train_min,
+    train_max)} of the rows each run's selection gives, [ids of the runs it gives none])."""
+    groups, left_out = {}, []
+    for r in runs:
+        run = r["run"]
+        selected = select_rows(run, args.method, args.step, args.sampler, args.sampler_max_length, args.samples)
+        if not selected:
+            left_out.append(r["id"])
+            continue
+        g = groups.setdefault(group_label(r["overrides"]), dict(values={}, chance={}, untrained=set(),
+                                                                train_min=np.inf, train_max=0))
+        g["train_min"] = min(g["train_min"], run["train_min_length"])
+        g["train_max"] = max(g["train_max"], run["train_max_length"])
+        for length, row in selected.items():
+            g["values"].setdefault(length, []).append(100 * row[key])
+            g["chance"].setdefault(length, []).append(100 * row[chance_key])
+            if row["untrained"]:
+                g["untrained"].add(length)
+    return groups, left_out
+
+
+def no_rows_message(args, runs):
+    """Why nothing was selected, naming what the runs have."""
+    methods = sorted({m for r in runs for m in r["run"]["evaluation"]["method"]})
+    if args.method not in methods:
+        return f"no evaluation rows with method {args.method!r}; the runs have: {', '.join(methods)}"
+    settings = sorted({s for r in runs for s in evaluation_settings(r["run"]) if s[0] == args.method})
+    have = "; ".join(f"step {step}, sampler {sampler} (max length {pml}), {samples} samples"
+                     for _, step, sampler, pml, samples in settings)
+    return f"no evaluation rows with method {args.method!r} at the selected settings; the runs have: {have}"
 
 
 def main():
@@ -26,6 +65,11 @@ def main():
     parser.add_argument("sweep_dir", help="a sweep directory (pelab sweep's output)")
     parser.add_argument("--metric", choices=["token", "sequence"], default="token", help="per-token or per-sequence accuracy")
     parser.add_argument("--method", default="none", help="evaluation extrapolation method to plot (default none)")
+    parser.add_argument("--step", type=int, help="the training step evaluated (default: each run's final step)")
+    parser.add_argument("--sampler", choices=["contiguous", "random_offset", "randomized"],
+                        help="the position sampler evaluation used (default: each run's own)")
+    parser.add_argument("--sampler-max-length", type=int, help="that sampler's max length (default: any)")
+    parser.add_argument("--samples", type=int, help="evaluation samples (default: the most at each length)")
     parser.add_argument("--out", help="PNG to write (default SWEEP_DIR/lengths.png); the CSV goes beside it")
     args = parser.parse_args()
     key = {"token": "per_token_accuracy", "sequence": "per_sequence_accuracy"}[args.metric]
@@ -34,40 +78,59 @@ def main():
     if not runs:
         print(f"{args.sweep_dir}: no complete runs", file=sys.stderr)
         return 1
-    groups, chance, train_range = {}, {}, [np.inf, 0]
-    for r in runs:
-        ev = r["run"]["evaluation"]
-        train_range = [min(train_range[0], r["run"]["train_min_length"]), max(train_range[1], r["run"]["train_max_length"])]
-        per_length = groups.setdefault(group_label(r["overrides"]), {})
-        for method, length, value, c in zip(ev["method"], ev["length"], ev[key], ev[chance_key]):
-            if method != args.method:
-                continue
-            per_length.setdefault(int(length), []).append(100 * value)
-            chance.setdefault(int(length), []).append(100 * c)
-    if not chance:
-        methods = sorted({str(m) for r in runs for m in r["run"]["evaluation"]["method"]})
-        print(f"{args.sweep_dir}: no evaluation rows with method {args.method!r}; the runs have: {', '.join(methods)}",
-              file=sys.stderr)
+    groups, left_out = collect(runs, args, key, chance_key)
+    if not groups:
+        print(f"{args.sweep_dir}: {no_rows_message(args, runs)}", file=sys.stderr)
         return 1
+    for run_id in left_out:
+        print(f"note: {run_id}: no evaluation rows at the selected settings; left out", file=sys.stderr)
     out = args.out or os.path.join(args.sweep_dir, "lengths.png")
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.axvspan(train_range[0], train_range[1], color="0.9", label=f"training lengths {train_range[0]}-{train_range[1]}")
-    rows = []
-    for name, per_length in groups.items():
-        lengths = sorted(per_length)
-        values = [per_length[L] for L in lengths]
-        plot_mean_and_spread(ax, lengths, values, f"{name} (n={len(values[0])})")
-        rows += [[name, L, np.mean(v), np.std(v), min(v), max(v), len(v)] for L, v in zip(lengths, values)]
-    lengths = sorted(chance)
-    ax.plot(lengths, [np.mean(chance[L]) for L in lengths], "k--", label="chance")
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    ranges = {(g["train_min"], g["train_max"]) for g in groups.values()}
+    shared_range = len(ranges) == 1
+    if shared_range:
+        low, high = ranges.pop()
+        ax.axvspan(low, high, color="0.9", label=f"training lengths {low}-{high}")
+    chances = {}  # length -> each group's chance there
+    for g in groups.values():
+        for length, c in g["chance"].items():
+            chances.setdefault(length, []).append(np.mean(c))
+    shared_chance = all(max(c) - min(c) <= 1e-9 for c in chances.values())
+    rows, untrained_points = [], []
+    for name, g in groups.items():
+        lengths = sorted(g["values"])
+        values = [g["values"][L] for L in lengths]
+        chance = [np.mean(g["chance"][L]) for L in lengths]
+        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={max(len(v) for v in values)})")
+        ax.axvline(g["train_max"], color=line.get_color(), linestyle=":")
+        if not shared_chance:
+            ax.plot(lengths, chance, linestyle="--", color=line.get_color())
+        untrained_points += [(L, np.mean(g["values"][L])) for L in sorted(g["untrained"])]
+        rows += [[name, L, int(L > g["train_max"]), np.mean(v), np.std(v), min(v), max(v), len(v), c,
+                  int(L in g["untrained"])] for L, v, c in zip(lengths, values, chance)]
+    proxies = []  # legend entries of lines drawn in each group's colour
+    if shared_chance:
+        lengths = sorted(chances)
+        ax.plot(lengths, [chances[L][0] for L in lengths], "k--", label="chance")
+    else:
+        proxies.append(Line2D([], [], color="0.4", linestyle="--", label="chance (in each group's colour)"))
+    if not shared_range:
+        proxies.append(Line2D([], [], color="0.4", linestyle=":", label="training max length (in each group's colour)"))
+    if untrained_points:
+        ax.plot(*zip(*untrained_points), linestyle="none", marker="o", markersize=11, markerfacecolor="none",
+                markeredgecolor="red", markeredgewidth=1.5, label="used untrained position rows")
+    selection = [f"{k} {v}" for k, v in [("step", args.step), ("sampler", args.sampler),
+                                          ("max length", args.sampler_max_length), ("samples", args.samples)]
+                 if v is not None]
+    tasks = ", ".join(sorted({task_name(r["run"]) for r in runs}))
     ax.set_xlabel("test length")
     ax.set_ylabel(f"per-{args.metric} accuracy (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"length generalization: {os.path.basename(os.path.normpath(args.sweep_dir))}")
-    ax.legend(fontsize=8)
-    rows += [["chance", L, np.mean(chance[L]), np.std(chance[L]), min(chance[L]), max(chance[L]), len(chance[L])]
-             for L in lengths]
-    save_figure_and_csv(fig, out, ["group", "length", "mean", "std", "min", "max", "seeds"], rows)
+    ax.set_title(f"length generalization: {os.path.basename(os.path.normpath(args.sweep_dir))} ({tasks})"
+                 + (f"\n{', '.join(selection)}" if selection else ""), fontsize=10)
+    ax.legend(handles=ax.get_legend_handles_labels()[0] + proxies, fontsize=8)
+    save_figure_and_csv(fig, out, ["group", "length", "beyond_training", "mean", "std", "min", "max", "seeds",
+                                   "chance", "untrained"], rows)
     return 0
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Probe plot of a sweep: position-probe accuracy by layer (0 = the embedding output), one line
 per group of runs (the sweep's axis values but the seed; mean and min-max over seeds), with the
-token-only baseline (what the tokens alone reveal of position) drawn as chance.
+token-only baseline (what the tokens alone reveal of position) drawn as chance. Each run's
+probes at its final step with its own sampler are plotted.
 
   /usr/bin/python3 analysis/plot_probes.py runs/sweeps/quickstart [--probe position_accuracy] [--out FILE.png]
 
@@ -40,8 +41,10 @@ def main():
         return 1
     groups, chance = {}, []
     for r in runs:
-        p = r["run"]["probes"]
-        keep = p["length"] == length
+        run = r["run"]
+        p = run["probes"]
+        keep = ((p["length"] == length) & (p["step"] == run["train_steps"]) & (np.array(p["sampler"]) == run["run_sampler"])
+                & (p["positions_max_length"] == run["run_positions_max_length"]))
         by_layer = groups.setdefault(group_label(r["overrides"]), {})
         for layer, value in zip(p["layer"][keep], p[args.probe][keep]):
             by_layer.setdefault(int(layer), []).append(float(value))

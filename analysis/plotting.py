@@ -6,10 +6,12 @@ import os
 import numpy as np
 
 
-def plot_mean_and_spread(ax, xs, values, label):
-    """values[i]: the seeds' values at xs[i]; a line through their means, a band from min to max."""
-    ax.plot(xs, [np.mean(v) for v in values], marker="o", label=label)
-    ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values], alpha=0.2)
+def plot_mean_and_spread(ax, xs, values, label, **style):
+    """values[i]: the seeds' values at xs[i]; a line through their means (matplotlib `style`
+    over a default marker "o"), a band from min to max in its colour. Returns the line."""
+    line, = ax.plot(xs, [np.mean(v) for v in values], **{"marker": "o", **style}, label=label)
+    ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values], color=line.get_color(), alpha=0.2)
+    return line
 
 
 def save_figure_and_csv(fig, png_path, header, rows, dpi=120):

@@ -2,21 +2,30 @@
 
 Every name used here is part of the schema; core/io/schema.h is its C++ twin.
 """
+import os
+import re
+
 import h5py
 import numpy as np
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 ROOT_ATTRS = ["schema_version", "run_name", "status"]
 ENVIRONMENT_ATTRS = ["pelab_version", "git_commit", "torch_version", "device", "threads",
                      "hostname", "created_utc", "training_seconds"]
 TRAINING_DATASETS = ["step", "loss", "accuracy", "learning_rate", "tokens_per_second"]
+# evaluation and evaluation_curve; a row's settings are (method, length, samples, sampler,
+# positions_max_length, step)
 EVALUATION_DATASETS = ["method", "length", "sequence_length", "samples", "loss", "per_token_accuracy",
-                       "per_sequence_accuracy", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss"]
-EVALUATION_ATTRS = ["train_min_length", "train_max_length", "task_format", "protocol"]
+                       "per_sequence_accuracy", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss",
+                       "step", "sampler", "positions_max_length", "untrained"]
+EVALUATION_ATTRS = ["train_min_length", "train_max_length", "task_format", "protocol", "train_steps", "run_sampler",
+                    "run_positions_max_length"]
 ATTENTION_STATISTICS = ["mean_distance", "entropy", "diagonal", "first", "last"]  # evaluation/attention/*
 PROBE_DATASETS = ["length", "layer", "position_accuracy", "position_chance", "position_r2", "order_accuracy",
-                  "distance_r2"]
+                  "distance_r2", "step", "sampler", "positions_max_length"]
+STRING_DATASETS = {"method", "sampler", "untrained"}  # of evaluation, evaluation_curve and probes
+ROW_KINDS = ["position", "offset", "bucket"]  # trained_rows/<parameter> attribute row_kind
 
 
 class SchemaError(Exception):
@@ -25,6 +34,24 @@ class SchemaError(Exception):
 
 def _text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _table(group, names):
+    """The datasets `names` of `group` as a dict: numpy arrays, strings as lists of str."""
+    return {k: ([_text(v) for v in group[k][()]] if k in STRING_DATASETS else group[k][()]) for k in names}
+
+
+def _check_equal_shapes(f, group, names):
+    """Raises SchemaError unless the datasets `names` of `group` are there, 1-D and of one length."""
+    lengths = set()
+    for name in names:
+        if name not in f[group]:
+            raise SchemaError(f"dataset '{group}/{name}' is missing")
+        lengths.add(f[group][name].shape)
+    if len(lengths) != 1:
+        raise SchemaError(f"datasets of '{group}' differ in shape: {sorted(lengths)}")
+    if len(lengths.pop()) != 1:
+        raise SchemaError(f"datasets of '{group}' are not 1-D")
 
 
 def check(f):
@@ -45,14 +72,10 @@ def check(f):
             raise SchemaError(f"environment attribute '{name}' is missing")
     if "total" not in f["parameter_counts"].attrs:
         raise SchemaError("parameter_counts has no 'total'")
-    for group, names in [("training", TRAINING_DATASETS), ("evaluation", EVALUATION_DATASETS)]:
-        lengths = set()
-        for name in names:
-            if name not in f[group]:
-                raise SchemaError(f"dataset '{group}/{name}' is missing")
-            lengths.add(f[group][name].shape)
-        if len(lengths) != 1:
-            raise SchemaError(f"datasets of '{group}' differ in shape: {sorted(lengths)}")
+    _check_equal_shapes(f, "training", TRAINING_DATASETS)
+    _check_equal_shapes(f, "evaluation", EVALUATION_DATASETS)
+    if "evaluation_curve" in f:
+        _check_equal_shapes(f, "evaluation_curve", EVALUATION_DATASETS)
     if "skipped_steps" not in f["training"].attrs:
         raise SchemaError("training attribute 'skipped_steps' is missing")
     for name in EVALUATION_ATTRS:
@@ -76,9 +99,22 @@ def check(f):
             if attr not in group.attrs:
                 raise SchemaError(f"attention/{name} attribute '{attr}' is missing")
     if "probes" in f:
-        shapes = {f["probes"][name].shape for name in PROBE_DATASETS}
-        if len(shapes) != 1:
-            raise SchemaError(f"datasets of 'probes' differ in shape: {sorted(shapes)}")
+        _check_equal_shapes(f, "probes", PROBE_DATASETS)
+    checkpoint = f["checkpoint"]
+    for name, group in f.get("snapshots", {}).items():
+        if "step" not in group.attrs or name != f"step_{int(group.attrs['step'])}":
+            raise SchemaError(f"snapshots/{name} is not a step_<S> group with attribute step S")
+        for parameter, data in group.items():
+            if parameter not in checkpoint or data.shape != checkpoint[parameter].shape:
+                raise SchemaError(f"snapshots/{name}/{parameter} {data.shape} matches no checkpoint parameter")
+    for name, data in f.get("trained_rows", {}).items():
+        if data.dtype != np.uint8 or len(data.shape) != 1:
+            raise SchemaError(f"trained_rows/{name} is {data.dtype} {data.shape}, not 1-D uint8")
+        if name not in checkpoint or checkpoint[name].shape[:1] != data.shape:
+            raise SchemaError(f"trained_rows/{name} {data.shape} matches no checkpoint parameter's rows")
+        if _text(data.attrs.get("row_kind", "")) not in ROW_KINDS or "first_row_value" not in data.attrs:
+            raise SchemaError(f"trained_rows/{name} needs attributes row_kind ({' | '.join(ROW_KINDS)}) "
+                              "and first_row_value")
     counted = sum(int(v) for k, v in f["parameter_counts"].attrs.items() if k != "total")
     stored = sum(int(np.prod(d.shape)) for d in f["checkpoint"].values())
     if counted != int(f["parameter_counts"].attrs["total"]):
@@ -88,7 +124,8 @@ def check(f):
 
 
 def load(path):
-    """A plain dict of one run: config text, environment, training curve, evaluation table."""
+    """A plain dict of one run: config text, environment, training curve, evaluation table (and,
+    when the run stored them, evaluation curve, snapshot steps, trained position-table rows)."""
     with h5py.File(path, "r") as f:
         check(f)
         return {
@@ -98,17 +135,88 @@ def load(path):
                             for k, v in f["environment"].attrs.items()},
             "parameter_counts": {k: int(v) for k, v in f["parameter_counts"].attrs.items()},
             "training": {k: f["training"][k][()] for k in TRAINING_DATASETS},
-            "evaluation": {k: ([_text(m) for m in f["evaluation"][k][()]] if k == "method" else f["evaluation"][k][()])
-                           for k in EVALUATION_DATASETS},
+            "evaluation": _table(f["evaluation"], EVALUATION_DATASETS),
+            "evaluation_curve": (_table(f["evaluation_curve"], EVALUATION_DATASETS)
+                                 if "evaluation_curve" in f else None),
             "train_min_length": int(f["evaluation"].attrs["train_min_length"]),
             "train_max_length": int(f["evaluation"].attrs["train_max_length"]),
+            "train_steps": int(f["evaluation"].attrs["train_steps"]),
+            "run_sampler": _text(f["evaluation"].attrs["run_sampler"]),
+            "run_positions_max_length": int(f["evaluation"].attrs["run_positions_max_length"]),
             "task_format": _text(f["evaluation"].attrs["task_format"]),
             "protocol": _text(f["evaluation"].attrs["protocol"]),
             "attention_statistics": ({k: f["evaluation/attention"][k][()] for k in ATTENTION_STATISTICS}
                                      if "attention" in f["evaluation"] else None),
-            "probes": ({k: f["probes"][k][()] for k in PROBE_DATASETS} if "probes" in f else None),
+            "probes": _table(f["probes"], PROBE_DATASETS) if "probes" in f else None,
             "attention_lengths": sorted(int(g.attrs["length"]) for g in f.get("attention", {}).values()),
+            "trained_rows": ({k: d[()] for k, d in f["trained_rows"].items()} if "trained_rows" in f else None),
+            "snapshot_steps": sorted(int(g.attrs["step"]) for g in f.get("snapshots", {}).values()),
         }
+
+
+def table_rows(table):
+    """The rows of an evaluation table (load()'s evaluation or evaluation_curve) as dicts of
+    Python values, each with its index as "row"."""
+    return [dict({k: (v[i] if k in STRING_DATASETS else v[i].item()) for k, v in table.items()}, row=i)
+            for i in range(len(table["length"]))]
+
+
+def _pick(table, method, step, sampler, positions_max_length, samples):
+    """{(step, length): row} of the rows matching every setting given (None: any); where several
+    match one step and length, the one with the most samples (on a tie, the last written)."""
+    wanted = {"method": method, "step": step, "sampler": sampler, "positions_max_length": positions_max_length,
+              "samples": samples}
+    chosen = {}
+    for row in table_rows(table):
+        if any(value is not None and row[k] != value for k, value in wanted.items()):
+            continue
+        key = (row["step"], row["length"])
+        if key not in chosen or row["samples"] >= chosen[key]["samples"]:
+            chosen[key] = row
+    return chosen
+
+
+def select_rows(run, method="none", step=None, sampler=None, sampler_max_length=None, samples=None):
+    """{length: row} of one loaded run's evaluation, by the selection pelab report and the plots
+    share: the run's final step (train_steps) unless `step`; the run's sampler and its max
+    length (run_sampler, run_positions_max_length) unless `sampler` (then any max length of it)
+    or `sampler_max_length`; of the rows left at one length, the most samples unless `samples`."""
+    if sampler is None and sampler_max_length is None:
+        sampler_max_length = run["run_positions_max_length"]
+    chosen = _pick(run["evaluation"], method, run["train_steps"] if step is None else step,
+                   sampler or run["run_sampler"], sampler_max_length, samples)
+    return {length: chosen[(s, length)] for s, length in sorted(chosen)}
+
+
+def curve_rows(run, method="none"):
+    """{length: {step: row}} of a run's evaluation curve (None when it has none), with the run's
+    sampler and, where several rows share a step and length, the most samples."""
+    if run["evaluation_curve"] is None:
+        return None
+    chosen = _pick(run["evaluation_curve"], method, None, run["run_sampler"], run["run_positions_max_length"], None)
+    curve = {}
+    for step, length in sorted(chosen):
+        curve.setdefault(length, {})[step] = chosen[(step, length)]
+    return curve
+
+
+def evaluation_settings(run):
+    """The distinct (method, step, sampler, positions_max_length, samples) of a run's evaluation
+    rows, sorted: what a selection can pick from (for error messages)."""
+    return sorted({(r["method"], r["step"], r["sampler"], r["positions_max_length"], r["samples"])
+                   for r in table_rows(run["evaluation"])})
+
+
+def task_name(run):
+    """The task's name from the run's config (the `task:` block's `name:`); PyYAML when it is
+    installed, else the block read with a regex (the resolved config writes it in block style)."""
+    try:
+        import yaml
+    except ImportError:
+        block = re.search(r"^task:[ \t]*\n((?:[ \t]+.*\n?)*)", run["config"], re.M).group(1)
+        indent = re.match(r"[ \t]*", block).group()
+        return re.search(rf"^{indent}name:[ \t]*(.*?)[ \t]*$", block, re.M).group(1).strip("'\"")
+    return str(yaml.safe_load(run["config"])["task"]["name"])
 
 
 def attention_maps(path, length):
@@ -120,9 +228,7 @@ def attention_maps(path, length):
 
 def sweep_runs(sweep_dir):
     """The runs of a sweep index (sweep.h5): a list of dicts with id, status, error, overrides (a dict
-    of key path -> value text) and, for complete runs, the loaded run."""
-    import os
-    import re
+    of key path -> value text), path (its run file) and, for complete runs, the loaded run."""
     path = os.path.join(sweep_dir, "sweep.h5")
     with h5py.File(path, "r") as f:
         table = f["table"]
@@ -132,7 +238,8 @@ def sweep_runs(sweep_dir):
     for row in rows:
         parts = re.split(r" (?=[A-Za-z_][A-Za-z0-9_.]*=)", row["overrides_text"]) if row["overrides_text"] else []
         row["overrides"] = dict(p.split("=", 1) for p in parts)
-        row["run"] = load(os.path.join(sweep_dir, "runs", row["id"], "run.h5")) if row["status"] == "complete" else None
+        row["path"] = os.path.join(sweep_dir, "runs", row["id"], "run.h5")
+        row["run"] = load(row["path"]) if row["status"] == "complete" else None
     return rows
 
 

@@ -45,37 +45,6 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
   return 0;
 }
 
-int command_export_attention(const ExportAttentionArguments& a, std::ostream& out, std::ostream& err) {
-  try {
-    const RunRecord record = read_run_file(a.run_file, /*with_checkpoint=*/false);
-    RunConfig config = parse_run_config(record.config_yaml, a.run_file + ":/config", {}, scheme_catalog(), task_catalog());
-    config.threads = a.threads;
-    config.analysis.attention_lengths = a.lengths;
-    config.analysis.probe_lengths = {};
-    PreparedRun run = prepare_run(config);
-    load_checkpoint(a.run_file, *run.model);
-    check_lengths_fit(config, *run.task, *run.model);
-    Trainer trainer(config, run.model, *run.task, run.device);
-    std::vector<AttentionMaps> maps;
-    for (int64_t L : a.lengths) maps.push_back(trainer.attention_maps(L, a.examples));
-    add_attention_maps(a.run_file, maps, !a.float32);
-    for (const auto& m : maps)
-      out << fmt::format("{}: /attention/length_{}: {} examples x {} layers x {} heads x {} x {} ({})\n", a.run_file,
-                         m.length, m.probs.size(0), m.probs.size(1), m.probs.size(2), m.probs.size(3),
-                         m.probs.size(4), a.float32 ? "float32" : "float16");
-  } catch (const ConfigError& e) {
-    err << "error: " << e.what() << "\n";
-    return 2;
-  } catch (const c10::Error& e) {
-    err << "error: " << e.what_without_backtrace() << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    err << "error: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
-}
-
 std::string format_catalog(const std::string& title, const Catalog& catalog) {
   std::string text = title + ":\n";
   size_t width = 0;

@@ -24,15 +24,6 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
 // The catalogs as text, or with `yaml` as YAML (core/config/catalog_yaml.h).
 void command_list(std::ostream& out, bool yaml = false);
 
-struct ExportAttentionArguments {
-  std::string run_file;
-  std::vector<int64_t> lengths;
-  int64_t examples = 4;
-  bool float32 = false;
-  int64_t threads = 0;
-};
-// Recomputes attention maps from a finished run's checkpoint and adds them to its run file.
-int command_export_attention(const ExportAttentionArguments& arguments, std::ostream& out, std::ostream& err);
 // One catalog as `pelab list` prints it.
 std::string format_catalog(const std::string& title, const Catalog& catalog);
 

@@ -1,4 +1,4 @@
-// The pelab command: train, list, bench, sweep, report, export-attention (README.md, docs/).
+// The pelab command: train, list, bench, sweep, eval, report, export-attention (README.md, docs/).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -8,6 +8,8 @@
 #include "core/kernels/blas_core.h"
 #include "experiments/bench.h"
 #include "experiments/commands.h"
+#include "experiments/eval.h"
+#include "experiments/report.h"
 #include "core/train/stop_signal.h"
 #include "experiments/sweep.h"
 #include "pelab_version.h"
@@ -87,15 +89,50 @@ int main(int argc, char** argv) {
   slurm_option("--gpus", sweep.slurm_overrides.gpus, sweep.gpus_set, "GPUs per run");
   slurm_option("--mem", sweep.slurm_overrides.mem, sweep.mem_set, "memory per run, e.g. 4G");
 
-  pelab::ExportAttentionArguments export_attention;
+  const auto positive_lengths = CLI::Range(int64_t(1), int64_t(1) << 24);
+  pelab::EvalArguments eval;
+  CLI::App* eval_cmd = app.add_subcommand(
+      "eval", "evaluate a finished run (or every complete run of a sweep) at new settings; adds the rows to its run "
+              "file, each with the settings that made it");
+  eval_cmd->add_option("target", eval.target, "a run.h5, or a sweep directory")->required();
+  eval_cmd->add_option("--lengths", eval.lengths, "test lengths (default: the run's eval.lengths, unless only "
+                       "--probes or --attention-lengths are given)")->delimiter(',')->check(positive_lengths);
+  eval_cmd->add_option("--samples", eval.samples, "sequences per length (default: the run's eval.samples)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  eval_cmd->add_option("--sampler", eval.sampler, "position sampler (default: the run's)")
+      ->check(CLI::IsMember({"contiguous", "random_offset", "randomized"}));
+  eval_cmd->add_option("--sampler-max-length", eval.sampler_max_length,
+                       "the sampler's max_length (default: the run's positions.max_length)")
+      ->check(positive_lengths);
+  eval_cmd->add_option("--extrapolation", eval.extrapolation, "none, interpolation, ntk (default: the run's "
+                       "eval.extrapolation)")->delimiter(',')->check(CLI::IsMember({"none", "interpolation", "ntk"}));
+  eval_cmd->add_option("--probes", eval.probes, "position probes at these lengths")->delimiter(',')
+      ->check(positive_lengths);
+  eval_cmd->add_option("--attention-lengths", eval.attention_lengths, "store attention maps at these lengths")
+      ->delimiter(',')->check(positive_lengths);
+  eval_cmd->add_option("--examples", eval.attention_examples, "examples per attention map length")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  eval_cmd->add_flag("--float32", eval.float32, "attention maps in float32 (default float16)");
+  eval_cmd->add_option("--step", eval.step, "evaluate the parameters kept at this step (output.keep_checkpoints) "
+                       "instead of the final ones")->check(CLI::NonNegativeNumber);
+  eval_cmd->add_option("--device", eval.device, "cpu, cuda or auto")->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  eval_cmd->add_option("--threads", eval.threads, "threads per run (0: every core; a sweep: cores / jobs)")
+      ->capture_default_str()->check(CLI::Range(0, 1 << 12));
+  eval_cmd->add_option("--jobs,-j", eval.jobs, "a sweep: runs at once")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  eval_cmd->add_flag("--force", eval.force, "recompute rows the run file already has under these settings");
+
+  pelab::EvalArguments export_attention;
   CLI::App* export_cmd = app.add_subcommand(
-      "export-attention", "store attention maps of a finished run (from its checkpoint) in its run file");
-  export_cmd->add_option("run_file", export_attention.run_file, "a run.h5 written by pelab train")->required();
-  export_cmd->add_option("--lengths", export_attention.lengths, "test lengths")
+      "export-attention", "store attention maps of a finished run (from its checkpoint) in its run file (pelab eval "
+                          "--attention-lengths)");
+  export_cmd->add_option("run_file", export_attention.target, "a run.h5 written by pelab train")->required();
+  export_cmd->add_option("--lengths", export_attention.attention_lengths, "test lengths")
       ->delimiter(',')
       ->required()
       ->check(CLI::Range(1, 1 << 24));
-  export_cmd->add_option("--examples", export_attention.examples, "evaluation examples per length")
+  export_cmd->add_option("--examples", export_attention.attention_examples, "evaluation examples per length")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   export_cmd->add_flag("--float32", export_attention.float32, "store float32 (default float16)");
@@ -105,9 +142,31 @@ int main(int argc, char** argv) {
 
   pelab::ReportArguments report;
   CLI::App* report_cmd = app.add_subcommand(
-      "report", "the length-generalization table of a sweep: mean and std over seeds per test length, chance level");
+      "report", "the length-generalization table of a sweep: each group's seeds aggregated per test length and "
+                "over the lengths beyond its training, with the spread and the chance level");
   report_cmd->add_option("sweep_dir", report.sweep_dir, "the sweep's output directory")->required();
-  report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str();
+  report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str()
+      ->check(CLI::IsMember({"token", "sequence", "loss"}));
+  report_cmd->add_option("--aggregate", report.aggregate, "over seeds: mean (+- std), median [interquartile "
+                         "range], max (the best seed [the worst])")->capture_default_str()
+      ->check(CLI::IsMember({"mean", "median", "max"}));
+  report_cmd->add_option("--success", report.success, "also count the seeds at or above this accuracy (a fraction, "
+                         "e.g. 0.9; loss: at or below) per cell, as k/n")->check(CLI::NonNegativeNumber);
+  report_cmd->add_option("--format", report.format, "what is printed: text, markdown, csv or latex (report.csv "
+                         "and report.md are written either way)")->capture_default_str()
+      ->check(CLI::IsMember({"text", "markdown", "csv", "latex"}));
+  report_cmd->add_option("--sort", report.sort, "none (the sweep's order) or summary (best first by the "
+                         "beyond-training column)")->capture_default_str()->check(CLI::IsMember({"none", "summary"}));
+  report_cmd->add_option("--method", report.method, "only this extrapolation method's rows (default: each method a "
+                         "line)")->check(CLI::IsMember({"none", "interpolation", "ntk"}));
+  report_cmd->add_option("--step", report.step, "rows of this training step (pelab eval --step; default: the "
+                         "final step)")->check(CLI::NonNegativeNumber);
+  report_cmd->add_option("--sampler", report.sampler, "rows made with this position sampler (pelab eval --sampler; "
+                         "default: each run's own)")->check(CLI::IsMember({"contiguous", "random_offset", "randomized"}));
+  report_cmd->add_option("--sampler-max-length", report.sampler_max_length, "rows with this sampler max_length")
+      ->check(CLI::PositiveNumber);
+  report_cmd->add_option("--samples", report.samples, "rows of this many samples (default: the most there are)")
+      ->check(CLI::PositiveNumber);
 
   try {
     app.parse(argc, argv);
@@ -123,11 +182,19 @@ int main(int argc, char** argv) {
   }
   // train and sweep stop gracefully on SIGINT/SIGTERM (checkpoint, exit 75): from here on,
   // before the config is read, so that an early signal is not lost
-  if (train_cmd->parsed() || sweep_cmd->parsed()) pelab::install_stop_handlers();
+  if (train_cmd->parsed() || sweep_cmd->parsed() || eval_cmd->parsed()) pelab::install_stop_handlers();
+  const auto self = [] { return std::filesystem::read_symlink("/proc/self/exe").string(); };
   if (sweep_cmd->parsed())
     return pelab::command_sweep(sweep, std::filesystem::read_symlink("/proc/self/exe").string(), std::cout, std::cerr);
   if (report_cmd->parsed()) return pelab::command_report(report, std::cout, std::cerr);
-  if (export_cmd->parsed()) return pelab::command_export_attention(export_attention, std::cout, std::cerr);
+  if (eval_cmd->parsed()) return pelab::command_eval(eval, self(), std::cout, std::cerr);
+  if (export_cmd->parsed()) {
+    if (std::filesystem::is_directory(export_attention.target)) {
+      std::cerr << "error: export-attention takes a run file; for a sweep use pelab eval --attention-lengths\n";
+      return 2;
+    }
+    return pelab::command_eval(export_attention, self(), std::cout, std::cerr);
+  }
   if (train_cmd->parsed()) return pelab::command_train(train, std::cout, std::cerr);
   if (list_cmd->parsed()) pelab::command_list(std::cout, list_yaml);
   if (bench_cmd->parsed()) {

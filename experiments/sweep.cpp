@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "experiments/child_processes.h"
 #include "core/encodings/registry.h"
 #include "core/io/atomic_file.h"
 #include "core/io/hdf5_store.h"
@@ -28,7 +28,6 @@
 #include "core/train/stop_signal.h"
 #include "data/task_registry.h"
 
-extern char** environ;
 
 namespace pelab {
 
@@ -47,19 +46,6 @@ std::string read_text(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// The last line of a failed run's log that says what went wrong, looking only at what the
-// last attempt wrote (from byte `from`: the log is appended across attempts).
-std::string error_line(const std::string& log_path, int status, std::uintmax_t from) {
-  const std::string text = read_text(log_path);
-  std::istringstream log(from < text.size() ? text.substr(from) : std::string());
-  std::string line, error;
-  while (std::getline(log, line))
-    if (line.rfind("error:", 0) == 0) error = line;
-  if (!error.empty()) return error;
-  if (WIFSIGNALED(status)) return fmt::format("error: killed by signal {}", WTERMSIG(status));
-  return fmt::format("error: exit status {} (see {})", WIFEXITED(status) ? WEXITSTATUS(status) : -1, log_path);
 }
 
 void write_manifest(const std::string& sweep_dir, const std::vector<SweepRun>& runs) {
@@ -139,34 +125,13 @@ void remove_leftovers(const std::string& run_dir) {
   if (is_complete_run_file(run_dir + "/" + schema::kRunFileName)) fs::remove(run_dir + "/" + kCheckpointFileName, error);
 }
 
-struct RunningRun {
-  int64_t index;
-  std::chrono::steady_clock::time_point start;
-  std::uintmax_t log_offset;  // where this attempt's output starts in log.txt
-};
-
-// Starts `pelab train --resume` for one run with its output appended to run.dir/log.txt.
-pid_t start_run(const std::string& pelab, const SweepConfig& sweep, const SweepRun& run, int64_t threads) {
-  fs::create_directories(run.dir);
-  fs::remove(run.dir + "/" + kFailedFile);
-  remove_leftovers(run.dir);
+// `pelab train --resume` of one run, its output appended to run.dir/log.txt (a resumed run's
+// log keeps the earlier attempts).
+ChildProcess train_process(const std::string& pelab, const SweepConfig& sweep, const SweepRun& run, int64_t threads) {
   std::vector<std::string> args = {pelab, "train", sweep.base, "--resume"};
   for (const auto& o : run.all_overrides) args.insert(args.end(), {"--set", o});
   args.insert(args.end(), {"--set", "name=" + run.id, "--set", "threads=" + std::to_string(threads), "--out", run.dir});
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  const std::string log = run.dir + "/" + kLogFile;
-  // appended: a resumed run's log keeps the earlier attempts
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, pelab.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start " + pelab + ": " + std::strerror(rc));
-  return pid;
+  return {args, run.dir + "/" + kLogFile};
 }
 
 enum class RunEnd { Complete, Interrupted, Failed };
@@ -179,7 +144,7 @@ RunEnd finish_run(const SweepRun& run, int status, std::uintmax_t log_offset, st
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && is_complete_run_file(run_file_of(run))) return RunEnd::Complete;
   if (WIFEXITED(status) && WEXITSTATUS(status) == kExitInterrupted) return RunEnd::Interrupted;
   if (WIFSIGNALED(status) && stop_signal() != 0 && WTERMSIG(status) == stop_signal()) return RunEnd::Interrupted;
-  error = error_line(run.dir + "/" + kLogFile, status, log_offset);
+  error = child_error_line(run.dir + "/" + kLogFile, status, log_offset);
   try {
     write_file_atomically(run.dir + "/" + kFailedFile, error + "\n", "the run's failure note");
   } catch (const std::exception& e) {
@@ -270,6 +235,25 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
 
 }  // namespace
 
+std::vector<SweepDirectoryRun> sweep_directory_runs(const std::string& sweep_dir) {
+  std::vector<SweepDirectoryRun> runs;
+  for (const auto& row : read_manifest(sweep_dir)) {
+    SweepDirectoryRun run{row.id, row.overrides, sweep_dir + "/runs/" + row.id, "", ""};
+    const RunState state = state_of(run.dir);
+    run.state = state_name(state);
+    if (state == RunState::Failed) {
+      run.error = read_text(run.dir + "/" + kFailedFile);
+      while (!run.error.empty() && run.error.back() == '\n') run.error.pop_back();
+    }
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+void update_sweep_index(const std::string& sweep_dir) {
+  write_index(sweep_dir, fs::path(sweep_dir).filename().string(), read_manifest(sweep_dir));
+}
+
 int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostream& out, std::ostream& err) {
   SweepConfig sweep;
   std::vector<SweepRun> runs;
@@ -332,59 +316,41 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
                      failed_before ? fmt::format(" ({} failed before: retried)", failed_before) : std::string(), jobs,
                      threads, sweep.output);
   out.flush();
-  // SIGINT/SIGTERM (handlers installed by main): start nothing more, pass the signal on to the runs (they checkpoint and
-  // exit with kExitInterrupted), wait for them, and exit with kExitInterrupted too. The loop
-  // polls (waitpid WNOHANG, 50 ms naps) so that a signal is seen within 50 ms whenever it lands.
-  std::map<pid_t, RunningRun> running;
-  size_t next = 0;
+  // SIGINT/SIGTERM (handlers installed by main): start nothing more, pass the signal on to
+  // the runs (they checkpoint and exit with kExitInterrupted), wait for them, and exit with
+  // kExitInterrupted too.
+  std::vector<ChildProcess> processes;
+  for (int64_t index : todo) processes.push_back(train_process(pelab, sweep, runs[index], threads));
   int64_t done = 0, failed = 0, interrupted = 0;
-  bool forwarded = false;
-  while ((next < todo.size() && stop_signal() == 0) || !running.empty()) {
-    while (next < todo.size() && stop_signal() == 0 && static_cast<int64_t>(running.size()) < jobs) {
-      const SweepRun& run = runs[todo[next++]];
-      std::error_code no_log;
-      const auto log_offset = fs::file_size(run.dir + "/" + kLogFile, no_log);
-      running[start_run(pelab, sweep, run, threads)] = {run.index, std::chrono::steady_clock::now(),
-                                                         no_log ? 0 : log_offset};
-    }
-    if (stop_signal() != 0 && !forwarded) {
-      for (const auto& [child, entry] : running) kill(child, stop_signal());
-      forwarded = true;
-      out << fmt::format("{}: stopping {} run(s) at their next step (they write checkpoints)\n",
-                         signal_name(stop_signal()), running.size());
-      out.flush();
-    }
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid == 0 || (pid < 0 && errno == EINTR)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      continue;
-    }
-    if (pid < 0) break;
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    const SweepRun& run = runs[it->second.index];
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.start).count();
-    const std::uintmax_t log_offset = it->second.log_offset;
-    running.erase(it);
-    std::string error;
-    switch (finish_run(run, status, log_offset, error)) {
-      case RunEnd::Complete:
-        ++done;
-        out << fmt::format("[{}/{}] complete  {} ({:.0f}s)\n", done + failed, todo.size(), run.id, seconds);
-        break;
-      case RunEnd::Interrupted:
-        ++interrupted;
-        out << fmt::format("[-/{}] stopped   {} ({:.0f}s): checkpointed, resumed by the next sweep\n", todo.size(),
-                           run.id, seconds);
-        break;
-      case RunEnd::Failed:
-        ++failed;
-        out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s): {}\n", done + failed, todo.size(), run.id, seconds, error);
-        break;
-    }
-    out.flush();
-  }
+  const size_t not_started = run_child_processes(
+      processes, jobs,
+      [&](size_t i) {
+        const SweepRun& run = runs[todo[i]];
+        fs::create_directories(run.dir);
+        fs::remove(run.dir + "/" + kFailedFile);
+        remove_leftovers(run.dir);
+      },
+      [&](const ChildEnd& end) {
+        const SweepRun& run = runs[todo[end.index]];
+        std::string error;
+        switch (finish_run(run, end.status, end.log_offset, error)) {
+          case RunEnd::Complete:
+            ++done;
+            out << fmt::format("[{}/{}] complete  {} ({:.0f}s)\n", done + failed, todo.size(), run.id, end.seconds);
+            break;
+          case RunEnd::Interrupted:
+            ++interrupted;
+            out << fmt::format("[-/{}] stopped   {} ({:.0f}s): checkpointed, resumed by the next sweep\n",
+                               todo.size(), run.id, end.seconds);
+            break;
+          case RunEnd::Failed:
+            ++failed;
+            out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s): {}\n", done + failed, todo.size(), run.id,
+                               end.seconds, error);
+            break;
+        }
+      },
+      "run(s) at their next step (they write checkpoints)", out);
   std::vector<ManifestRow> rows;
   for (const auto& r : runs) rows.push_back({r.index, r.id, join(r.overrides, " ")});
   if (a.run_index < 0) {
@@ -395,178 +361,11 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   }
   if (stop_signal() != 0) {
     out << fmt::format("stopped by {}: {} run(s) checkpointed, {} not started; the same command resumes the sweep\n",
-                       signal_name(stop_signal()), interrupted, todo.size() - next);
+                       signal_name(stop_signal()), interrupted, not_started);
     return kExitInterrupted;
   }
   if (interrupted > 0) return kExitInterrupted;  // runs stopped by signals sent to them alone
   return failed ? 1 : 0;
-}
-
-namespace {
-
-struct Cell {
-  std::vector<double> values, chance;
-};
-
-double mean_of(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? NAN : sum / v.size();
-}
-
-double std_of(const std::vector<double>& v) {  // sample standard deviation; 0 for one value
-  if (v.size() < 2) return 0;
-  const double m = mean_of(v);
-  double sum = 0;
-  for (double x : v) sum += (x - m) * (x - m);
-  return std::sqrt(sum / (v.size() - 1));
-}
-
-// "encoding.name=rope seed=1 eval.lengths=[5, 10]" -> "encoding=rope lengths=[5, 10]": the
-// axis values but the seed, labelled as in run ids.
-std::string without_seed(const std::string& overrides) {
-  std::vector<std::string> items;  // split before each "key=" (values may hold spaces: [5, 10])
-  std::istringstream in(overrides);
-  std::string word;
-  while (in >> word) {
-    const auto eq = word.find('=');
-    const bool starts_item = eq != std::string::npos && word.find('[') > eq && word.find('{') > eq;
-    if (starts_item || items.empty()) items.push_back(word);
-    else items.back() += " " + word;
-  }
-  std::string out;
-  for (const auto& item : items) {
-    const auto eq = item.find('=');
-    if (item.substr(0, eq) == "seed") continue;
-    out += (out.empty() ? "" : " ") + axis_label(item.substr(0, eq)) + item.substr(eq);
-  }
-  return out.empty() ? "(base)" : out;
-}
-
-}  // namespace
-
-int command_report(const ReportArguments& a, std::ostream& out, std::ostream& err) {
-  std::vector<ManifestRow> rows;
-  try {
-    rows = read_manifest(a.sweep_dir);
-  } catch (const std::exception& e) {
-    err << "error: " << e.what() << "\n";
-    return 2;
-  }
-  if (a.metric != "token" && a.metric != "sequence" && a.metric != "loss") {
-    err << "error: --metric must be token, sequence or loss\n";
-    return 2;
-  }
-  // group (axis values without the seed) x method -> length -> values over seeds
-  std::vector<std::string> groups;
-  std::map<std::pair<std::string, std::string>, std::map<int64_t, Cell>> table;
-  std::set<int64_t> lengths;
-  std::set<std::string> methods;
-  int64_t train_max = 0, complete = 0;
-  std::vector<std::string> problems;
-  for (const auto& row : rows) {
-    const std::string dir = a.sweep_dir + "/runs/" + row.id;
-    const RunState state = state_of(dir);
-    if (state != RunState::Complete) {
-      problems.push_back(fmt::format("  {} {}{}", row.id, state == RunState::Failed ? "failed:" : "is not complete",
-                                     state == RunState::Failed ? " " + read_text(dir + "/" + kFailedFile) : "\n"));
-      continue;
-    }
-    ++complete;
-    const RunRecord record = read_run_file(dir + "/" + schema::kRunFileName, /*with_checkpoint=*/false);
-    train_max = std::max(train_max, record.train_max_length);
-    const std::string group = without_seed(row.overrides);
-    if (std::find(groups.begin(), groups.end(), group) == groups.end()) groups.push_back(group);
-    for (const auto& e : record.evaluation) {
-      Cell& cell = table[{group, e.method}][e.length];
-      lengths.insert(e.length);
-      methods.insert(e.method);
-      if (a.metric == "token") {
-        cell.values.push_back(100 * e.per_token_accuracy);
-        cell.chance.push_back(100 * e.chance_token_accuracy);
-      } else if (a.metric == "sequence") {
-        cell.values.push_back(100 * e.per_sequence_accuracy);
-        cell.chance.push_back(100 * e.chance_sequence_accuracy);
-      } else {
-        cell.values.push_back(e.loss);
-        cell.chance.push_back(e.chance_loss);
-      }
-    }
-  }
-  try {
-    write_index(a.sweep_dir, fs::path(a.sweep_dir).filename().string(), rows);
-  } catch (const std::exception& e) {
-    err << "warning: could not write the sweep index: " << e.what() << "\n";
-  }
-  const std::string what = a.metric == "token"      ? "per-token accuracy (%)"
-                           : a.metric == "sequence" ? "per-sequence accuracy (%)"
-                                                    : "loss (nats per scored token)";
-  out << fmt::format("{}: {}, mean +- std over seeds (n); {} of {} runs complete; lengths > {} are beyond training\n",
-                     a.sweep_dir, what, complete, rows.size(), train_max);
-  const bool several_methods = methods.size() > 1;
-  // Markdown and the printed table share their rows.
-  std::vector<std::string> header = {"run"};
-  for (int64_t L : lengths) header.push_back(std::to_string(L) + (L > train_max ? "*" : ""));
-  std::vector<std::vector<std::string>> lines;
-  std::ostringstream csv;
-  csv << "group,method,length,beyond_training,metric,mean,std,seeds,chance\n";
-  std::map<int64_t, std::vector<double>> chance_by_length;
-  for (const auto& group : groups)
-    for (const auto& method : methods) {
-      auto found = table.find({group, method});
-      if (found == table.end()) continue;
-      std::vector<std::string> line = {several_methods ? group + " [" + method + "]" : group};
-      for (int64_t L : lengths) {
-        auto c = found->second.find(L);
-        if (c == found->second.end()) {
-          line.push_back("");
-          continue;
-        }
-        const double m = mean_of(c->second.values), sd = std_of(c->second.values);
-        line.push_back(a.metric == "loss" ? fmt::format("{:.3f} +- {:.3f} ({})", m, sd, c->second.values.size())
-                                          : fmt::format("{:.1f} +- {:.1f} ({})", m, sd, c->second.values.size()));
-        for (double x : c->second.chance) chance_by_length[L].push_back(x);
-        csv << fmt::format("\"{}\",{},{},{},{},{:.6g},{:.6g},{},{:.6g}\n", group, method, L, L > train_max ? 1 : 0,
-                           a.metric, m, sd, c->second.values.size(), mean_of(c->second.chance));
-      }
-      lines.push_back(line);
-    }
-  std::vector<std::string> chance_line = {"chance"};
-  for (int64_t L : lengths)
-    chance_line.push_back(fmt::format(a.metric == "loss" ? "{:.3f}" : "{:.1f}", mean_of(chance_by_length[L])));
-  lines.push_back(chance_line);
-
-  std::vector<size_t> width(header.size(), 0);
-  for (size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
-  for (const auto& line : lines)
-    for (size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
-  auto print_row = [&](const std::vector<std::string>& cells) {
-    std::string text = fmt::format("{:<{}}", cells[0], width[0]);
-    for (size_t i = 1; i < cells.size(); ++i) text += fmt::format("  {:>{}}", cells[i], width[i]);
-    out << text << "\n";
-  };
-  print_row(header);
-  for (const auto& line : lines) print_row(line);
-  if (!problems.empty()) {
-    out << problems.size() << " run(s) left out:\n";
-    for (const auto& p : problems) out << p;
-  }
-  std::ostringstream md;
-  md << "Sweep `" << a.sweep_dir << "`: " << what << ", mean +- std over seeds (n). * beyond training (> "
-     << train_max << "). Chance: the best input-independent prediction.\n\n";
-  md << "| " << join(header, " | ") << " |\n|";
-  for (size_t i = 0; i < header.size(); ++i) md << (i ? "---:|" : "---|");
-  md << "\n";
-  for (const auto& line : lines) md << "| " << join(line, " | ") << " |\n";
-  try {
-    write_file_atomically(a.sweep_dir + "/report.csv", csv.str(), "the report");
-    write_file_atomically(a.sweep_dir + "/report.md", md.str(), "the report");
-  } catch (const std::exception& e) {
-    err << "error: " << e.what() << "\n";
-    return 1;
-  }
-  out << "wrote " << a.sweep_dir << "/report.csv, " << a.sweep_dir << "/report.md\n";
-  return problems.empty() ? 0 : 1;
 }
 
 }  // namespace pelab

@@ -1,4 +1,4 @@
-// `pelab sweep` (local worker processes, or a Slurm job array) and `pelab report`.
+// `pelab sweep`: local worker processes, or a Slurm job array (`pelab report`: report.h).
 //
 // A sweep directory holds runs/<id>/{log.txt, run.h5 | failed.txt}, the
 // manifest runs.tsv (index, id, axis overrides), the index sweep.h5 and, after a report,
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/config/sweep_config.h"
 
@@ -31,12 +32,16 @@ struct SweepArguments {
 int command_sweep(const SweepArguments& arguments, const std::string& pelab_executable, std::ostream& out,
                   std::ostream& err);
 
-struct ReportArguments {
-  std::string sweep_dir;
-  std::string metric = "token";  // token | sequence | loss
+// The runs of a sweep directory, from its run list (runs.tsv), in order; throws
+// std::runtime_error when `sweep_dir` has none (not a sweep directory).
+struct SweepDirectoryRun {
+  std::string id, overrides;  // overrides: the run's axis values, "key=value key=value"
+  std::string dir;            // sweep_dir/runs/<id>
+  std::string state;          // complete | failed | pending | resumable
+  std::string error;          // a failed run's error line
 };
-// Prints the length-generalization table (rows: axis values but the seed; columns: test
-// lengths; mean +- std over seeds; the chance level) and writes report.csv and report.md.
-int command_report(const ReportArguments& arguments, std::ostream& out, std::ostream& err);
+std::vector<SweepDirectoryRun> sweep_directory_runs(const std::string& sweep_dir);
+// Writes the sweep index (sweep.h5) of a sweep directory anew, from its runs' states now.
+void update_sweep_index(const std::string& sweep_dir);
 
 }  // namespace pelab

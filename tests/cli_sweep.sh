@@ -28,7 +28,7 @@ test -s sweep-out/report.md && test -s sweep-out/report.csv
 # the report's means and stds are those of the runs' own numbers (h5py, through the sweep index)
 $py - <<'PY'
 import csv, re, statistics, h5py
-rows = {(r["group"], int(r["length"])): r for r in csv.DictReader(open("sweep-out/report.csv"))}
+rows = {(r["group"], int(r["length"])): r for r in csv.DictReader(open("sweep-out/report.csv")) if r["length"] != "beyond"}
 with h5py.File("sweep-out/sweep.h5") as index:
     table = index["table"]
     ids = [x.decode() for x in table["id"][()]]

@@ -41,8 +41,19 @@ CATCH_TEST_CASE("a run file round-trips every field", "[hdf5]") {
   r.training.learning_rate = {1e-3, 5e-4};
   r.training.tokens_per_second = {1000, 2000};
   r.evaluation = {{"none", 5, 10, 64, 0.1, 0.99, 0.9}, {"ntk", 40, 80, 64, 2.0, 0.6, 0.0}};
+  r.evaluation[1].step = 300;
+  r.evaluation[1].sampler = "randomized";
+  r.evaluation[1].positions_max_length = 256;
+  r.evaluation[1].untrained = "learned: positions 40..79 never trained";
+  r.evaluation_curve = {r.evaluation[0], r.evaluation[1]};
+  r.evaluation_curve[0].step = 100;
   r.train_min_length = 1;
   r.train_max_length = 20;
+  r.train_steps = 300;
+  r.run_sampler = "randomized";
+  r.run_positions_max_length = 256;
+  r.snapshots = {{100, {{"a.weight", torch::randn({3, 4})}}}, {20, {{"a.weight", torch::randn({3, 4})}}}};
+  r.trained_rows = {{"position_encoding.table", "position", 0, {1, 1, 0, 0}}};
   r.checkpoint = {{"a.weight", torch::randn({3, 4})}, {"b.scalar", torch::tensor(2.5f)},
                   {"c.big", torch::randn({70, 80})}};
   const std::string path = dir.path + "/sub/run.h5";
@@ -69,12 +80,76 @@ CATCH_TEST_CASE("a run file round-trips every field", "[hdf5]") {
   CATCH_CHECK(back.evaluation[1].per_token_accuracy == 0.6);
   CATCH_CHECK(back.evaluation[0].per_sequence_accuracy == 0.9);
   CATCH_CHECK(back.train_max_length == 20);
+  CATCH_CHECK(back.evaluation[0].step == 0);
+  CATCH_CHECK(back.evaluation[0].untrained.empty());
+  CATCH_CHECK(back.evaluation[1].step == 300);
+  CATCH_CHECK(back.evaluation[1].sampler == "randomized");
+  CATCH_CHECK(back.evaluation[1].positions_max_length == 256);
+  CATCH_CHECK(back.evaluation[1].untrained == r.evaluation[1].untrained);
+  CATCH_REQUIRE(back.evaluation_curve.size() == 2u);
+  CATCH_CHECK(back.evaluation_curve[0].step == 100);
+  CATCH_CHECK(back.evaluation_curve[1].per_token_accuracy == 0.6);
+  CATCH_CHECK(back.train_steps == 300);
+  CATCH_CHECK(back.run_sampler == "randomized");
+  CATCH_CHECK(back.run_positions_max_length == 256);
+  CATCH_REQUIRE(back.snapshots.size() == 2u);  // by step
+  CATCH_CHECK(back.snapshots[0].first == 20);
+  CATCH_CHECK(torch::equal(back.snapshots[0].second[0].second, r.snapshots[1].second[0].second));
+  CATCH_REQUIRE(back.trained_rows.size() == 1u);
+  CATCH_CHECK(back.trained_rows[0].parameter == "position_encoding.table");
+  CATCH_CHECK(back.trained_rows[0].row_kind == "position");
+  CATCH_CHECK(back.trained_rows[0].trained == std::vector<uint8_t>{1, 1, 0, 0});
+  CATCH_CHECK(read_run_file(path, /*with_checkpoint=*/false).snapshots.empty());
   CATCH_REQUIRE(back.checkpoint.size() == 3u);
   for (const auto& [name, tensor] : r.checkpoint) {
     auto it = std::find_if(back.checkpoint.begin(), back.checkpoint.end(), [&](auto& p) { return p.first == name; });
     CATCH_REQUIRE(it != back.checkpoint.end());
     CATCH_CHECK(torch::equal(it->second, tensor));
   }
+}
+
+CATCH_TEST_CASE("rows added to a run file replace only rows made under the same settings", "[hdf5]") {
+  EvalResult a{"none", 10, 20, 64, 0.5, 0.9, 0.5};
+  a.step = 100;
+  EvalResult b = a, c = a, d = a, e = a, f = a;
+  b.samples = 128;                      // another sample count
+  c.step = 50;                          // another step
+  d.sampler = "randomized";             // another sampler
+  e.method = "ntk";                     // another method
+  f.per_token_accuracy = 0.25;          // the same settings: a recomputation
+  const auto merged = merge_evaluation_rows({a}, {b, c, d, e, f});
+  CATCH_REQUIRE(merged.size() == 5u);
+  CATCH_CHECK(merged[0].per_token_accuracy == 0.25);  // a replaced in place by f
+  CATCH_CHECK(merged[1].samples == 128);
+  CATCH_CHECK(merged[4].method == "ntk");
+
+  test::TemporaryDirectory dir;
+  RunRecord r;
+  r.run_name = "x";
+  r.config_yaml = "name: x\n";
+  r.environment = current_environment("cpu");
+  r.parameter_counts = {{"total", 0}};
+  r.evaluation = {a};
+  r.train_steps = 100;
+  r.probes = {{10, 0, 0.5, 0.1, 0.2, 0.3, 0.4, 100}, {10, 1, 0.6, 0.1, 0.2, 0.3, 0.4, 100}};
+  r.checkpoint = {{"w", torch::ones({2})}};
+  const std::string path = dir.path + "/run.h5";
+  write_run_file(path, r);
+  RunFileAdditions added;
+  added.evaluation = {b, f};
+  added.probes = {{10, 0, 0.9, 0.1, 0.2, 0.3, 0.4, 100}, {10, 1, 0.8, 0.1, 0.2, 0.3, 0.4, 100},
+                  {20, 0, 0.7, 0.1, 0.2, 0.3, 0.4, 100}};
+  add_to_run_file(path, added);
+  const RunRecord back = read_run_file(path);
+  CATCH_REQUIRE(back.evaluation.size() == 2u);
+  CATCH_CHECK(back.evaluation[0].per_token_accuracy == 0.25);
+  CATCH_CHECK(back.evaluation[1].samples == 128);
+  CATCH_CHECK(back.train_steps == 100);  // the attributes stay
+  CATCH_REQUIRE(back.probes.size() == 3u);  // length 10's two layers replaced, length 20 added
+  CATCH_CHECK(back.probes[0].position_accuracy == 0.9);
+  CATCH_CHECK(back.probes[2].length == 20);
+  CATCH_CHECK(torch::equal(back.checkpoint[0].second, torch::ones({2})));
+  CATCH_CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
 }
 
 CATCH_TEST_CASE("reading a missing or foreign file is a clear error", "[hdf5]") {

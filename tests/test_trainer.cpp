@@ -1,6 +1,7 @@
 #include "tests/catch.h"
 
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -90,7 +91,75 @@ CATCH_TEST_CASE("a parameter that gets no gradient fails the run, named", "[trai
   Trainer trainer(config, model, *task, torch::kCPU);
   std::ostringstream log;
   CATCH_CHECK_THROWS_WITH(trainer.train(log, false),
-                          test::ContainsText("received no gradient after the first backward pass: forgotten_table"));
+                          test::ContainsText("no gradient, or an exactly zero one, at each of the first 20 steps: "
+                                             "forgotten_table."));
+}
+
+CATCH_TEST_CASE("a frozen parameter (an exactly zero gradient) fails the run after the first steps, or warns",
+                "[trainer]") {
+  auto task = test::default_task("reverse_string");
+  for (const char* policy : {"error", "warn"}) {
+    CATCH_CAPTURE(policy);
+    auto config = test::tiny_config({std::string("train.unused_parameters=") + policy,
+                                     "train.unused_parameters_steps=3", "train.steps=6", "train.log_every=3"});
+    Encoder model = build_model(config, *task);
+    // its gradient replaced by zeros at every step: used by the forward pass, never trained
+    model->named_parameters()["head.bias"].register_hook([](torch::Tensor g) { return torch::zeros_like(g); });
+    Trainer trainer(config, model, *task, torch::kCPU);
+    std::ostringstream log;
+    const std::string named = "no gradient, or an exactly zero one, at each of the first 3 steps: head.bias.";
+    if (std::string(policy) == "error") {
+      CATCH_CHECK_THROWS_WITH(trainer.train(log, false), test::ContainsText(named));
+      CATCH_CHECK(trainer.progress().step == 3);  // stopped right after the steps checked
+    } else {
+      CATCH_CHECK(trainer.train(log, false).step.back() == 6);
+      CATCH_CHECK_THAT(log.str(), test::ContainsText("warning: parameter(s) with " + named));
+    }
+  }
+  // the same run without the hook trains every parameter
+  auto config = test::tiny_config({"train.unused_parameters_steps=3", "train.steps=6"});
+  Encoder model = build_model(config, *task);
+  Trainer trainer(config, model, *task, torch::kCPU);
+  std::ostringstream log;
+  trainer.train(log, false);
+  CATCH_CHECK_THAT(log.str(), !test::ContainsText("warning"));
+}
+
+CATCH_TEST_CASE("evaluation flags position-table rows that training never updated, naming the scheme",
+                "[trainer]") {
+  auto task = test::default_task("reverse_string");
+  std::ostringstream log;
+  // learned: training lengths 2-6 are 4-12 tokens (positions 0-11); length 8 is 16 tokens
+  auto learned = test::tiny_config({"encoding.name=learned", "train.steps=30", "train.min_length=6"});
+  Encoder model = build_model(learned, *task);
+  Trainer trainer(learned, model, *task, torch::kCPU);
+  trainer.train(log, false);
+  CATCH_CHECK(trainer.evaluate_length(6, 16).untrained.empty());
+  CATCH_CHECK(trainer.evaluate_length(8, 16).untrained == "learned: positions 12..15 never trained");
+  CATCH_CHECK(trainer.evaluate_length(8, 16, "none", /*statistics=*/false).untrained.empty());  // not checked
+  const auto rows = trainer.trained_rows();
+  CATCH_REQUIRE(rows.size() == 1u);
+  CATCH_CHECK(rows[0].parameter == "position_encoding.table");
+  CATCH_CHECK(std::count(rows[0].trained.begin(), rows[0].trained.end(), 1) == 12);
+  CATCH_CHECK(std::all_of(rows[0].trained.begin(), rows[0].trained.begin() + 12, [](uint8_t x) { return x == 1; }));
+
+  // t5_bias: 32 buckets, 16 per direction; training offsets up to +-11 reach the first log
+  // buckets; lengths 3 and 6 stay within them, length 40 (offsets up to +-79) does not
+  auto t5 = test::tiny_config({"encoding.name=t5_bias", "train.steps=30", "train.min_length=6"});
+  Encoder t5_model = build_model(t5, *task);
+  Trainer t5_trainer(t5, t5_model, *task, torch::kCPU);
+  t5_trainer.train(log, false);
+  CATCH_CHECK(t5_trainer.evaluate_length(3, 16).untrained.empty());
+  CATCH_CHECK(t5_trainer.evaluate_length(6, 16).untrained.empty());
+  CATCH_CHECK_THAT(t5_trainer.evaluate_length(40, 16).untrained, test::ContainsText("t5_bias: buckets "));
+
+  // a scheme without tables never flags
+  auto alibi = test::tiny_config({"encoding.name=alibi", "train.steps=5"});
+  Encoder alibi_model = build_model(alibi, *task);
+  Trainer alibi_trainer(alibi, alibi_model, *task, torch::kCPU);
+  alibi_trainer.train(log, false);
+  CATCH_CHECK(alibi_trainer.trained_rows().empty());
+  CATCH_CHECK(alibi_trainer.evaluate_length(40, 16).untrained.empty());
 }
 
 CATCH_TEST_CASE("the padding row of the token embedding is zero and stays zero", "[trainer][encoder]") {
@@ -202,16 +271,19 @@ RunConfig resumable_config() {
   return test::tiny_config({"model.dropout=0.1", "model.attention_dropout=0.1", "positions.sampler=randomized",
                             "positions.max_length=32", "train.optimizer=adamw", "train.weight_decay=0.01",
                             "train.warmup_steps=4", "train.schedule=cosine", "train.log_every=3",
-                            "train.steps=20"});
+                            "train.steps=20", "encoding.name=learned", "eval.every=4", "eval.every_samples=8",
+                            "eval.every_lengths=[3, 9]", "output.keep_checkpoints=[5, 16]"});
 }
 
 struct FinishedTraining {
   TrainingCurve curve;
   std::vector<std::pair<std::string, torch::Tensor>> parameters;
+  TrainerProgress progress;                 // its evaluation curve and snapshots
+  std::vector<TrainedRows> trained_rows;
 };
 
-FinishedTraining parameters_after(Encoder& model, TrainingCurve curve) {
-  FinishedTraining out{std::move(curve), {}};
+FinishedTraining parameters_after(Encoder& model, const Trainer& trainer, TrainingCurve curve) {
+  FinishedTraining out{std::move(curve), {}, trainer.progress(), trainer.trained_rows()};
   for (const auto& p : model->named_parameters()) out.parameters.emplace_back(p.key(), p.value().detach().clone());
   return out;
 }
@@ -221,7 +293,8 @@ FinishedTraining uninterrupted(const RunConfig& config, const Task& task) {
   std::ostringstream log;
   Encoder model = build_model(config, task);
   Trainer trainer(config, model, task, torch::kCPU);
-  return parameters_after(model, trainer.train(log, false));
+  TrainingCurve curve = trainer.train(log, false);
+  return parameters_after(model, trainer, std::move(curve));
 }
 
 // A trainer of resumable_config() on reverse_string, before its first step, and a
@@ -261,8 +334,32 @@ CATCH_TEST_CASE("a run stopped at any step and resumed from its checkpoint file 
     Trainer resumed(config, model, *task, torch::kCPU);
     resumed.restore(read_training_checkpoint(file));
     CATCH_CHECK(resumed.progress().step == stop_at);
-    const FinishedTraining got = parameters_after(model, resumed.train(log, false));
+    TrainingCurve curve = resumed.train(log, false);
+    const FinishedTraining got = parameters_after(model, resumed, std::move(curve));
     CATCH_CHECK(got.curve.step == expected.curve.step);
+    // the evaluation curve (steps 4, 8, ..., 20 x lengths 3, 9), the snapshots and the trained rows
+    const auto& rows = got.progress.evaluation_curve;
+    CATCH_REQUIRE(rows.size() == expected.progress.evaluation_curve.size());
+    CATCH_CHECK(rows.size() == 10u);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& want = expected.progress.evaluation_curve[i];
+      CATCH_CHECK(rows[i].step == want.step);
+      CATCH_CHECK(rows[i].length == want.length);
+      CATCH_CHECK(rows[i].samples == 8);
+      CATCH_CHECK(rows[i].per_token_accuracy == want.per_token_accuracy);  // bit for bit
+      CATCH_CHECK(rows[i].loss == want.loss);
+    }
+    CATCH_REQUIRE(got.progress.snapshots.size() == 2u);
+    for (size_t s = 0; s < 2; ++s) {
+      CATCH_CHECK(got.progress.snapshots[s].first == expected.progress.snapshots[s].first);
+      std::map<std::string, torch::Tensor> kept(got.progress.snapshots[s].second.begin(),
+                                                got.progress.snapshots[s].second.end());
+      CATCH_REQUIRE(kept.size() == expected.progress.snapshots[s].second.size());
+      for (const auto& [name, tensor] : expected.progress.snapshots[s].second)
+        CATCH_CHECK(torch::equal(kept.at(name), tensor));
+    }
+    CATCH_REQUIRE(got.trained_rows.size() == 1u);
+    CATCH_CHECK(got.trained_rows[0].trained == expected.trained_rows[0].trained);
     CATCH_CHECK(got.curve.loss == expected.curve.loss);  // bit for bit
     CATCH_CHECK(got.curve.accuracy == expected.curve.accuracy);
     CATCH_CHECK(got.curve.learning_rate == expected.curve.learning_rate);

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace pelab {
@@ -21,6 +22,9 @@ struct ProbeResult {
   double position_r2 = 0;          // R^2 of a ridge regression onto position / (T - 1)
   double order_accuracy = 0;       // is i before j, from [h_i, h_j] (sign of a ridge regression)
   double distance_r2 = 0;          // R^2 of a ridge regression of |i - j| on [h_i, h_j]
+  int64_t step = 0;                // the training step probed
+  std::string sampler = "contiguous";  // the positions the probed sequences had
+  int64_t positions_max_length = 0;
 };
 
 // Closed-form ridge regression with a bias: W = (X'X + lambda I)^-1 X'Y with lambda =

@@ -83,6 +83,8 @@ TrainConfig read_train(YamlReader r) {
   t.nonfinite = r.get_choice("nonfinite", t.nonfinite, {"stop", "skip"});
   t.log_every = r.get_int("log_every", t.log_every, 1, 1e12);
   t.checkpoint_every = r.get_int("checkpoint_every", t.checkpoint_every, 0, 1e12);
+  t.unused_parameters = r.get_choice("unused_parameters", t.unused_parameters, {"error", "warn"});
+  t.unused_parameters_steps = r.get_int("unused_parameters_steps", t.unused_parameters_steps, 1, 1e12);
   if (t.min_length > t.max_length)
     r.fail_at("min_length", "min_length = " + std::to_string(t.min_length) +
                                 " is larger than max_length = " + std::to_string(t.max_length));
@@ -107,6 +109,11 @@ EvalConfig read_eval(YamlReader r) {
   e.extrapolation = r.get_choice_list("extrapolation", e.extrapolation, {"none", "interpolation", "ntk"});
   e.samples = r.get_int("samples", e.samples, 1, 1e9);
   e.batch_size = r.get_int("batch_size", e.batch_size, 1, 1 << 20);
+  e.every = r.get_int("every", e.every, 0, 1e12);
+  YAML::Node every_lengths = r.get_node("every_lengths");  // empty (the resolved default): lengths
+  if (every_lengths && !(every_lengths.IsSequence() && every_lengths.size() == 0))
+    e.every_lengths = r.get_int_list("every_lengths", e.every_lengths, 1, 1 << 24);
+  e.every_samples = r.get_int("every_samples", e.every_samples, 1, 1e9);
   r.finish("eval");
   return e;
 }
@@ -169,6 +176,14 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
   c.analysis = read_analysis(r.child("analysis"));
   YamlReader out = r.child("output");
   c.output.dir = out.get_string("dir", "runs/" + c.name);
+  YAML::Node keep = out.get_node("keep_checkpoints");
+  if (keep && !(keep.IsSequence() && keep.size() == 0)) {
+    c.output.keep_checkpoints = out.get_int_list("keep_checkpoints", {}, 1, 1e12);
+    for (int64_t step : c.output.keep_checkpoints)
+      if (step > c.train.steps)
+        out.fail_at("keep_checkpoints", "step " + std::to_string(step) + " is beyond train.steps = " +
+                                            std::to_string(c.train.steps));
+  }
   out.finish("output");
   r.finish("the run config");
   return c;
@@ -250,6 +265,8 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "nonfinite" << YAML::Value << t.nonfinite
       << YAML::Key << "log_every" << YAML::Value << t.log_every
       << YAML::Key << "checkpoint_every" << YAML::Value << t.checkpoint_every
+      << YAML::Key << "unused_parameters" << YAML::Value << t.unused_parameters
+      << YAML::Key << "unused_parameters_steps" << YAML::Value << t.unused_parameters_steps
       << YAML::EndMap;
   out << YAML::Key << "positions" << YAML::Value << YAML::BeginMap
       << YAML::Key << "sampler" << YAML::Value << c.positions.sampler
@@ -261,6 +278,9 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "extrapolation" << YAML::Value << YAML::Flow << c.eval.extrapolation
       << YAML::Key << "samples" << YAML::Value << c.eval.samples
       << YAML::Key << "batch_size" << YAML::Value << c.eval.batch_size
+      << YAML::Key << "every" << YAML::Value << c.eval.every
+      << YAML::Key << "every_lengths" << YAML::Value << YAML::Flow << c.eval.every_lengths
+      << YAML::Key << "every_samples" << YAML::Value << c.eval.every_samples
       << YAML::EndMap;
   const AnalysisConfig& a = c.analysis;
   out << YAML::Key << "analysis" << YAML::Value << YAML::BeginMap
@@ -273,7 +293,8 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "probe_examples" << YAML::Value << a.probe_examples
       << YAML::Key << "probe_ridge" << YAML::Value << a.probe_ridge << YAML::EndMap;
   out << YAML::Key << "output" << YAML::Value << YAML::BeginMap
-      << YAML::Key << "dir" << YAML::Value << c.output.dir << YAML::EndMap;
+      << YAML::Key << "dir" << YAML::Value << c.output.dir
+      << YAML::Key << "keep_checkpoints" << YAML::Value << YAML::Flow << c.output.keep_checkpoints << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -75,6 +75,8 @@ struct TrainConfig {
   int64_t log_every = 50;               // training-curve and progress interval (steps)
   int64_t checkpoint_every = 500;       // <output.dir>/checkpoint.h5 every N steps (0: only when
                                         //   stopped by SIGINT/SIGTERM), and when training ends
+  std::string unused_parameters = "error";  // a parameter whose gradient is missing or zero at each
+  int64_t unused_parameters_steps = 20;     //   of the first N steps: error (fail the run) | warn
 };
 
 struct EvalConfig {
@@ -82,6 +84,9 @@ struct EvalConfig {
   std::vector<std::string> extrapolation = {"none"};  // per length, each of: none | interpolation | ntk
   int64_t samples = 256;                // sequences per test length
   int64_t batch_size = 128;
+  int64_t every = 0;                    // also evaluate every N training steps (0: never), into
+  std::vector<int64_t> every_lengths;   //   the evaluation curve: at these lengths (empty: lengths)
+  int64_t every_samples = 64;           //   on this many sequences each
 };
 
 struct AnalysisConfig {
@@ -98,6 +103,8 @@ struct AnalysisConfig {
 
 struct OutputConfig {
   std::string dir = "runs/default";     // the run file is <dir>/run.h5
+  std::vector<int64_t> keep_checkpoints;  // training steps whose parameters the run file keeps
+                                        //   (/snapshots), for pelab eval --step
 };
 
 struct RunConfig {

@@ -32,6 +32,8 @@ class DebertaImpl : public PositionEncodingImpl {
 
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   double attention_scale() const override;
+  // rows are relative buckets -span .. span - 1
+  std::vector<PositionTable> position_tables() const override { return {{"rel_embeddings", "bucket", -span_}}; }
   // contiguous positions: Kr as the query rows (c2p), Qr as the key rows (p2c)
   RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
 

@@ -18,6 +18,8 @@ class LearnedPositionEncodingImpl : public AdditivePositionEncodingImpl {
   // positions: (B, T) int64 -> (B, T, D)
   torch::Tensor position_vectors(const torch::Tensor& positions) override;
 
+  std::vector<PositionTable> position_tables() const override { return {{"table", "position", 0}}; }
+
   int64_t max_positions() const { return max_positions_; }
 
  private:

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/encodings/relative_rows.h"
 
@@ -38,6 +39,15 @@ struct EncodingContext {
   bool causal = false;
   std::string scheme;  // the registered name (the registry sets it), for messages
   int64_t head_dim() const { return d_model / num_heads; }
+};
+
+// A parameter of a scheme whose rows are looked up by position, offset or bucket: the
+// trainer records which rows training updated, and evaluation flags rows it uses that none
+// did (docs/analysis.md, "Untrained parameters").
+struct PositionTable {
+  std::string parameter;        // registered name in the scheme, e.g. "table"
+  std::string row_kind;         // position | offset | bucket
+  int64_t first_row_value = 0;  // the position, offset or bucket of row 0
 };
 
 // `layer` value of the embed hook at the token embeddings (before the embedding LayerNorm).
@@ -113,6 +123,9 @@ class PositionEncodingImpl : public torch::nn::Module {
   // NoPE and the relative schemes (FIRE while queries stay below its threshold L); absolute
   // encodings (additive.h) return false.
   virtual bool shift_invariant() const { return true; }
+
+  // The scheme's tables indexed by position, offset or bucket (none by default).
+  virtual std::vector<PositionTable> position_tables() const { return {}; }
 
   // A scheme defined for causal attention only hides this with `return true`.
   static bool causal_only() { return false; }

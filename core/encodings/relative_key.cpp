@@ -16,6 +16,13 @@ RelativeKeyImpl::RelativeKeyImpl(const EncodingContext& context, const OptionVal
                                          torch::randn({rows, context.head_dim()}) * init_std));
 }
 
+std::vector<PositionTable> RelativeKeyImpl::position_tables() const {
+  std::vector<PositionTable> tables;
+  for (int64_t l = 0; l < context().num_layers; ++l)
+    tables.push_back({"distance_embedding_" + std::to_string(l), "offset", clip_ > 0 ? -clip_ : 1 - max_positions_});
+  return tables;
+}
+
 std::string RelativeKeyImpl::description() {
   return "HF BERT relative_key: q . E[query - key] per layer (Huang et al. 2020), optional clipping";
 }

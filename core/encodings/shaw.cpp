@@ -18,6 +18,15 @@ ShawImpl::ShawImpl(const EncodingContext& context, const OptionValues& options)
   }
 }
 
+std::vector<PositionTable> ShawImpl::position_tables() const {
+  std::vector<PositionTable> tables;
+  for (int64_t l = 0; l < context().num_layers; ++l) {
+    tables.push_back({"key_table_" + std::to_string(l), "offset", -clip_});
+    if (has_value_term()) tables.push_back({"value_table_" + std::to_string(l), "offset", -clip_});
+  }
+  return tables;
+}
+
 std::string ShawImpl::description() {
   return "Shaw et al. 2018: clipped relative key and value tables per layer (tensor2tensor)";
 }

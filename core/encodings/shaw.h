@@ -23,6 +23,8 @@ class ShawImpl : public PositionEncodingImpl {
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) override;
   bool has_value_term() const override { return !value_tables_.empty(); }
+  // the key (and value) tables of every layer; row 0 is offset -clip
+  std::vector<PositionTable> position_tables() const override;
   // contiguous positions: the key (and value) table rows of the offsets, for the fused attention
   RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
 

@@ -25,6 +25,7 @@ class T5BiasImpl : public PositionEncodingImpl {
 
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   double attention_scale() const override;
+  std::vector<PositionTable> position_tables() const override { return {{"relative_attention_bias", "bucket", 0}}; }
 
  private:
   int64_t num_buckets_, max_distance_;

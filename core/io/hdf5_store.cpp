@@ -2,10 +2,12 @@
 
 #include <H5Cpp.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
 
+#include "core/config/options.h"
 #include "core/io/atomic_file.h"
 #include "core/io/hdf5_util.h"
 #include "core/io/schema.h"
@@ -63,7 +65,174 @@ void write_attention_maps(H5::H5File& file, const std::vector<AttentionMaps>& ma
   }
 }
 
+
+void write_evaluation_attributes(H5::Group& evaluation, const RunRecord& r) {
+  write_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength, r.train_min_length);
+  write_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength, r.train_max_length);
+  write_scalar_attribute<int64_t>(evaluation, s::kTrainSteps, r.train_steps);
+  write_string_attribute(evaluation, s::kTaskFormat, r.task_format);
+  write_string_attribute(evaluation, s::kProtocol, r.evaluation_protocol);
+  write_string_attribute(evaluation, s::kRunSampler, r.run_sampler);
+  write_scalar_attribute<int64_t>(evaluation, s::kRunPositionsMaxLength, r.run_positions_max_length);
+}
+
+void write_probes(H5::H5File& file, const std::vector<ProbeResult>& rows) {
+  H5::Group probes = file.createGroup(s::kProbes);
+  write_column(probes, s::kLength, rows, &ProbeResult::length);
+  write_column(probes, s::kProbeLayer, rows, &ProbeResult::layer);
+  write_column(probes, s::kPositionAccuracy, rows, &ProbeResult::position_accuracy);
+  write_column(probes, s::kPositionChance, rows, &ProbeResult::position_chance);
+  write_column(probes, s::kPositionR2, rows, &ProbeResult::position_r2);
+  write_column(probes, s::kOrderAccuracy, rows, &ProbeResult::order_accuracy);
+  write_column(probes, s::kDistanceR2, rows, &ProbeResult::distance_r2);
+  write_column(probes, s::kEvalStep, rows, &ProbeResult::step);
+  write_column(probes, s::kEvalSampler, rows, &ProbeResult::sampler);
+  write_column(probes, s::kEvalPositionsMaxLength, rows, &ProbeResult::positions_max_length);
+}
+
+std::vector<ProbeResult> read_probes(const H5::Group& probes) {
+  std::vector<ProbeResult> rows;
+  read_column(probes, s::kLength, rows, &ProbeResult::length);
+  read_column(probes, s::kProbeLayer, rows, &ProbeResult::layer);
+  read_column(probes, s::kPositionAccuracy, rows, &ProbeResult::position_accuracy);
+  read_column(probes, s::kPositionChance, rows, &ProbeResult::position_chance);
+  read_column(probes, s::kPositionR2, rows, &ProbeResult::position_r2);
+  read_column(probes, s::kOrderAccuracy, rows, &ProbeResult::order_accuracy);
+  read_column(probes, s::kDistanceR2, rows, &ProbeResult::distance_r2);
+  read_column(probes, s::kEvalStep, rows, &ProbeResult::step);
+  read_column(probes, s::kEvalSampler, rows, &ProbeResult::sampler);
+  read_column(probes, s::kEvalPositionsMaxLength, rows, &ProbeResult::positions_max_length);
+  return rows;
+}
+
+// Probe rows of one probing (length and settings; layers differ).
+bool same_probe_settings(const ProbeResult& a, const ProbeResult& b) {
+  return a.length == b.length && a.step == b.step && a.sampler == b.sampler &&
+         a.positions_max_length == b.positions_max_length;
+}
 }  // namespace
+
+// The evaluation table's columns (the run file's /evaluation and /evaluation_curve).
+void hdf5::write_evaluation_rows(H5::Group& group, const std::vector<EvalResult>& rows) {
+  write_column(group, s::kMethod, rows, &EvalResult::method);
+  write_column(group, s::kLength, rows, &EvalResult::length);
+  write_column(group, s::kSequenceLength, rows, &EvalResult::sequence_length);
+  write_column(group, s::kSamples, rows, &EvalResult::samples);
+  write_column(group, s::kLoss, rows, &EvalResult::loss);
+  write_column(group, s::kPerTokenAccuracy, rows, &EvalResult::per_token_accuracy);
+  write_column(group, s::kPerSequenceAccuracy, rows, &EvalResult::per_sequence_accuracy);
+  write_column(group, s::kChanceTokenAccuracy, rows, &EvalResult::chance_token_accuracy);
+  write_column(group, s::kChanceSequenceAccuracy, rows, &EvalResult::chance_sequence_accuracy);
+  write_column(group, s::kChanceLoss, rows, &EvalResult::chance_loss);
+  write_column(group, s::kEvalStep, rows, &EvalResult::step);
+  write_column(group, s::kEvalSampler, rows, &EvalResult::sampler);
+  write_column(group, s::kEvalPositionsMaxLength, rows, &EvalResult::positions_max_length);
+  write_column(group, s::kUntrained, rows, &EvalResult::untrained);
+  bool statistics = !rows.empty();
+  for (const auto& row : rows) statistics = statistics && !row.attention.empty();
+  if (!statistics) return;
+  H5::Group stats = group.createGroup(s::kAttentionStatistics);
+  const hsize_t dims[3] = {rows.size(), hsize_t(rows.front().attention.layers), hsize_t(rows.front().attention.heads)};
+  auto write_stat = [&](const char* name, std::vector<double> AttentionSummary::*field) {
+    std::vector<double> values;
+    for (const auto& e : rows) values.insert(values.end(), (e.attention.*field).begin(), (e.attention.*field).end());
+    stats.createDataSet(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(3, dims))
+        .write(values.data(), H5::PredType::NATIVE_DOUBLE);
+  };
+  write_stat(s::kMeanDistance, &AttentionSummary::mean_distance);
+  write_stat(s::kEntropy, &AttentionSummary::entropy);
+  write_stat(s::kDiagonal, &AttentionSummary::diagonal);
+  write_stat(s::kFirstToken, &AttentionSummary::first);
+  write_stat(s::kLastToken, &AttentionSummary::last);
+}
+
+std::vector<EvalResult> hdf5::read_evaluation_rows(const H5::Group& group) {
+  std::vector<EvalResult> rows;
+  read_column(group, s::kMethod, rows, &EvalResult::method);
+  read_column(group, s::kLength, rows, &EvalResult::length);
+  read_column(group, s::kSequenceLength, rows, &EvalResult::sequence_length);
+  read_column(group, s::kSamples, rows, &EvalResult::samples);
+  read_column(group, s::kLoss, rows, &EvalResult::loss);
+  read_column(group, s::kPerTokenAccuracy, rows, &EvalResult::per_token_accuracy);
+  read_column(group, s::kPerSequenceAccuracy, rows, &EvalResult::per_sequence_accuracy);
+  read_column(group, s::kChanceTokenAccuracy, rows, &EvalResult::chance_token_accuracy);
+  read_column(group, s::kChanceSequenceAccuracy, rows, &EvalResult::chance_sequence_accuracy);
+  read_column(group, s::kChanceLoss, rows, &EvalResult::chance_loss);
+  read_column(group, s::kEvalStep, rows, &EvalResult::step);
+  read_column(group, s::kEvalSampler, rows, &EvalResult::sampler);
+  read_column(group, s::kEvalPositionsMaxLength, rows, &EvalResult::positions_max_length);
+  read_column(group, s::kUntrained, rows, &EvalResult::untrained);
+  if (group.exists(s::kAttentionStatistics)) {
+    H5::Group stats = group.openGroup(s::kAttentionStatistics);
+    auto read_stat = [&](const char* name, std::vector<double> AttentionSummary::*field) {
+      H5::DataSet dataset = stats.openDataSet(name);
+      hsize_t dims[3] = {0, 0, 0};
+      dataset.getSpace().getSimpleExtentDims(dims);
+      std::vector<double> values(dims[0] * dims[1] * dims[2]);
+      dataset.read(values.data(), H5::PredType::NATIVE_DOUBLE);
+      for (hsize_t row = 0; row < dims[0] && row < rows.size(); ++row) {
+        AttentionSummary& a = rows[row].attention;
+        a.layers = dims[1];
+        a.heads = dims[2];
+        const auto begin = values.begin() + row * dims[1] * dims[2];
+        a.*field = std::vector<double>(begin, begin + dims[1] * dims[2]);
+      }
+    };
+    read_stat(s::kMeanDistance, &AttentionSummary::mean_distance);
+    read_stat(s::kEntropy, &AttentionSummary::entropy);
+    read_stat(s::kDiagonal, &AttentionSummary::diagonal);
+    read_stat(s::kFirstToken, &AttentionSummary::first);
+    read_stat(s::kLastToken, &AttentionSummary::last);
+  }
+  return rows;
+}
+
+void hdf5::write_snapshots(H5::Group& group, const std::vector<std::pair<int64_t, NamedTensors>>& snapshots) {
+  for (const auto& [step, tensors] : snapshots) {
+    H5::Group snapshot = group.createGroup(s::kSnapshotPrefix + std::to_string(step));
+    write_scalar_attribute<int64_t>(snapshot, s::kEvalStep, step);
+    for (const auto& [name, tensor] : tensors) write_tensor(snapshot, name, tensor);
+  }
+}
+
+std::vector<std::pair<int64_t, hdf5::NamedTensors>> hdf5::read_snapshots(const H5::Group& group) {
+  std::vector<std::pair<int64_t, NamedTensors>> snapshots;
+  for (const auto& group_name : member_names(group)) {
+    H5::Group snapshot = group.openGroup(group_name);
+    NamedTensors tensors;
+    for (const auto& name : member_names(snapshot)) tensors.emplace_back(name, read_tensor(snapshot, name));
+    snapshots.emplace_back(read_scalar_attribute<int64_t>(snapshot, s::kEvalStep), std::move(tensors));
+  }
+  std::sort(snapshots.begin(), snapshots.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return snapshots;
+}
+
+void hdf5::write_trained_rows(H5::Group& group, const std::vector<TrainedRows>& tables) {
+  for (const auto& t : tables) {
+    hsize_t dims[1] = {t.trained.size()};
+    auto dataset = group.createDataSet(t.parameter, H5::PredType::NATIVE_UINT8, H5::DataSpace(1, dims));
+    if (!t.trained.empty()) dataset.write(t.trained.data(), H5::PredType::NATIVE_UINT8);
+    write_string_attribute(dataset, s::kRowKind, t.row_kind);
+    write_scalar_attribute<int64_t>(dataset, s::kFirstRowValue, t.first_row_value);
+  }
+}
+
+std::vector<TrainedRows> hdf5::read_trained_rows(const H5::Group& group) {
+  std::vector<TrainedRows> tables;
+  for (const auto& name : member_names(group)) {
+    H5::DataSet dataset = group.openDataSet(name);
+    TrainedRows t;
+    t.parameter = name;
+    t.row_kind = read_string_attribute(dataset, s::kRowKind);
+    t.first_row_value = read_scalar_attribute<int64_t>(dataset, s::kFirstRowValue);
+    hsize_t dims[1] = {0};
+    dataset.getSpace().getSimpleExtentDims(dims);
+    t.trained.resize(dims[0]);
+    if (dims[0]) dataset.read(t.trained.data(), H5::PredType::NATIVE_UINT8);
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
 
 std::map<std::string, int64_t> count_parameters(torch::nn::Module& model) {
   std::map<std::string, int64_t> counts;
@@ -138,52 +307,24 @@ void write_run_file(const std::string& path, const RunRecord& r) {
     write_training_curve(training, r.training);
 
     H5::Group evaluation = file.createGroup(s::kEvaluation);
-    const auto& rows = r.evaluation;
-    write_column(evaluation, s::kMethod, rows, &EvalResult::method);
-    write_column(evaluation, s::kLength, rows, &EvalResult::length);
-    write_column(evaluation, s::kSequenceLength, rows, &EvalResult::sequence_length);
-    write_column(evaluation, s::kSamples, rows, &EvalResult::samples);
-    write_column(evaluation, s::kLoss, rows, &EvalResult::loss);
-    write_column(evaluation, s::kPerTokenAccuracy, rows, &EvalResult::per_token_accuracy);
-    write_column(evaluation, s::kPerSequenceAccuracy, rows, &EvalResult::per_sequence_accuracy);
-    write_column(evaluation, s::kChanceTokenAccuracy, rows, &EvalResult::chance_token_accuracy);
-    write_column(evaluation, s::kChanceSequenceAccuracy, rows, &EvalResult::chance_sequence_accuracy);
-    write_column(evaluation, s::kChanceLoss, rows, &EvalResult::chance_loss);
-    write_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength, r.train_min_length);
-    write_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength, r.train_max_length);
-    write_string_attribute(evaluation, s::kTaskFormat, r.task_format);
-    write_string_attribute(evaluation, s::kProtocol, r.evaluation_protocol);
-    if (!r.evaluation.empty() && !r.evaluation.front().attention.empty()) {
-      H5::Group stats = evaluation.createGroup(s::kAttentionStatistics);
-      const int64_t rows = r.evaluation.size(), layers = r.evaluation.front().attention.layers,
-                    heads = r.evaluation.front().attention.heads;
-      auto write_stat = [&](const char* name, std::vector<double> AttentionSummary::*field) {
-        std::vector<double> values;
-        for (const auto& e : r.evaluation) values.insert(values.end(), (e.attention.*field).begin(), (e.attention.*field).end());
-        hsize_t dims[3] = {hsize_t(rows), hsize_t(layers), hsize_t(heads)};
-        stats.createDataSet(name, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(3, dims))
-            .write(values.data(), H5::PredType::NATIVE_DOUBLE);
-      };
-      write_stat(s::kMeanDistance, &AttentionSummary::mean_distance);
-      write_stat(s::kEntropy, &AttentionSummary::entropy);
-      write_stat(s::kDiagonal, &AttentionSummary::diagonal);
-      write_stat(s::kFirstToken, &AttentionSummary::first);
-      write_stat(s::kLastToken, &AttentionSummary::last);
+    write_evaluation_rows(evaluation, r.evaluation);
+    write_evaluation_attributes(evaluation, r);
+    if (!r.evaluation_curve.empty()) {
+      H5::Group curve = file.createGroup(s::kEvaluationCurve);
+      write_evaluation_rows(curve, r.evaluation_curve);
     }
     write_attention_maps(file, r.attention_maps, r.attention_float16);
-    if (!r.probes.empty()) {
-      H5::Group probes = file.createGroup(s::kProbes);
-      write_column(probes, s::kLength, r.probes, &ProbeResult::length);
-      write_column(probes, s::kProbeLayer, r.probes, &ProbeResult::layer);
-      write_column(probes, s::kPositionAccuracy, r.probes, &ProbeResult::position_accuracy);
-      write_column(probes, s::kPositionChance, r.probes, &ProbeResult::position_chance);
-      write_column(probes, s::kPositionR2, r.probes, &ProbeResult::position_r2);
-      write_column(probes, s::kOrderAccuracy, r.probes, &ProbeResult::order_accuracy);
-      write_column(probes, s::kDistanceR2, r.probes, &ProbeResult::distance_r2);
-    }
-
+    if (!r.probes.empty()) write_probes(file, r.probes);
     H5::Group checkpoint = file.createGroup(s::kCheckpoint);
     for (const auto& [name, tensor] : r.checkpoint) write_tensor(checkpoint, name, tensor);
+    if (!r.snapshots.empty()) {
+      H5::Group snapshots = file.createGroup(s::kSnapshots);
+      write_snapshots(snapshots, r.snapshots);
+    }
+    if (!r.trained_rows.empty()) {
+      H5::Group trained = file.createGroup(s::kTrainedRows);
+      write_trained_rows(trained, r.trained_rows);
+    }
   });
 }
 
@@ -219,55 +360,15 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
     r.training = read_training_curve(file.openGroup(s::kTraining));
 
     H5::Group evaluation = file.openGroup(s::kEvaluation);
-    auto method = read_strings(evaluation, s::kMethod);
-    auto length = read_vector<int64_t>(evaluation, s::kLength);
-    auto sequence_length = read_vector<int64_t>(evaluation, s::kSequenceLength);
-    auto samples = read_vector<int64_t>(evaluation, s::kSamples);
-    auto loss = read_vector<double>(evaluation, s::kLoss);
-    auto per_token = read_vector<double>(evaluation, s::kPerTokenAccuracy);
-    auto per_sequence = read_vector<double>(evaluation, s::kPerSequenceAccuracy);
-    auto chance_token = read_vector<double>(evaluation, s::kChanceTokenAccuracy);
-    auto chance_sequence = read_vector<double>(evaluation, s::kChanceSequenceAccuracy);
-    auto chance_loss = read_vector<double>(evaluation, s::kChanceLoss);
-    for (size_t i = 0; i < length.size(); ++i)
-      r.evaluation.push_back({method[i], length[i], sequence_length[i], samples[i], loss[i], per_token[i],
-                              per_sequence[i], chance_token[i], chance_sequence[i], chance_loss[i], {}});
+    r.evaluation = read_evaluation_rows(evaluation);
     r.task_format = read_string_attribute(evaluation, s::kTaskFormat);
     r.evaluation_protocol = read_string_attribute(evaluation, s::kProtocol);
-    if (evaluation.exists(s::kAttentionStatistics)) {
-      H5::Group stats = evaluation.openGroup(s::kAttentionStatistics);
-      auto read_stat = [&](const char* name, std::vector<double> AttentionSummary::*field) {
-        H5::DataSet dataset = stats.openDataSet(name);
-        hsize_t dims[3] = {0, 0, 0};
-        dataset.getSpace().getSimpleExtentDims(dims);
-        std::vector<double> values(dims[0] * dims[1] * dims[2]);
-        dataset.read(values.data(), H5::PredType::NATIVE_DOUBLE);
-        for (hsize_t row = 0; row < dims[0] && row < r.evaluation.size(); ++row) {
-          AttentionSummary& a = r.evaluation[row].attention;
-          a.layers = dims[1];
-          a.heads = dims[2];
-          const auto begin = values.begin() + row * dims[1] * dims[2];
-          a.*field = std::vector<double>(begin, begin + dims[1] * dims[2]);
-        }
-      };
-      read_stat(s::kMeanDistance, &AttentionSummary::mean_distance);
-      read_stat(s::kEntropy, &AttentionSummary::entropy);
-      read_stat(s::kDiagonal, &AttentionSummary::diagonal);
-      read_stat(s::kFirstToken, &AttentionSummary::first);
-      read_stat(s::kLastToken, &AttentionSummary::last);
-    }
-    if (file.exists(s::kProbes)) {
-      H5::Group probes = file.openGroup(s::kProbes);
-      auto length = read_vector<int64_t>(probes, s::kLength);
-      auto layer = read_vector<int64_t>(probes, s::kProbeLayer);
-      auto accuracy = read_vector<double>(probes, s::kPositionAccuracy);
-      auto chance = read_vector<double>(probes, s::kPositionChance);
-      auto r2 = read_vector<double>(probes, s::kPositionR2);
-      auto order = read_vector<double>(probes, s::kOrderAccuracy);
-      auto distance = read_vector<double>(probes, s::kDistanceR2);
-      for (size_t i = 0; i < length.size(); ++i)
-        r.probes.push_back({length[i], layer[i], accuracy[i], chance[i], r2[i], order[i], distance[i]});
-    }
+    r.train_steps = read_scalar_attribute<int64_t>(evaluation, s::kTrainSteps);
+    r.run_sampler = read_string_attribute(evaluation, s::kRunSampler);
+    r.run_positions_max_length = read_scalar_attribute<int64_t>(evaluation, s::kRunPositionsMaxLength);
+    if (file.exists(s::kEvaluationCurve)) r.evaluation_curve = read_evaluation_rows(file.openGroup(s::kEvaluationCurve));
+    if (file.exists(s::kProbes)) r.probes = read_probes(file.openGroup(s::kProbes));
+    if (file.exists(s::kTrainedRows)) r.trained_rows = read_trained_rows(file.openGroup(s::kTrainedRows));
     r.train_min_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMinLength);
     r.train_max_length = read_scalar_attribute<int64_t>(evaluation, s::kTrainMaxLength);
 
@@ -277,15 +378,39 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
                                  " group (the trained parameters), which this needs");
       H5::Group checkpoint = file.openGroup(s::kCheckpoint);
       for (const auto& name : member_names(checkpoint)) r.checkpoint.emplace_back(name, read_tensor(checkpoint, name));
+      if (file.exists(s::kSnapshots)) r.snapshots = read_snapshots(file.openGroup(s::kSnapshots));
     }
     return r;
   });
 }
 
-void add_attention_maps(const std::string& path, const std::vector<AttentionMaps>& maps, bool float16) {
+void add_to_run_file(const std::string& path, const RunFileAdditions& added) {
   if (!is_complete_run_file(path)) throw std::runtime_error(path + " is not a complete run file");
+  const RunRecord before = read_run_file(path, /*with_checkpoint=*/false);
   write_hdf5_file(
-      path, "HDF5 run file", [&](H5::H5File& file) { write_attention_maps(file, maps, float16); }, /*existing=*/path);
+      path, "HDF5 run file",
+      [&](H5::H5File& file) {
+        if (!added.evaluation.empty()) {
+          // the group is written anew: its datasets change length
+          file.unlink(s::kEvaluation);
+          H5::Group evaluation = file.createGroup(s::kEvaluation);
+          write_evaluation_rows(evaluation, merge_evaluation_rows(before.evaluation, added.evaluation));
+          write_evaluation_attributes(evaluation, before);
+        }
+        if (!added.probes.empty()) {
+          std::vector<ProbeResult> probes;
+          for (const auto& p : before.probes) {
+            bool replaced = false;
+            for (const auto& q : added.probes) replaced = replaced || same_probe_settings(p, q);
+            if (!replaced) probes.push_back(p);
+          }
+          probes.insert(probes.end(), added.probes.begin(), added.probes.end());
+          if (file.exists(s::kProbes)) file.unlink(s::kProbes);
+          write_probes(file, probes);
+        }
+        write_attention_maps(file, added.attention_maps, added.attention_float16);
+      },
+      /*existing=*/path);
 }
 
 bool is_complete_run_file(const std::string& path) {
@@ -323,8 +448,17 @@ void write_sweep_index(const std::string& path, const std::string& sweep_name,
   });
 }
 
-void load_checkpoint(const std::string& path, torch::nn::Module& model) {
-  load_named_tensors(model, read_run_file(path).checkpoint, path);
+void load_checkpoint(const std::string& path, torch::nn::Module& model, int64_t step) {
+  const RunRecord record = read_run_file(path);
+  if (step < 0) return load_named_tensors(model, record.checkpoint, path);
+  std::vector<std::string> kept;
+  for (const auto& [kept_step, tensors] : record.snapshots) {
+    if (kept_step == step) return load_named_tensors(model, tensors, path + ":/snapshots/step_" + std::to_string(step));
+    kept.push_back(std::to_string(kept_step));
+  }
+  throw std::runtime_error(path + " has no snapshot of step " + std::to_string(step) + "; it keeps " +
+                           (kept.empty() ? std::string("none (output.keep_checkpoints)") : "steps " + join(kept)) +
+                           ", and the final parameters (step " + std::to_string(record.train_steps) + ")");
 }
 
 }  // namespace pelab

@@ -24,13 +24,29 @@ struct RunRecord {
   std::map<std::string, int64_t> parameter_counts;  // module -> count, plus "total"
   TrainingCurve training;
   std::vector<EvalResult> evaluation;
+  std::vector<EvalResult> evaluation_curve;   // eval.every: rows at steps during training
   int64_t train_min_length = 0, train_max_length = 0;
+  int64_t train_steps = 0;                    // the final step
+  std::string run_sampler = "contiguous";     // what evaluation uses by default (the
+  int64_t run_positions_max_length = 0;       //   rows' sampler settings when not told otherwise)
   std::string task_format = "encoder";        // encoder | causal_lm | masked_lm
   std::string evaluation_protocol;            // Task::evaluation_protocol()
   std::vector<AttentionMaps> attention_maps;  // /attention/length_<L>
   bool attention_float16 = true;
   std::vector<ProbeResult> probes;            // /probes
   std::vector<std::pair<std::string, torch::Tensor>> checkpoint;  // name -> tensor (CPU)
+  std::vector<std::pair<int64_t, std::vector<std::pair<std::string, torch::Tensor>>>> snapshots;  // step -> tensors
+  std::vector<TrainedRows> trained_rows;      // per position table
+};
+
+// What `pelab eval` adds to a complete run file: evaluation rows (merged by settings:
+// merge_evaluation_rows), probe rows (replacing those of the same length and settings) and
+// attention maps (replacing those of the same length).
+struct RunFileAdditions {
+  std::vector<EvalResult> evaluation;
+  std::vector<ProbeResult> probes;
+  std::vector<AttentionMaps> attention_maps;
+  bool attention_float16 = true;
 };
 
 // Parameters per top-level module (token_embedding, position_encoding, blocks.N, final_norm,
@@ -45,11 +61,12 @@ void load_named_tensors(torch::nn::Module& model, const std::vector<std::pair<st
 
 // Writes `path` (via `path + ".tmp"` and a rename); throws std::runtime_error on failure.
 void write_run_file(const std::string& path, const RunRecord& record);
-// Reads everything back (the checkpoint only when asked); throws std::runtime_error naming the file on failure.
+// Reads everything back but the attention maps (the checkpoint and snapshots only when
+// asked); throws std::runtime_error naming the file on failure.
 RunRecord read_run_file(const std::string& path, bool with_checkpoint = true);
-// Adds (or replaces) /attention/length_<L> groups of a complete run file, atomically (a
-// copy is changed and renamed over the file).
-void add_attention_maps(const std::string& path, const std::vector<AttentionMaps>& maps, bool float16);
+// Adds rows and maps to a complete run file, atomically (a copy is changed and renamed over
+// the file); what is not added stays as it was.
+void add_to_run_file(const std::string& path, const RunFileAdditions& additions);
 // True for a whole run file of this schema (status "complete"); false for anything else.
 bool is_complete_run_file(const std::string& path);
 
@@ -61,7 +78,9 @@ struct SweepIndexEntry {
 // /table/{id, status, error, overrides}; written atomically like a run file.
 void write_sweep_index(const std::string& path, const std::string& sweep_name,
                        const std::vector<SweepIndexEntry>& entries);
-// Copies the checkpoint of a run file into `model` (same config); names and shapes must match.
-void load_checkpoint(const std::string& path, torch::nn::Module& model);
+// Copies the checkpoint of a run file into `model` (same config); names and shapes must
+// match. step >= 0: the snapshot of that step (output.keep_checkpoints) instead; the error
+// lists the steps kept.
+void load_checkpoint(const std::string& path, torch::nn::Module& model, int64_t step = -1);
 
 }  // namespace pelab

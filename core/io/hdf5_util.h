@@ -144,6 +144,16 @@ void write_column(H5::Group& group, const std::string& name, const std::vector<R
   else write_vector(group, name, column);
 }
 
+// The inverse: one field of every row from a 1-D dataset; `rows` takes the dataset's length.
+template <typename Row, typename T>
+void read_column(const H5::Group& group, const std::string& name, std::vector<Row>& rows, T Row::*field) {
+  std::vector<T> column;
+  if constexpr (std::is_same_v<T, std::string>) column = read_strings(group, name);
+  else column = read_vector<T>(group, name);
+  rows.resize(column.size());
+  for (size_t i = 0; i < column.size(); ++i) rows[i].*field = std::move(column[i]);
+}
+
 // The training curve's 1-D datasets and its skipped_steps attribute (the run file's
 // /training and the checkpoint's /curve).
 inline void write_training_curve(H5::Group& group, const TrainingCurve& curve) {
@@ -165,6 +175,19 @@ inline TrainingCurve read_training_curve(const H5::Group& group) {
   curve.skipped_steps = read_scalar_attribute<int64_t>(group, schema::kSkippedSteps);
   return curve;
 }
+
+// The evaluation table's columns (the run file's /evaluation and /evaluation_curve, the
+// checkpoint's curve), with attention statistics when every row has them.
+void write_evaluation_rows(H5::Group& group, const std::vector<EvalResult>& rows);
+std::vector<EvalResult> read_evaluation_rows(const H5::Group& group);
+// Kept parameters by step (step_<S> groups with attr step), read back by step; and the
+// position tables' trained rows (uint8 datasets with attrs row_kind, first_row_value). The
+// run file's /snapshots and /trained_rows, the checkpoint's too.
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+void write_snapshots(H5::Group& group, const std::vector<std::pair<int64_t, NamedTensors>>& snapshots);
+std::vector<std::pair<int64_t, NamedTensors>> read_snapshots(const H5::Group& group);
+void write_trained_rows(H5::Group& group, const std::vector<TrainedRows>& tables);
+std::vector<TrainedRows> read_trained_rows(const H5::Group& group);
 
 inline std::vector<std::string> member_names(const H5::Group& group) {
   std::vector<std::string> names;

@@ -29,6 +29,32 @@ struct EvalResult {
   double chance_sequence_accuracy = 0;
   double chance_loss = 0;
   AttentionSummary attention;  // per layer and head, when analysis.attention_statistics
+  // The settings the row was made under besides method, length and samples: the training
+  // step evaluated and the position sampler used (max_length 0 for contiguous).
+  int64_t step = 0;
+  std::string sampler = "contiguous";
+  int64_t positions_max_length = 0;
+  // Position-table rows (of learned, relative and bucket schemes) this evaluation used that
+  // no training step updated, as "scheme: kind rows a-b never trained"; empty: none.
+  std::string untrained;
+  // Two rows made under the same settings (pelab eval replaces such a row, and only such).
+  bool same_settings(const EvalResult& other) const {
+    return method == other.method && length == other.length && samples == other.samples && step == other.step &&
+           sampler == other.sampler && positions_max_length == other.positions_max_length;
+  }
 };
+
+// Which rows of a position table (a learned, relative-offset or bucket table) training
+// updated: trained[r] is 1 when some step gave row r a nonzero gradient.
+struct TrainedRows {
+  std::string parameter;         // the model's parameter name, e.g. position_encoding.table
+  std::string row_kind;          // position | offset | bucket
+  int64_t first_row_value = 0;   // the position, offset or bucket of row 0
+  std::vector<uint8_t> trained;  // (rows,)
+};
+
+// `rows` with `added` merged in: an added row replaces the row made under the same settings
+// (EvalResult::same_settings), else it is appended; the order is kept.
+std::vector<EvalResult> merge_evaluation_rows(std::vector<EvalResult> rows, const std::vector<EvalResult>& added);
 
 }  // namespace pelab

@@ -4,9 +4,11 @@
 
 namespace pelab::schema {
 
-constexpr int kSchemaVersion = 5;  // 2: evaluation/method; 3: chance levels, task format, protocol;
+constexpr int kSchemaVersion = 6;  // 2: evaluation/method; 3: chance levels, task format, protocol;
                                    // 4: attention statistics and maps, position probes;
-                                   // 5: training/skipped_steps
+                                   // 5: training/skipped_steps; 6: evaluation settings (step,
+                                   // sampler, positions_max_length) and untrained, the
+                                   // evaluation curve, snapshots, trained rows
 constexpr const char* kRunFileName = "run.h5";
 
 // root attributes
@@ -48,11 +50,19 @@ constexpr const char* kPerSequenceAccuracy = "per_sequence_accuracy";
 constexpr const char* kChanceTokenAccuracy = "chance_token_accuracy";        // the best input-independent
 constexpr const char* kChanceSequenceAccuracy = "chance_sequence_accuracy";  //   prediction on the same
 constexpr const char* kChanceLoss = "chance_loss";                          //   examples (metrics.h)
-// (kLoss is also an evaluation dataset)
+// (kLoss is also an evaluation dataset) and the settings a row was made under:
+constexpr const char* kEvalStep = "step";                   // int64: the training step evaluated
+constexpr const char* kEvalSampler = "sampler";             // string: the position sampler used
+constexpr const char* kEvalPositionsMaxLength = "positions_max_length";  // int64: its max_length
+constexpr const char* kUntrained = "untrained";             // string: the position-table rows this row
+                                                            //   used that no training step updated; "" none
 constexpr const char* kTrainMinLength = "train_min_length";  // evaluation attributes
 constexpr const char* kTrainMaxLength = "train_max_length";
 constexpr const char* kTaskFormat = "task_format";            // encoder | causal_lm | masked_lm
 constexpr const char* kProtocol = "protocol";                 // how examples were scored, one line
+constexpr const char* kTrainSteps = "train_steps";            // the final step (train.steps)
+constexpr const char* kRunSampler = "run_sampler";            // the sampler and max length evaluation
+constexpr const char* kRunPositionsMaxLength = "run_positions_max_length";  //   uses by default
 
 constexpr const char* kAttentionStatistics = "attention";  // evaluation subgroup; (rows, layers, heads)
 constexpr const char* kMeanDistance = "mean_distance";     //   float64 datasets, rows as evaluation's:
@@ -68,7 +78,8 @@ constexpr const char* kTokens = "tokens";                  // (N, T) int64
 constexpr const char* kPositions = "positions";            // (N, T) int64, key positions
 constexpr const char* kExamples = "examples";              // attribute (and kLength)
 
-constexpr const char* kProbes = "probes";                  // group; 1-D datasets, one row per length x layer:
+constexpr const char* kProbes = "probes";                  // group; 1-D datasets, one row per length x layer
+                                                           //   (with kEvalStep, kEvalSampler, kEvalPositionsMaxLength):
 constexpr const char* kProbeLayer = "layer";               // 0 = embedding output, l = block l's output
 constexpr const char* kPositionAccuracy = "position_accuracy";
 constexpr const char* kPositionChance = "position_chance";
@@ -77,6 +88,15 @@ constexpr const char* kOrderAccuracy = "order_accuracy";
 constexpr const char* kDistanceR2 = "distance_r2";         // (and kLength)
 
 constexpr const char* kCheckpoint = "checkpoint";    // group; one float32 dataset per named parameter
+
+constexpr const char* kEvaluationCurve = "evaluation_curve";  // group; evaluation's datasets, one row
+                                                              //   per step x method x length (eval.every)
+constexpr const char* kSnapshots = "snapshots";      // group of step_<S> groups, as checkpoint
+constexpr const char* kSnapshotPrefix = "step_";     //   (output.keep_checkpoints); attribute kEvalStep
+constexpr const char* kTrainedRows = "trained_rows"; // group; uint8 (rows,) per position table: 1 where
+                                                     //   some training step gave the row a nonzero gradient
+constexpr const char* kRowKind = "row_kind";         //   attributes: position | offset | bucket,
+constexpr const char* kFirstRowValue = "first_row_value";  // and the position/offset/bucket of row 0
 
 // The sweep index, <sweep dir>/sweep.h5
 constexpr const char* kSweepIndexFileName = "sweep.h5";

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <limits>
 #include <thread>
+#include <tuple>
 
 #include "core/encodings/position_sampler.h"
 #include "core/io/hdf5_store.h"
@@ -215,8 +216,13 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   record.parameter_counts = counts;
   record.training = outcome.training;
   record.evaluation = outcome.evaluation;
+  record.evaluation_curve = trainer.progress().evaluation_curve;
+  record.snapshots = trainer.progress().snapshots;
+  record.trained_rows = trainer.trained_rows();
   record.train_min_length = config.train.min_length;
   record.train_max_length = config.train.max_length;
+  record.train_steps = config.train.steps;
+  std::tie(record.run_sampler, record.run_positions_max_length) = evaluation_sampler(config.positions);
   record.task_format = format_name(task->format());
   record.evaluation_protocol = task->evaluation_protocol();
   record.checkpoint = checkpoint_of(*model);
@@ -253,8 +259,13 @@ std::string format_evaluation_table(const std::vector<EvalResult>& results, int6
     out = fmt::format("{:>13} {:>8} {:>8} {:>8} {:>10} {:>9} {:>10} {:>9} {:>9}\n", "extrapolation", "length",
                       "tokens", "samples", "token acc", "(chance)", "seq acc", "(chance)", "loss");
   }
+  std::vector<std::string> untrained;  // footnotes
   for (const auto& r : results) {
-    const char* beyond = r.length > train_max_length ? "  (beyond training)" : "";
+    std::string beyond = r.length > train_max_length ? "  (beyond training)" : "";
+    if (!r.untrained.empty()) {
+      if (std::find(untrained.begin(), untrained.end(), r.untrained) == untrained.end()) untrained.push_back(r.untrained);
+      beyond += fmt::format("  !{}", std::find(untrained.begin(), untrained.end(), r.untrained) - untrained.begin() + 1);
+    }
     if (text) {
       out += fmt::format("{:>13} {:>8} {:>8} {:>10.4f} {:>9.4f} {:>9.3f} {:>9.3f} {:>9.2f}% {:>8.2f}%{}\n", r.method,
                          r.length, r.samples, r.loss / std::log(2.0), r.chance_loss / std::log(2.0), std::exp(r.loss),
@@ -267,6 +278,8 @@ std::string format_evaluation_table(const std::vector<EvalResult>& results, int6
                          100.0 * r.chance_sequence_accuracy, r.loss, beyond);
     }
   }
+  for (size_t i = 0; i < untrained.size(); ++i)
+    out += fmt::format("!{}: used position-table rows that no training step updated: {}\n", i + 1, untrained[i]);
   return out;
 }
 

@@ -20,6 +20,11 @@ constexpr const char* kWindow = "window";    // attributes: the log_every window
 constexpr const char* kRng = "rng";  // group: data, positions (text), torch and, from a GPU, cuda (uint8)
 constexpr const char* kModel = "model";      // group: one float32 dataset per parameter / buffer
 constexpr const char* kOptimizer = "optimizer";  // uint8: LibTorch archive of the optimizer state
+constexpr const char* kEvaluationCurve = "evaluation_curve";  // group: eval.every rows so far
+constexpr const char* kSnapshots = "snapshots";  // group of step_<S> groups: output.keep_checkpoints
+constexpr const char* kTrainedRows = "trained_rows";  // group: uint8 per position table (attributes as
+                                                      //   the run file's), and gradient_seen (uint8)
+constexpr const char* kGradientSeen = "gradient_seen";
 
 void write_bytes(H5::Group& group, const std::string& name, const void* data, size_t size) {
   hsize_t dims[1] = {size};
@@ -62,6 +67,7 @@ void write_training_checkpoint(const std::string& path, const TrainingCheckpoint
     write_scalar_attribute<int64_t>(window, "steps", p.window_steps);
     write_scalar_attribute<double>(window, "training_seconds", p.training_seconds);
     write_scalar_attribute<double>(window, "total_tokens", p.total_tokens);
+    write_scalar_attribute<int64_t>(window, "gradient_steps", p.gradient_steps);
 
     H5::Group rng = file.createGroup(kRng);
     write_string_dataset(rng, "data", c.data_rng);
@@ -76,6 +82,14 @@ void write_training_checkpoint(const std::string& path, const TrainingCheckpoint
     H5::Group model = file.createGroup(kModel);
     for (const auto& [name, tensor] : c.model) write_tensor(model, name, tensor);
     write_bytes(root, kOptimizer, c.optimizer.data(), c.optimizer.size());
+
+    H5::Group curve_rows = file.createGroup(kEvaluationCurve);
+    write_evaluation_rows(curve_rows, p.evaluation_curve);
+    H5::Group snapshots = file.createGroup(kSnapshots);
+    write_snapshots(snapshots, p.snapshots);
+    H5::Group trained = file.createGroup(kTrainedRows);
+    write_trained_rows(trained, p.trained_rows);
+    write_bytes(root, kGradientSeen, p.gradient_seen.data(), p.gradient_seen.size());
   });
 }
 
@@ -102,6 +116,7 @@ TrainingCheckpoint read_training_checkpoint(const std::string& path) {
     p.window_steps = read_scalar_attribute<int64_t>(window, "steps");
     p.training_seconds = read_scalar_attribute<double>(window, "training_seconds");
     p.total_tokens = read_scalar_attribute<double>(window, "total_tokens");
+    p.gradient_steps = read_scalar_attribute<int64_t>(window, "gradient_steps");
 
     H5::Group rng = file.openGroup(kRng);
     c.data_rng = read_string_dataset(rng, "data");
@@ -112,6 +127,11 @@ TrainingCheckpoint read_training_checkpoint(const std::string& path) {
     for (const auto& name : member_names(model)) c.model.emplace_back(name, read_tensor(model, name));
     const auto optimizer = read_bytes(root, kOptimizer);
     c.optimizer.assign(optimizer.begin(), optimizer.end());
+
+    p.evaluation_curve = read_evaluation_rows(file.openGroup(kEvaluationCurve));
+    p.snapshots = read_snapshots(file.openGroup(kSnapshots));
+    p.trained_rows = read_trained_rows(file.openGroup(kTrainedRows));
+    p.gradient_seen = read_bytes(root, kGradientSeen);
     return c;
   });
 }

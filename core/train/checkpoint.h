@@ -18,7 +18,7 @@
 namespace pelab {
 
 constexpr const char* kCheckpointFileName = "checkpoint.h5";
-constexpr int kCheckpointVersion = 1;
+constexpr int kCheckpointVersion = 2;  // 2: evaluation curve, snapshots, trained rows
 
 struct TrainingCheckpoint {
   std::string config_yaml;          // the resolved config of the run that wrote it

@@ -6,7 +6,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <mutex>
+#include <set>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -75,6 +78,124 @@ Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch
       data_rng_(training_data_seed(config.seed)),
       position_rng_(position_stream_seed(training_data_seed(config.seed))) {
   optimizer_ = make_optimizer(config_.train, model_->parameters());
+  auto scheme_parameters = model_->encoding().named_parameters();
+  for (const auto& t : model_->encoding().position_tables()) {
+    const torch::Tensor table = scheme_parameters[t.parameter];
+    tables_.push_back({"position_encoding." + t.parameter, t.row_kind, t.first_row_value, table,
+                       torch::zeros({table.size(0)}, torch::TensorOptions(torch::kBool).device(table.device()))});
+  }
+  for (const auto& p : model_->parameters())
+    gradient_seen_.push_back(torch::zeros({}, torch::TensorOptions(torch::kBool).device(p.device())));
+}
+
+std::pair<std::string, int64_t> evaluation_sampler(const PositionsConfig& positions) {
+  if (positions.evaluate_with == "contiguous" || positions.sampler == "contiguous") return {"contiguous", 0};
+  return {positions.sampler, positions.max_length};
+}
+
+namespace {
+
+// grad: (rows, ...) -> (rows,) bool: the rows with a nonzero entry
+torch::Tensor rows_with_gradient(const torch::Tensor& grad) { return grad.ne(0).reshape({grad.size(0), -1}).any(1); }
+
+// 3, 4, 5, 9 -> "3..5, 9"
+std::string value_ranges(const std::vector<int64_t>& sorted_values) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < sorted_values.size();) {
+    size_t j = i;
+    while (j + 1 < sorted_values.size() && sorted_values[j + 1] == sorted_values[j] + 1) ++j;
+    parts.push_back(j == i ? std::to_string(sorted_values[i])
+                           : fmt::format("{}..{}", sorted_values[i], sorted_values[j]));
+    i = j + 1;
+  }
+  return join(parts);
+}
+
+}  // namespace
+
+void Trainer::record_gradients(int64_t step) {
+  for (auto& t : tables_)
+    if (t.table.grad().defined()) t.trained.logical_or_(rows_with_gradient(t.table.grad()));
+  if (step >= config_.train.unused_parameters_steps) return;
+  ++progress_.gradient_steps;
+  const auto parameters = model_->parameters();
+  for (size_t i = 0; i < parameters.size(); ++i)
+    if (parameters[i].grad().defined()) gradient_seen_[i].logical_or_(parameters[i].grad().ne(0).any());
+}
+
+void Trainer::check_unused_parameters(std::ostream& log) const {
+  if (progress_.gradient_steps == 0) return;  // every step skipped (train.nonfinite: skip): nothing to judge
+  std::vector<std::string> unused;
+  size_t i = 0;
+  for (const auto& p : model_->named_parameters())
+    if (!gradient_seen_[i++].item<bool>()) unused.push_back(p.key());
+  if (unused.empty()) return;
+  const std::string what = fmt::format(
+      "parameter(s) with no gradient, or an exactly zero one, at each of the first {} steps: {}. Every parameter a "
+      "scheme or the model owns must be trained by the forward pass",
+      progress_.gradient_steps, join(unused));
+  if (config_.train.unused_parameters == "error")
+    throw std::runtime_error(what + " (train.unused_parameters: warn goes on regardless)");
+  log << "warning: " << what << "\n";
+}
+
+std::vector<TrainedRows> Trainer::trained_rows() const {
+  std::vector<TrainedRows> rows;
+  for (const auto& t : tables_) {
+    const auto mask = t.trained.to(torch::kCPU, torch::kUInt8).contiguous();
+    rows.push_back({t.parameter, t.row_kind, t.first_row_value,
+                    std::vector<uint8_t>(mask.data_ptr<uint8_t>(), mask.data_ptr<uint8_t>() + mask.numel())});
+  }
+  return rows;
+}
+
+void Trainer::set_trained_rows(const std::vector<TrainedRows>& rows) {
+  for (auto& t : tables_)
+    for (const auto& r : rows)
+      if (r.parameter == t.parameter) {
+        if (static_cast<int64_t>(r.trained.size()) != t.trained.size(0))
+          throw std::runtime_error(fmt::format("trained rows of {}: {} rows stored, the table has {}", t.parameter,
+                                               r.trained.size(), t.trained.size(0)));
+        std::vector<uint8_t> copy = r.trained;
+        t.trained = torch::from_blob(copy.data(), {static_cast<int64_t>(copy.size())}, torch::kUInt8)
+                        .to(t.trained.device(), torch::kBool);
+      }
+}
+
+std::string Trainer::untrained_rows_used(const Batch& batch, const Positions& positions) {
+  if (tables_.empty()) return "";
+  torch::AutoGradMode with_gradients(true);
+  std::vector<torch::Tensor> tables;
+  for (const auto& t : tables_) tables.push_back(t.table);
+  torch::Tensor output;
+  {
+    const auto scope = autocast();
+    // every output but padding's: a row is used when some real token's prediction depends on it
+    const auto logits = model_->forward(batch.tokens, batch.padding, positions, batch.segments).logits;
+    output = (logits.to(torch::kFloat32).sum(-1) * batch.padding.logical_not()).sum();
+  }
+  const auto gradients = torch::autograd::grad({output}, tables, {}, false, false, /*allow_unused=*/true);
+  std::map<std::string, std::set<int64_t>> untrained;  // row kind -> values
+  for (size_t i = 0; i < tables_.size(); ++i) {
+    if (!gradients[i].defined()) continue;
+    const auto rows = torch::nonzero(rows_with_gradient(gradients[i]).logical_and(tables_[i].trained.logical_not()))
+                          .flatten().cpu();
+    for (int64_t k = 0; k < rows.numel(); ++k)
+      untrained[tables_[i].row_kind].insert(rows[k].item<int64_t>() + tables_[i].first_row_value);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [kind, values] : untrained)
+    parts.push_back(fmt::format("{}s {}", kind, value_ranges(std::vector<int64_t>(values.begin(), values.end()))));
+  return parts.empty() ? "" : config_.encoding.name + ": " + join(parts, "; ") + " never trained";
+}
+
+void Trainer::evaluate_curve_point() {
+  const bool checks = stop_checks_;
+  stop_checks_ = false;  // a stop signal is handled after the step's checkpoint, not in here
+  const auto& lengths = config_.eval.every_lengths.empty() ? config_.eval.lengths : config_.eval.every_lengths;
+  for (int64_t length : lengths)
+    progress_.evaluation_curve.push_back(evaluate_length(length, config_.eval.every_samples, "none", false));
+  stop_checks_ = checks;
 }
 
 double Trainer::global_gradient_norm() const {
@@ -101,16 +222,6 @@ std::string Trainer::nonfinite_tensors(bool gradients) const {
   }
   if (names.size() > 5) names.resize(5), names.push_back("...");
   return join(names);
-}
-
-void Trainer::check_every_parameter_has_gradient() const {
-  std::vector<std::string> missing;
-  for (const auto& p : model_->named_parameters())
-    if (!p.value().grad().defined()) missing.push_back(p.key());
-  if (!missing.empty())
-    throw std::runtime_error("parameter(s) received no gradient after the first backward pass: " +
-                             join(missing) +
-                             ". Every parameter a scheme or the model owns must be used by the forward pass.");
 }
 
 TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
@@ -148,7 +259,6 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
     double gradient_norm = 0;
     if (std::isfinite(loss)) {
       score.loss.backward();
-      if (step == 0) check_every_parameter_has_gradient();
       gradient_norm = t.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(model_->parameters(), t.grad_clip)
                                       : global_gradient_norm();
     }
@@ -171,6 +281,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
       if (curve.skipped_steps++ < 3) log << "skipped " << what << "\n";
       clear_gradients(*optimizer_);
     } else {
+      record_gradients(step);
       optimizer_->step();
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
       p.window_loss += loss;
@@ -194,6 +305,11 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
       p.window_loss = p.window_accuracy = p.window_tokens = p.window_seconds = 0;
       p.window_steps = 0;
     }
+    if (p.step == std::min(t.unused_parameters_steps, t.steps)) check_unused_parameters(log);
+    if (config_.eval.every > 0 && (p.step % config_.eval.every == 0 || p.step == t.steps)) evaluate_curve_point();
+    if (std::find(config_.output.keep_checkpoints.begin(), config_.output.keep_checkpoints.end(), p.step) !=
+        config_.output.keep_checkpoints.end())
+      p.snapshots.emplace_back(p.step, checkpoint_of(*model_));
     const bool stopping = stop_signal() != 0;
     if (!checkpoint_path_.empty() &&
         (stopping || p.step == t.steps || (checkpoint_every_ > 0 && p.step % checkpoint_every_ == 0))) {
@@ -223,6 +339,8 @@ TrainingCheckpoint Trainer::checkpoint() const {
   c.config_yaml = to_yaml(config_);
   c.threads = torch::get_num_threads();
   c.progress = progress_;
+  c.progress.trained_rows = trained_rows();
+  for (const auto& seen : gradient_seen_) c.progress.gradient_seen.push_back(seen.item<bool>());
   std::ostringstream data, positions;
   data << data_rng_;
   positions << position_rng_;
@@ -254,6 +372,12 @@ void Trainer::restore(const TrainingCheckpoint& c) {
   if (device_.is_cuda() && c.cuda_rng.defined())
     set_generator_state(at::globalContext().defaultGenerator(device_), c.cuda_rng);
   progress_ = c.progress;
+  set_trained_rows(c.progress.trained_rows);
+  if (c.progress.gradient_seen.size() != gradient_seen_.size())
+    throw std::runtime_error("the checkpoint's gradient record does not match the model's parameters");
+  for (size_t i = 0; i < gradient_seen_.size(); ++i) gradient_seen_[i].fill_(bool(c.progress.gradient_seen[i]));
+  progress_.trained_rows.clear();
+  progress_.gradient_seen.clear();
 }
 
 void Trainer::write_checkpoint() const { write_training_checkpoint(checkpoint_path_, checkpoint()); }
@@ -262,7 +386,7 @@ void Trainer::stop_if_requested() const {
   if (stop_signal() != 0) throw RunInterrupted(stop_signal(), progress_.step, checkpoint_path_);
 }
 
-EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::string& method) {
+EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::string& method, bool statistics) {
   torch::NoGradGuard no_grad;
   model_->eval();
   Rng rng(evaluation_data_seed(config_.seed, length));
@@ -273,20 +397,23 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   EvalResult r;
   r.method = method;
   r.length = length;
+  r.step = progress_.step;
+  std::tie(r.sampler, r.positions_max_length) = evaluation_sampler(config_.positions);
   r.sequence_length = task_.sequence_length(length);
   const int64_t examples = task_.evaluation_size(length, samples);
   ChanceLevel chance(task_.num_classes(), task_.chance_per_position());
   AttentionSummaryAccumulator attention;
   ForwardRequest request;
-  request.attentions = config_.analysis.attention_statistics;
+  request.attentions = statistics && config_.analysis.attention_statistics;
   double loss_sum = 0;
   int64_t correct = 0, scored = 0, correct_sequences = 0;
   for (int64_t done = 0; done < examples;) {
-    stop_if_requested();  // a long evaluation stops within a batch of a signal, not a length
+    if (stop_checks_) stop_if_requested();  // a long evaluation stops within a batch of a signal, not a length
     const int64_t n = std::min(config_.eval.batch_size, examples - done);
     Batch batch = task_.evaluation_batch(length, done, n, rng).to(device_);
     const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
     auto positions = evaluation_positions(B, T, position_rng);
+    if (done == 0 && statistics) r.untrained = untrained_rows_used(batch, positions);
     const auto scope = autocast();
     auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
     attention.add(output.attentions, batch.padding);
@@ -353,8 +480,13 @@ std::vector<ProbeResult> Trainer::probes(int64_t length) {
   auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
   for (auto& hidden : output.hidden_states) hidden = hidden.to(torch::kFloat32);  // the probes fit in float32
   model_->train();
-  return position_probes(output.hidden_states, batch.tokens, task_.vocab_size(), length,
-                         config_.analysis.probe_ridge, seed);
+  auto results = position_probes(output.hidden_states, batch.tokens, task_.vocab_size(), length,
+                                 config_.analysis.probe_ridge, seed);
+  for (auto& p : results) {
+    p.step = progress_.step;
+    std::tie(p.sampler, p.positions_max_length) = evaluation_sampler(config_.positions);
+  }
+  return results;
 }
 
 std::vector<EvalResult> Trainer::evaluate() {

@@ -32,6 +32,12 @@ struct TrainerProgress {
   double window_loss = 0, window_accuracy = 0, window_tokens = 0, window_seconds = 0;  // sums over
   int64_t window_steps = 0;                                                           //   the window
   double training_seconds = 0, total_tokens = 0;
+  std::vector<EvalResult> evaluation_curve;  // eval.every rows so far
+  std::vector<std::pair<int64_t, std::vector<std::pair<std::string, torch::Tensor>>>> snapshots;  // keep_checkpoints
+  std::vector<TrainedRows> trained_rows;     // position tables' rows updated so far (at checkpoints)
+  std::vector<uint8_t> gradient_seen;        // per parameter: a nonzero gradient in the first
+  int64_t gradient_steps = 0;                //   train.unused_parameters_steps steps, and how many
+                                             //   of those were not skipped
 };
 
 struct TrainingCheckpoint;
@@ -48,6 +54,10 @@ void clear_gradients(torch::optim::Optimizer& optimizer);
 
 uint64_t evaluation_data_seed(int64_t run_seed, int64_t length);
 
+// The sampler evaluation draws positions from under `positions` (positions.evaluate_with),
+// and its max_length (0 for contiguous): the settings EvalResult rows record.
+std::pair<std::string, int64_t> evaluation_sampler(const PositionsConfig& positions);
+
 class Trainer {
  public:
   Trainer(const RunConfig& config, Encoder model, const Task& task, torch::Device device);
@@ -55,9 +65,12 @@ class Trainer {
   // Runs the optimizer steps left up to train.steps (all of them, unless restored from a
   // checkpoint). A non-finite loss or gradient throws (naming the step, the loss, the
   // gradient norm and the parameters whose gradients are not finite), or with
-  // train.nonfinite: skip leaves the parameters unchanged and counts the step. Throws after
-  // the first backward pass if any parameter received no gradient (naming it). A stop signal
-  // (stop_signal.h) ends it after the current step: checkpoint, then RunInterrupted.
+  // train.nonfinite: skip leaves the parameters unchanged and counts the step. After the
+  // first train.unused_parameters_steps steps, a parameter whose gradient was missing or
+  // exactly zero at each of them is named: an error (train.unused_parameters: error) or a
+  // warning in the log. Every eval.every steps it evaluates into the evaluation curve; at
+  // output.keep_checkpoints steps it keeps the parameters. A stop signal (stop_signal.h)
+  // ends it after the current step: checkpoint, then RunInterrupted.
   TrainingCurve train(std::ostream& log, bool interactive);
   // Same, up to step `until` (< train.steps: the run is not finished).
   TrainingCurve train_until(int64_t until, std::ostream& log, bool interactive);
@@ -75,7 +88,15 @@ class Trainer {
   // Evaluates every eval.extrapolation method x eval.lengths entry on eval.samples examples
   // (fewer when the task's evaluation set is smaller: text).
   std::vector<EvalResult> evaluate();
-  EvalResult evaluate_length(int64_t length, int64_t samples, const std::string& method = "none");
+  // One row; `statistics`: with attention statistics when analysis.attention_statistics, and
+  // the untrained position-table rows it uses (untrained_rows_used).
+  EvalResult evaluate_length(int64_t length, int64_t samples, const std::string& method = "none",
+                             bool statistics = true);
+  // The training step whose parameters the rows describe (pelab eval: of the loaded checkpoint).
+  void set_evaluated_step(int64_t step) { progress_.step = step; }
+  // The position tables' rows updated by training so far, and (pelab eval) those of a run file.
+  std::vector<TrainedRows> trained_rows() const;
+  void set_trained_rows(const std::vector<TrainedRows>& rows);
   // Attention maps of the first `examples` examples of the evaluation set at `length` (the
   // positions evaluation uses, no extrapolation method).
   AttentionMaps attention_maps(int64_t length, int64_t examples);
@@ -89,7 +110,13 @@ class Trainer {
  private:
   // bf16 autocast on the run's device for a forward pass when `precision: bf16`, else nothing
   AutocastScope autocast() const { return AutocastScope(config_.precision == "bf16", device_); }
-  void check_every_parameter_has_gradient() const;
+  // After a backward pass: which parameters and table rows got a nonzero gradient.
+  void record_gradients(int64_t step);
+  void check_unused_parameters(std::ostream& log) const;  // train.unused_parameters
+  // The rows of position tables that a forward pass over `batch` uses (a nonzero gradient)
+  // and training never updated, described for EvalResult::untrained; empty: none.
+  std::string untrained_rows_used(const Batch& batch, const Positions& positions);
+  void evaluate_curve_point();  // eval.every
   double global_gradient_norm() const;
   std::string nonfinite_gradients() const;  // names of parameters whose gradient is not finite
   std::string nonfinite_tensors(bool gradients) const;  // parameters (or gradients) not finite; empty: none
@@ -106,6 +133,14 @@ class Trainer {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   Rng data_rng_, position_rng_;  // the training batches' streams
   TrainerProgress progress_;
+  struct TableRows {  // a position table (PositionEncodingImpl::position_tables) and its rows
+    std::string parameter, row_kind;  //   updated so far, (rows,) bool on the device
+    int64_t first_row_value;
+    torch::Tensor table, trained;
+  };
+  std::vector<TableRows> tables_;
+  bool stop_checks_ = true;  // evaluate_length stops at a stop signal (not inside a curve point)
+  std::vector<torch::Tensor> gradient_seen_;  // per parameter, bool on the device
   std::string checkpoint_path_;
   int64_t checkpoint_every_ = 0;
 };

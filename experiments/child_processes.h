@@ -1,0 +1,40 @@
+// Child pelab processes run side by side (a sweep's runs, pelab eval over a sweep): at most
+// `jobs` at once, each with its output appended to its own log file, stopped together on
+// SIGINT/SIGTERM.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace pelab {
+
+struct ChildProcess {
+  std::vector<std::string> argv;  // argv[0]: the executable's path
+  std::string log_file;           // stdout and stderr, appended
+};
+
+struct ChildEnd {
+  size_t index;              // into the children given
+  int status;                // as waitpid reports it
+  double seconds;
+  std::uintmax_t log_offset; // where this process's output starts in its log file
+};
+
+// Runs `children` in order, at most `jobs` at a time; `before_start(i)` runs just before
+// child i starts (to prepare its folder), `on_end` as each ends. On a stop signal
+// (stop_signal.h; main installs the handlers) it starts no more, passes the signal on to
+// those running and waits for them, saying so on `out` ("SIGTERM: stopping 2 " +
+// stopping_what). Returns how many never started.
+size_t run_child_processes(const std::vector<ChildProcess>& children, int64_t jobs,
+                           const std::function<void(size_t)>& before_start,
+                           const std::function<void(const ChildEnd&)>& on_end, const std::string& stopping_what,
+                           std::ostream& out);
+
+// The last line starting "error:" that a child wrote to its log from `from` on, or what its
+// exit status says.
+std::string child_error_line(const std::string& log_file, int status, std::uintmax_t from);
+
+}  // namespace pelab

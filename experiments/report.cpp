@@ -1,0 +1,345 @@
+#include "experiments/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/config/sweep_config.h"
+#include "core/io/atomic_file.h"
+#include "core/io/hdf5_store.h"
+#include "core/io/schema.h"
+#include "experiments/sweep.h"
+
+namespace pelab {
+
+namespace {
+
+// One line of the table: a group (the runs that differ only by seed) and a method.
+struct Line {
+  std::string group, method;
+  int64_t train_min = 0, train_max = 0;
+  std::map<int64_t, std::vector<double>> values, chance;  // per test length, over seeds
+  std::map<int64_t, std::set<std::string>> untrained;     // EvalResult::untrained texts
+  std::vector<double> summary;                             // per seed: over the lengths beyond training
+};
+
+struct Aggregate {
+  double value = NAN;  // what the cell shows: the mean, median or max
+  double mean = NAN, std = 0, median = NAN, q1 = NAN, q3 = NAN, min = NAN, max = NAN;
+  size_t n = 0;
+  size_t successes = 0;
+};
+
+// numpy's default (linear) quantile of sorted values
+double quantile(const std::vector<double>& sorted, double q) {
+  const double position = q * (sorted.size() - 1);
+  const size_t below = static_cast<size_t>(std::floor(position));
+  const size_t above = std::min(below + 1, sorted.size() - 1);
+  return sorted[below] + (position - below) * (sorted[above] - sorted[below]);
+}
+
+Aggregate aggregate_of(std::vector<double> values, const ReportArguments& a) {
+  Aggregate g;
+  g.n = values.size();
+  if (values.empty()) return g;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (double x : values) sum += x;
+  g.mean = sum / g.n;
+  double squares = 0;
+  for (double x : values) squares += (x - g.mean) * (x - g.mean);
+  g.std = g.n > 1 ? std::sqrt(squares / (g.n - 1)) : 0.0;  // the sample standard deviation
+  g.median = quantile(values, 0.5);
+  g.q1 = quantile(values, 0.25);
+  g.q3 = quantile(values, 0.75);
+  g.min = values.front();
+  g.max = values.back();
+  const bool loss = a.metric == "loss";
+  g.value = a.aggregate == "median" ? g.median : a.aggregate == "max" ? (loss ? g.min : g.max) : g.mean;
+  if (a.success >= 0) {
+    const double threshold = loss ? a.success : 100 * a.success;  // accuracies are shown in percent
+    for (double x : values) g.successes += loss ? x <= threshold : x >= threshold;
+  }
+  return g;
+}
+
+std::string format_cell(const Aggregate& g, const ReportArguments& a) {
+  if (g.n == 0) return "";
+  const bool loss = a.metric == "loss";
+  auto number = [&](double x) { return fmt::format(loss ? "{:.3f}" : "{:.1f}", x); };
+  std::string text;
+  if (a.aggregate == "median") text = fmt::format("{} [{}-{}]", number(g.median), number(g.q1), number(g.q3));
+  else if (a.aggregate == "max") text = fmt::format("{} [{}]", number(g.value), number(loss ? g.max : g.min));
+  else text = fmt::format("{} +- {}", number(g.mean), number(g.std));
+  text += fmt::format(" ({})", g.n);
+  if (a.success >= 0) text += fmt::format(" {}/{}", g.successes, g.n);
+  return text;
+}
+
+// "encoding.name=rope seed=1 eval.lengths=[5, 10]" -> "encoding=rope lengths=[5, 10]": the
+// axis values but the seed, labelled as in run ids.
+std::string without_seed(const std::string& overrides) {
+  std::vector<std::string> items;  // split before each "key=" (values may hold spaces: [5, 10])
+  std::istringstream in(overrides);
+  std::string word;
+  while (in >> word) {
+    const auto eq = word.find('=');
+    const bool starts_item = eq != std::string::npos && word.find('[') > eq && word.find('{') > eq;
+    if (starts_item || items.empty()) items.push_back(word);
+    else items.back() += " " + word;
+  }
+  std::string out;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    if (item.substr(0, eq) == "seed") continue;
+    out += (out.empty() ? "" : " ") + axis_label(item.substr(0, eq)) + item.substr(eq);
+  }
+  return out.empty() ? "(base)" : out;
+}
+
+// The run's rows under the report's settings: method -> length -> row. Among rows of one
+// method and length left, the one with the most samples, then the last written.
+std::map<std::string, std::map<int64_t, EvalResult>> selected_rows(const RunRecord& record, const ReportArguments& a) {
+  const int64_t step = a.step >= 0 ? a.step : record.train_steps;
+  const std::string sampler = a.sampler.empty() ? record.run_sampler : a.sampler;
+  std::map<std::string, std::map<int64_t, EvalResult>> rows;
+  for (const auto& row : record.evaluation) {
+    if ((!a.method.empty() && row.method != a.method) || row.step != step || row.sampler != sampler) continue;
+    if (a.sampler_max_length > 0 ? row.positions_max_length != a.sampler_max_length
+                                 : a.sampler.empty() && row.positions_max_length != record.run_positions_max_length)
+      continue;
+    if (a.samples > 0 && row.samples != a.samples) continue;
+    auto [it, inserted] = rows[row.method].emplace(row.length, row);
+    if (!inserted && row.samples >= it->second.samples) it->second = row;
+  }
+  return rows;
+}
+
+double metric_of(const EvalResult& e, const std::string& metric, bool chance) {
+  if (metric == "token") return 100 * (chance ? e.chance_token_accuracy : e.per_token_accuracy);
+  if (metric == "sequence") return 100 * (chance ? e.chance_sequence_accuracy : e.per_sequence_accuracy);
+  return chance ? e.chance_loss : e.loss;
+}
+
+std::string latex_escape(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '_' || c == '%' || c == '&' || c == '#' || c == '$' || c == '{' || c == '}') out += '\\';
+    out += c;
+  }
+  size_t at = 0;
+  while ((at = out.find("+-", at)) != std::string::npos) out.replace(at, 2, "$\\pm$"), at += 5;
+  return out;
+}
+
+}  // namespace
+
+int command_report(const ReportArguments& a, std::ostream& out, std::ostream& err) {
+  std::vector<SweepDirectoryRun> runs;
+  try {
+    runs = sweep_directory_runs(a.sweep_dir);
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << "\n";
+    return 2;
+  }
+  std::vector<Line> lines;
+  std::set<int64_t> lengths;
+  std::vector<std::string> problems;
+  int64_t complete = 0, without_rows = 0;
+  for (const auto& run : runs) {
+    if (run.state != "complete") {
+      problems.push_back(run.state == "failed" ? fmt::format("  {} failed: {}\n", run.id, run.error)
+                                               : fmt::format("  {} is not complete\n", run.id));
+      continue;
+    }
+    ++complete;
+    const RunRecord record = read_run_file(run.dir + "/" + schema::kRunFileName, /*with_checkpoint=*/false);
+    const auto rows = selected_rows(record, a);
+    if (rows.empty()) ++without_rows;
+    for (const auto& [method, by_length] : rows) {
+      const std::string group = without_seed(run.overrides);
+      auto line = std::find_if(lines.begin(), lines.end(),
+                               [&](const Line& l) { return l.group == group && l.method == method; });
+      if (line == lines.end()) {
+        lines.push_back({group, method, record.train_min_length, record.train_max_length, {}, {}, {}, {}});
+        line = lines.end() - 1;
+      }
+      line->train_min = std::min(line->train_min, record.train_min_length);
+      line->train_max = std::max(line->train_max, record.train_max_length);
+      double beyond_sum = 0;
+      int64_t beyond = 0;
+      for (const auto& [length, row] : by_length) {
+        lengths.insert(length);
+        line->values[length].push_back(metric_of(row, a.metric, false));
+        line->chance[length].push_back(metric_of(row, a.metric, true));
+        if (!row.untrained.empty()) line->untrained[length].insert(row.untrained);
+        if (length > record.train_max_length) beyond_sum += metric_of(row, a.metric, false), ++beyond;
+      }
+      if (beyond > 0) line->summary.push_back(beyond_sum / beyond);
+    }
+  }
+  const bool loss = a.metric == "loss";
+  if (a.sort == "summary")
+    std::stable_sort(lines.begin(), lines.end(), [&](const Line& x, const Line& y) {
+      const double vx = aggregate_of(x.summary, a).value, vy = aggregate_of(y.summary, a).value;
+      if (std::isnan(vx) || std::isnan(vy)) return !std::isnan(vx) && std::isnan(vy);
+      return loss ? vx < vy : vx > vy;
+    });
+  // one chance line when every group has the same chance levels (one task), else one per group
+  bool one_chance = true;
+  std::map<int64_t, double> shared_chance;
+  for (const auto& line : lines)
+    for (const auto& [length, values] : line.chance) {
+      const double c = aggregate_of(values, ReportArguments{}).mean;
+      auto [it, inserted] = shared_chance.emplace(length, c);
+      one_chance = one_chance && (inserted || std::abs(it->second - c) < 1e-9);
+    }
+  const bool several_methods = std::any_of(lines.begin(), lines.end(), [&](const Line& l) { return l.method != lines.front().method; });
+
+  std::set<std::string> untrained_schemes;  // the schemes named by rows' untrained texts
+  std::vector<std::string> header = {"run", "trained"};
+  for (int64_t L : lengths) header.push_back(std::to_string(L));
+  header.push_back("beyond");
+  std::vector<std::vector<std::string>> table;
+  std::ostringstream csv;
+  csv << "group,method,train_min_length,train_max_length,length,beyond_training,metric,aggregate,value,mean,std,"
+         "median,q1,q3,min,max,seeds,success_threshold,success_share,chance,untrained\n";
+  auto csv_row = [&](const Line& line, const std::string& length, bool beyond, const Aggregate& g, double chance,
+                     bool untrained) {
+    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{}\n",
+                       line.group, line.method, line.train_min, line.train_max, length, beyond ? 1 : 0, a.metric,
+                       a.aggregate, g.value, g.mean, g.std, g.median, g.q1, g.q3, g.min, g.max, g.n,
+                       a.success >= 0 ? fmt::format("{}", a.success) : "",
+                       a.success >= 0 ? fmt::format("{:.6g}", double(g.successes) / g.n) : "", chance,
+                       untrained ? 1 : 0);
+  };
+  for (const auto& line : lines) {
+    std::vector<std::string> cells = {several_methods ? line.group + " [" + line.method + "]" : line.group,
+                                      fmt::format("{}-{}", line.train_min, line.train_max)};
+    std::vector<std::string> chance_cells = {"  chance", ""};
+    double beyond_chance = 0;
+    int64_t beyond_lengths = 0;
+    for (int64_t L : lengths) {
+      auto found = line.values.find(L);
+      if (found == line.values.end()) {
+        cells.push_back("");
+        chance_cells.push_back("");
+        continue;
+      }
+      const Aggregate g = aggregate_of(found->second, a);
+      const double chance = aggregate_of(line.chance.at(L), ReportArguments{}).mean;
+      std::string cell = format_cell(g, a) + (L > line.train_max ? "*" : "");
+      auto untrained = line.untrained.find(L);
+      if (untrained != line.untrained.end()) {
+        cell += " !";
+        for (const auto& text : untrained->second) untrained_schemes.insert(text.substr(0, text.find(':')));
+      }
+      cells.push_back(cell);
+      chance_cells.push_back(fmt::format(loss ? "{:.3f}" : "{:.1f}", chance));
+      if (L > line.train_max) beyond_chance += chance, ++beyond_lengths;
+      csv_row(line, std::to_string(L), L > line.train_max, g, chance, untrained != line.untrained.end());
+    }
+    const Aggregate summary = aggregate_of(line.summary, a);
+    cells.push_back(format_cell(summary, a));
+    chance_cells.push_back(beyond_lengths ? fmt::format(loss ? "{:.3f}" : "{:.1f}", beyond_chance / beyond_lengths) : "");
+    if (summary.n > 0) csv_row(line, "beyond", true, summary, beyond_chance / beyond_lengths, false);
+    table.push_back(cells);
+    if (!one_chance) table.push_back(chance_cells);
+  }
+  if (one_chance && !lines.empty()) {
+    std::vector<std::string> chance_cells = {"chance", ""};
+    for (int64_t L : lengths)
+      chance_cells.push_back(shared_chance.count(L) ? fmt::format(loss ? "{:.3f}" : "{:.1f}", shared_chance[L]) : "");
+    chance_cells.push_back("");
+    table.push_back(chance_cells);
+  }
+
+  const std::string what = a.metric == "token"      ? "per-token accuracy (%)"
+                           : a.metric == "sequence" ? "per-sequence accuracy (%)"
+                                                    : "loss (nats per scored token)";
+  const std::string how = a.aggregate == "median" ? "median [interquartile range] over seeds (n)"
+                          : a.aggregate == "max"  ? (loss ? "best (lowest) [highest] of the seeds (n)"
+                                                          : "best of the seeds [worst] (n)")
+                                                  : "mean +- std over seeds (n)";
+  std::vector<std::string> notes;
+  notes.push_back(fmt::format("{}: {}, {}; {} of {} runs complete", a.sweep_dir, what, how, complete, runs.size()));
+  notes.push_back(fmt::format("rows at {}, positions {}{}{}", a.step >= 0 ? fmt::format("step {}", a.step) : "the final step",
+                              a.sampler.empty() ? "as each run evaluated" : a.sampler,
+                              a.sampler_max_length > 0 ? fmt::format(" (max_length {})", a.sampler_max_length) : "",
+                              a.samples > 0 ? fmt::format(", {} samples", a.samples) : ""));
+  notes.push_back("* beyond the group's training lengths (trained); beyond: each seed's mean over those lengths, "
+                  "aggregated the same way");
+  if (a.success >= 0)
+    notes.push_back(fmt::format("k/n: seeds {} {}", loss ? "at or below" : "at or above",
+                                loss ? fmt::format("{}", a.success) : fmt::format("{}%", 100 * a.success)));
+  notes.push_back("chance: the best input-independent prediction");
+  if (!untrained_schemes.empty())
+    notes.push_back(fmt::format("!: some seed used position-table rows ({}) that no training step updated; which "
+                                "rows: analysis/summarize_run.py RUN.h5",
+                                join(std::vector<std::string>(untrained_schemes.begin(), untrained_schemes.end()))));
+  if (without_rows > 0)
+    notes.push_back(fmt::format("{} complete run(s) have no rows under these settings", without_rows));
+
+  // text
+  std::vector<size_t> width(header.size(), 0);
+  for (size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
+  for (const auto& cells : table)
+    for (size_t i = 0; i < cells.size(); ++i) width[i] = std::max(width[i], cells[i].size());
+  std::ostringstream text;
+  text << notes.front() << "\n";
+  auto text_row = [&](const std::vector<std::string>& cells) {
+    std::string row = fmt::format("{:<{}}", cells[0], width[0]);
+    for (size_t i = 1; i < cells.size(); ++i) row += fmt::format("  {:>{}}", cells[i], width[i]);
+    text << row << "\n";
+  };
+  text_row(header);
+  for (const auto& cells : table) text_row(cells);
+  for (size_t i = 1; i < notes.size(); ++i) text << notes[i] << "\n";
+  if (!problems.empty()) {
+    text << problems.size() << " run(s) left out:\n";
+    for (const auto& p : problems) text << p;
+  }
+  // markdown
+  std::ostringstream md;
+  md << join(notes, ". ") << ".\n\n| " << join(header, " | ") << " |\n|";
+  for (size_t i = 0; i < header.size(); ++i) md << (i ? "---:|" : "---|");
+  md << "\n";
+  for (const auto& cells : table) md << "| " << join(cells, " | ") << " |\n";
+  // LaTeX (booktabs)
+  std::ostringstream tex;
+  tex << "% " << join(notes, ". ") << "\n\\begin{tabular}{ll" << std::string(header.size() - 2, 'r') << "}\n\\toprule\n";
+  auto tex_row = [&](const std::vector<std::string>& cells) {
+    std::vector<std::string> escaped;
+    for (const auto& c : cells) escaped.push_back(latex_escape(c));
+    tex << join(escaped, " & ") << " \\\\\n";
+  };
+  tex_row(header);
+  tex << "\\midrule\n";
+  for (const auto& cells : table) tex_row(cells);
+  tex << "\\bottomrule\n\\end{tabular}\n";
+
+  if (a.format == "markdown") out << md.str();
+  else if (a.format == "csv") out << csv.str();
+  else if (a.format == "latex") out << tex.str();
+  else out << text.str();
+  try {
+    update_sweep_index(a.sweep_dir);
+  } catch (const std::exception& e) {
+    err << "warning: could not write the sweep index: " << e.what() << "\n";
+  }
+  try {
+    write_file_atomically(a.sweep_dir + "/report.csv", csv.str(), "the report");
+    write_file_atomically(a.sweep_dir + "/report.md", md.str(), "the report");
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
+  if (a.format == "text") out << "wrote " << a.sweep_dir << "/report.csv, " << a.sweep_dir << "/report.md\n";
+  return problems.empty() ? 0 : 1;
+}
+
+}  // namespace pelab

@@ -1,0 +1,37 @@
+// `pelab report`: a sweep's length-generalization table. Rows are groups (the runs that
+// differ only by seed) and their extrapolation methods; columns are test lengths and a
+// summary, the value over the lengths beyond each group's own training range (as Ruoss et
+// al. 2023 report); each cell aggregates the seeds (mean, median or best) with its spread.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace pelab {
+
+struct ReportArguments {
+  std::string sweep_dir;
+  std::string metric = "token";      // token | sequence | loss
+  std::string aggregate = "mean";    // mean (+- std) | median [interquartile range] | max [min..max]
+  double success = -1;               // >= 0: per cell, the share of seeds at or above this accuracy
+                                     //   (a fraction; loss: at or below)
+  std::string format = "text";       // what is printed: text | markdown | csv | latex
+  std::string sort = "none";         // none | summary (best first)
+  // Which of a run's evaluation rows (pelab eval adds rows under other settings): the method
+  // (empty: each method a line), the step (-1: the final one), the sampler (empty: the
+  // run's own) and its max length (0: the run's own, or any with --sampler), the samples (0:
+  // the most there are).
+  std::string method;
+  int64_t step = -1;
+  std::string sampler;
+  int64_t sampler_max_length = 0;
+  int64_t samples = 0;
+};
+
+// Prints the table in `format` and writes report.csv and report.md in the sweep
+// directory. Exit codes: 0, 1 when some run is not complete (left out) or a file cannot be
+// written, 2 bad arguments.
+int command_report(const ReportArguments& arguments, std::ostream& out, std::ostream& err);
+
+}  // namespace pelab

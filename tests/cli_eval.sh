@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The researcher's loop end to end on a tiny sweep with two tasks and zipped training
+# ranges: pelab eval adds rows (resumably, each with its settings) to every run, the report
+# groups by training range and task and aggregates seeds as an independent numpy
+# recomputation does, untrained position rows are flagged, the curves and plots are drawn.
+set -euo pipefail
+source_dir="$1"; work="$2"
+rm -rf "$work"; mkdir -p "$work"; cd "$work"
+py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py
+analysis="$source_dir/analysis"
+fails_with() {  # fails_with STATUS PATTERN COMMAND...: that exit status and PATTERN on stderr
+  local want="$1" pattern="$2"; shift 2
+  local status=0
+  "$@" > /dev/null 2> err.txt || status=$?
+  cat err.txt
+  test "$status" -eq "$want" && grep -q -- "$pattern" err.txt
+}
+
+"$PELAB" sweep "$source_dir/tests/fixtures/sweeps/eval.yaml" --jobs 2 > sweep.txt
+grep -q "12 of 12 runs complete" sweep.txt
+
+echo "== pelab eval over the sweep adds rows to every run; again, it finds them there"
+"$PELAB" eval eval-out --lengths 12 --jobs 2 | tee eval.txt
+grep -q "12 of 12 runs evaluated" eval.txt
+"$PELAB" eval eval-out --lengths 12 --jobs 2 > again.txt
+grep -q "12 of 12 runs evaluated" again.txt
+grep -q "added 0 evaluation rows.*1 already there" eval-out/runs/task-parity_check_seed-2_min_length-2_max_length-6/eval-log.txt
+run=eval-out/runs/task-reverse_string_seed-0_min_length-1_max_length-3/run.h5
+"$PELAB" eval "$run" --lengths 6 --sampler randomized --sampler-max-length 64 --samples 8 --threads 1 | tee one.txt
+grep -q "step 4, positions randomized (max_length 64)" one.txt
+"$PELAB" eval "$run" --step 2 --lengths 3 --threads 1 > step.txt
+fails_with 1 "has no snapshot of step 3; it keeps steps 2, and the final parameters (step 4)" \
+  "$PELAB" eval "$run" --step 3 --lengths 3
+fails_with 2 "nothing.h5 does not exist: give a run file (run.h5) or a sweep directory" "$PELAB" eval nothing.h5
+fails_with 2 "runs.tsv does not exist: not a sweep directory" "$PELAB" eval .
+$py - "$run" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1]) as f:
+    e = f["evaluation"]
+    rows = list(zip(e["method"].asstr()[()], e["length"][()], e["samples"][()], e["step"][()],
+                    e["sampler"].asstr()[()], e["positions_max_length"][()]))
+    # training's 3 rows, eval's length 12 (once), the randomized row and the step-2 row
+    assert rows == [("none", 3, 8, 4, "contiguous", 0), ("none", 6, 8, 4, "contiguous", 0),
+                    ("none", 9, 8, 4, "contiguous", 0), ("none", 12, 8, 4, "contiguous", 0),
+                    ("none", 6, 8, 4, "randomized", 64), ("none", 3, 8, 2, "contiguous", 0)], rows
+    untrained = e["untrained"].asstr()[()]
+    # trained on lengths 1-3 (positions 0-5): lengths 6 (12 tokens) and up use untrained rows
+    assert untrained[0] == "" and untrained[1] == "learned: positions 6..11 never trained", untrained
+    assert untrained[4].startswith("learned: positions "), untrained  # randomized positions up to 63
+    assert list(f["trained_rows/position_encoding.table"][:8]) == [1] * 6 + [0] * 2
+    curve = f["evaluation_curve"]
+    assert list(curve["step"][()]) == [2, 2, 2, 4, 4, 4] and set(curve["samples"][()]) == {4}
+    assert sorted(f["snapshots"]) == ["step_2"]
+print("rows carry their settings")
+PY
+
+echo "== the report: groups by task and training range, aggregates as numpy does"
+"$PELAB" report eval-out | tee report.txt
+grep -q "12 of 12 runs complete" report.txt
+test "$(grep -c '^  chance' report.txt)" -eq 4   # two tasks: each group its own chance line
+grep -q "^task=reverse_string min_length=1 max_length=3 .*\*" report.txt
+grep -q "^task=reverse_string min_length=1 max_length=3 .*(3)\* !" report.txt
+grep -q "!: some seed used position-table rows (learned) that no training step updated" report.txt
+"$PELAB" report eval-out --aggregate median --success 0.9 --sort summary --format csv > median.csv
+"$PELAB" report eval-out --aggregate max --format csv > max.csv
+"$PELAB" report eval-out --format latex | tee report.tex
+grep -q '\\toprule' report.tex && grep -q '\$\\pm\$' report.tex
+"$PELAB" report eval-out --format markdown | grep -q "^| run | trained | 3 | 6 | 9 | 12 | beyond |"
+"$PELAB" report eval-out --sampler randomized --format csv > randomized.csv
+"$PELAB" report eval-out --step 2 --format csv > step2.csv
+$py - <<'PY'
+import csv, re
+import h5py
+import numpy as np
+
+def runs():
+    with h5py.File("eval-out/sweep.h5") as index:
+        t = index["table"]
+        for run_id, overrides in zip(t["id"].asstr()[()], t["overrides"].asstr()[()]):
+            items = dict(p.split("=", 1) for p in re.split(r" (?=[a-z_.]+=)", overrides))
+            group = " ".join(f"{k.split('.')[-2] if k.endswith('.name') else k.split('.')[-1]}={v}"
+                             for k, v in items.items() if k != "seed")
+            yield group, f"eval-out/runs/{run_id}/run.h5"
+
+def selected(path, step=None, sampler=None):
+    """length -> (value %, chance %, untrained) under the report's default selection."""
+    with h5py.File(path) as f:
+        e = f["evaluation"]
+        a = e.attrs
+        step = int(a["train_steps"]) if step is None else step
+        want_sampler = sampler or a["run_sampler"]
+        out = {}
+        for i, length in enumerate(e["length"][()]):
+            if e["step"][i] != step or e["sampler"].asstr()[i] != want_sampler:
+                continue
+            if sampler is None and e["positions_max_length"][i] != a["run_positions_max_length"]:
+                continue
+            out[int(length)] = (100 * e["per_token_accuracy"][i], 100 * e["chance_token_accuracy"][i],
+                                e["untrained"].asstr()[i] != "")
+        return out, int(a["train_max_length"])
+
+def table(**selection):
+    groups = {}
+    for group, path in runs():
+        rows, train_max = selected(path, **selection)
+        if not rows:
+            continue
+        g = groups.setdefault(group, {"train_max": train_max, "cells": {}, "summary": []})
+        for length, row in rows.items():
+            g["cells"].setdefault(length, []).append(row)
+        beyond = [v for L, (v, c, u) in rows.items() if L > train_max]
+        if beyond:
+            g["summary"].append(np.mean(beyond))
+    return groups
+
+def read(path):
+    return {(r["group"], r["length"]): r for r in csv.DictReader(open(path))}
+
+groups = table()
+median, maximum = read("median.csv"), read("max.csv")
+assert len(groups) == 4 and len(median) == 4 * 4 + 4, (sorted(groups), len(median))
+close = lambda a, b: abs(float(a) - float(b)) < 1e-4
+for group, g in groups.items():
+    for length, rows in g["cells"].items():
+        values = np.array([v for v, c, u in rows])
+        r, m = median[(group, str(length))], maximum[(group, str(length))]
+        assert int(r["seeds"]) == 3 == len(values)
+        assert r["beyond_training"] == str(int(length > g["train_max"])), (group, length)
+        assert close(r["value"], np.median(values)) and close(r["q1"], np.percentile(values, 25))
+        assert close(r["q3"], np.percentile(values, 75)), (group, length)
+        assert close(r["success_share"], np.mean(values >= 90)), (r["success_share"], values)
+        assert close(r["chance"], np.mean([c for v, c, u in rows])), group
+        assert r["untrained"] == str(int(any(u for v, c, u in rows)))
+        assert close(m["value"], values.max()) and close(m["min"], values.min())
+        assert close(m["mean"], values.mean()) and close(m["std"], values.std(ddof=1))
+    s = median[(group, "beyond")]
+    assert close(s["value"], np.median(g["summary"])) and int(s["seeds"]) == 3, (group, s)
+    assert close(maximum[(group, "beyond")]["value"], max(g["summary"]))
+# each group starred against its own training range: length 6 is beyond max_length 3 only
+assert median[("task=reverse_string min_length=1 max_length=3", "6")]["beyond_training"] == "1"
+assert median[("task=reverse_string min_length=2 max_length=6", "6")]["beyond_training"] == "0"
+# the chance levels of the two tasks differ (so one chance line would be wrong)
+assert not close(median[("task=parity_check min_length=2 max_length=6", "9")]["chance"],
+                 median[("task=reverse_string min_length=2 max_length=6", "9")]["chance"])
+# --sort summary: best first
+order = [r["group"] for r in csv.DictReader(open("median.csv")) if r["length"] == "beyond"]
+summaries = [np.median(groups[g]["summary"]) for g in order]
+assert summaries == sorted(summaries, reverse=True), summaries
+# rows under other settings: the randomized row of one run, the step-2 rows of one run
+randomized = {k: r for k, r in read("randomized.csv").items() if k[1] != "beyond"}
+assert list(randomized) == [("task=reverse_string min_length=1 max_length=3", "6")], list(randomized)
+assert close(randomized[("task=reverse_string min_length=1 max_length=3", "6")]["value"],
+             list(table(sampler="randomized").values())[0]["cells"][6][0][0])
+assert list(read("step2.csv")) == [("task=reverse_string min_length=1 max_length=3", "3")]  # no length beyond
+print("report matches numpy:", sum(len(g["cells"]) for g in groups.values()), "cells")
+PY
+
+echo "== plots: lengths per group, the evaluation curve"
+$py "$analysis/plot_lengths.py" eval-out --out lengths.png
+$py "$analysis/plot_training.py" eval-out --out training.png
+$py "$analysis/plot_training.py" "$run" --out run_training.png
+for f in lengths training run_training; do
+  test "$(head -c 4 "$f.png" | tail -c 3)" = "PNG"
+  test "$(wc -l < "$f.csv")" -gt 1
+done
+echo "cli_eval ok"
