@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """Evaluation during training: accuracy (or loss) against training step, one line per test
 length (coloured in order of length; solid within the run's training lengths, dashed beyond),
-from the evaluation curve a run records with eval.every > 0. On a sweep directory, one panel
-per group of runs (the sweep's axis values but the seed): the mean over seeds with its
-min-max band.
+from the evaluation curve a run records with eval.every > 0. The curve is without
+extrapolation methods (method none): training evaluates without them. On a sweep
+directory, one panel per group of runs (the sweep's axis values but the seed): the mean
+over seeds with its min-max band.
 
-  /usr/bin/python3 analysis/plot_training.py RUN.h5|SWEEP_DIR [--metric token|sequence|loss] [--method none]
-      [--out FILE.png]
+  /usr/bin/python3 analysis/plot_training.py RUN.h5|SWEEP_DIR [--metric token|sequence|loss] [--out FILE.png]
 
 Writes FILE.png (default: training_curve.png beside the run file, or SWEEP_DIR/training.png)
 and the plotted numbers as FILE.csv.
@@ -41,15 +41,14 @@ def panels(path):
     return list(groups.items())
 
 
-def curve_error(runs, method):
+def curve_error(runs):
     """Why a panel's runs give no curve to plot, or None."""
     for path, run in runs:
-        curve = curve_rows(run, method)
+        curve = curve_rows(run)
         if curve is None:
             return f"{path}: no evaluation curve (/evaluation_curve); set eval.every > 0 to record one"
         if not curve:
-            methods = sorted(set(run["evaluation_curve"]["method"]))
-            return f"{path}: no evaluation-curve rows with method {method!r}; the curve has: {', '.join(methods)}"
+            return f"{path}: the evaluation curve has no rows with the run's own sampler"
     return None
 
 
@@ -58,7 +57,6 @@ def main():
     parser.add_argument("path", help="a run file (run.h5) or a sweep directory")
     parser.add_argument("--metric", choices=sorted(METRICS), default="token",
                         help="per-token or per-sequence accuracy, or the loss")
-    parser.add_argument("--method", default="none", help="evaluation extrapolation method to plot (default none)")
     parser.add_argument("--out", help="PNG to write; the CSV goes beside it")
     args = parser.parse_args()
     key, scale, ylabel = METRICS[args.metric]
@@ -67,7 +65,7 @@ def main():
         print(f"{args.path}: no complete runs", file=sys.stderr)
         return 1
     for _, runs in groups:
-        error = curve_error(runs, args.method)
+        error = curve_error(runs)
         if error:
             print(error, file=sys.stderr)
             return 1
@@ -85,7 +83,7 @@ def main():
         train_max = max(run["train_max_length"] for _, run in runs)
         values = {}  # length -> step -> [per run]
         for _, run in runs:
-            for length, by_step in curve_rows(run, args.method).items():
+            for length, by_step in curve_rows(run).items():
                 for step, row in by_step.items():
                     values.setdefault(length, {}).setdefault(step, []).append(scale * row[key])
         colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(values)))
@@ -106,7 +104,7 @@ def main():
         ax.legend(fontsize=7)
     tasks = ", ".join(sorted({task_name(run) for _, runs in groups for _, run in runs}))
     name = os.path.basename(os.path.normpath(args.path)) if sweep else groups[0][0]
-    fig.suptitle(f"evaluation during training: {name} ({tasks}), method {args.method}", fontsize=10)
+    fig.suptitle(f"evaluation during training: {name} ({tasks})", fontsize=10)
     save_figure_and_csv(fig, out, ["run_or_group", "length", "beyond_training", "step", "mean", "min", "max", "seeds"],
                         rows)
     return 0

@@ -161,14 +161,28 @@ def table_rows(table):
             for i in range(len(table["length"]))]
 
 
-def _pick(table, method, step, sampler, positions_max_length, samples):
-    """{(step, length): row} of the rows matching every setting given (None: any); where several
-    match one step and length, the one with the most samples (on a tie, the last written)."""
-    wanted = {"method": method, "step": step, "sampler": sampler, "positions_max_length": positions_max_length,
-              "samples": samples}
+def _matches(row, wanted):
+    """Whether `row` has each setting of `wanted` ({column: value}) that is not None."""
+    return all(value is None or row[k] == value for k, value in wanted.items())
+
+
+def _selection(run, step, sampler, sampler_max_length):
+    """The settings a selection of one run's rows wants ({column: value or None for any}): the
+    run's final step (train_steps) unless `step`; the run's sampler and its max length
+    (run_sampler, run_positions_max_length) unless `sampler` (then any max length of it) or
+    `sampler_max_length`. Shared by the evaluation rows and the probe rows."""
+    if sampler is None and sampler_max_length is None:
+        sampler_max_length = run["run_positions_max_length"]
+    return {"step": run["train_steps"] if step is None else step, "sampler": sampler or run["run_sampler"],
+            "positions_max_length": sampler_max_length}
+
+
+def _pick(table, wanted):
+    """{(step, length): row} of the rows matching `wanted` (see _matches); where several match one
+    step and length, the one with the most samples (on a tie, the last written)."""
     chosen = {}
     for row in table_rows(table):
-        if any(value is not None and row[k] != value for k, value in wanted.items()):
+        if not _matches(row, wanted):
             continue
         key = (row["step"], row["length"])
         if key not in chosen or row["samples"] >= chosen[key]["samples"]:
@@ -181,19 +195,31 @@ def select_rows(run, method="none", step=None, sampler=None, sampler_max_length=
     share: the run's final step (train_steps) unless `step`; the run's sampler and its max
     length (run_sampler, run_positions_max_length) unless `sampler` (then any max length of it)
     or `sampler_max_length`; of the rows left at one length, the most samples unless `samples`."""
-    if sampler is None and sampler_max_length is None:
-        sampler_max_length = run["run_positions_max_length"]
-    chosen = _pick(run["evaluation"], method, run["train_steps"] if step is None else step,
-                   sampler or run["run_sampler"], sampler_max_length, samples)
+    wanted = dict(_selection(run, step, sampler, sampler_max_length), method=method, samples=samples)
+    chosen = _pick(run["evaluation"], wanted)
     return {length: chosen[(s, length)] for s, length in sorted(chosen)}
 
 
-def curve_rows(run, method="none"):
+def select_probe_rows(run, length, step=None, sampler=None, sampler_max_length=None):
+    """{layer: row} of one loaded run's probes at `length`, selected as select_rows selects
+    evaluation rows: the run's final step unless `step`, the run's sampler and its max length
+    unless `sampler` (then any max length of it) or `sampler_max_length`. Where several rows
+    match one layer, the last written. Empty when the run has no probes."""
+    if run["probes"] is None:
+        return {}
+    wanted = dict(_selection(run, step, sampler, sampler_max_length), length=length)
+    chosen = {row["layer"]: row for row in table_rows(run["probes"]) if _matches(row, wanted)}
+    return {layer: chosen[layer] for layer in sorted(chosen)}
+
+
+def curve_rows(run):
     """{length: {step: row}} of a run's evaluation curve (None when it has none), with the run's
-    sampler and, where several rows share a step and length, the most samples."""
+    sampler and, where several rows share a step and length, the most samples. The curve is
+    evaluated without extrapolation methods (method none), so its rows are not filtered by method."""
     if run["evaluation_curve"] is None:
         return None
-    chosen = _pick(run["evaluation_curve"], method, None, run["run_sampler"], run["run_positions_max_length"], None)
+    chosen = _pick(run["evaluation_curve"], {"sampler": run["run_sampler"],
+                                             "positions_max_length": run["run_positions_max_length"]})
     curve = {}
     for step, length in sorted(chosen):
         curve.setdefault(length, {})[step] = chosen[(step, length)]
@@ -205,6 +231,15 @@ def evaluation_settings(run):
     rows, sorted: what a selection can pick from (for error messages)."""
     return sorted({(r["method"], r["step"], r["sampler"], r["positions_max_length"], r["samples"])
                    for r in table_rows(run["evaluation"])})
+
+
+def probe_settings(run):
+    """The distinct (length, step, sampler, positions_max_length) of a run's probe rows, sorted
+    (empty when it has none): what a probe selection can pick from (for error messages)."""
+    if run["probes"] is None:
+        return []
+    return sorted({(r["length"], r["step"], r["sampler"], r["positions_max_length"])
+                   for r in table_rows(run["probes"])})
 
 
 def task_name(run):

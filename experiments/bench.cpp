@@ -145,12 +145,12 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
   auto task = make_task(config.task.name, config.task.options, config.task.format);
   Encoder model = build_model(config, *task);
   model->to(device);
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-4));
+  AdamStep optimizer(model->parameters(), config.train);  // the trainer's optimizer step
   Rng rng(0);
   Batch batch = task->sample(options.batch, length / 2, rng).to(device);
   auto positions = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1), device);
   auto step = [&] {
-    clear_gradients(optimizer);  // as the trainer
+    optimizer.clear_gradients();  // as the trainer
     torch::Tensor loss;
     {
       AutocastScope autocast(options.precision == "bf16", device);  // as the trainer's step
@@ -158,7 +158,7 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
       loss = score_batch(out.logits, batch).loss;
     }
     loss.backward();
-    optimizer.step();
+    optimizer.step(1e-4);
   };
   const double resident_before = resident_mb();
   if (gpu) reset_cuda_peak_memory(device.index());

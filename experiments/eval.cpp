@@ -35,7 +35,12 @@ RunConfig evaluation_config(const EvalArguments& a, const RunRecord& record, con
     config.positions.sampler = a.sampler;
     config.positions.evaluate_with = "sampler";
   }
-  if (a.sampler_max_length > 0) config.positions.max_length = a.sampler_max_length;
+  if (a.sampler_max_length > 0) {
+    if (evaluation_sampler(config.positions).first == "contiguous")
+      throw ConfigError("--sampler-max-length: " + run_file + " evaluates with contiguous positions; give --sampler "
+                        "too (random_offset or randomized)");
+    config.positions.max_length = a.sampler_max_length;
+  }
   if (a.samples > 0) config.eval.samples = a.samples;
   if (!a.extrapolation.empty()) config.eval.extrapolation = a.extrapolation;
   if (!a.lengths.empty()) config.eval.lengths = a.lengths;
@@ -51,7 +56,7 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
   const RunRecord record = read_run_file(run_file, /*with_checkpoint=*/false);
   const RunConfig config = evaluation_config(a, record, run_file);
   PreparedRun run = prepare_run(config);
-  load_checkpoint(run_file, *run.model, a.step);
+  load_checkpoint(run_file, *run.model, a.step == record.train_steps ? -1 : a.step);  // the final step: /checkpoint
   check_lengths_fit(config, *run.task, *run.model);
   Trainer trainer(config, run.model, *run.task, run.device);
   trainer.set_evaluated_step(a.step >= 0 ? a.step : record.train_steps);
@@ -194,6 +199,12 @@ int evaluate_sweep(const EvalArguments& a, const std::string& pelab, std::ostrea
 }  // namespace
 
 int command_eval(const EvalArguments& a, const std::string& pelab, std::ostream& out, std::ostream& err) {
+  if (fs::is_directory(a.target) && !fs::exists(a.target + "/runs.tsv") &&
+      fs::exists(a.target + "/" + schema::kRunFileName)) {
+    err << "error: " << a.target << " is a run's folder, not a sweep directory: give " << a.target << "/"
+        << schema::kRunFileName << "\n";
+    return 2;
+  }
   if (fs::is_directory(a.target)) return evaluate_sweep(a, pelab, out, err);
   try {
     if (!fs::exists(a.target))

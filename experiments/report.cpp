@@ -24,7 +24,9 @@ struct Line {
   int64_t train_min = 0, train_max = 0;
   std::map<int64_t, std::vector<double>> values, chance;  // per test length, over seeds
   std::map<int64_t, std::set<std::string>> untrained;     // EvalResult::untrained texts
-  std::vector<double> summary;                             // per seed: over the lengths beyond training
+  std::vector<std::map<int64_t, double>> seeds;            // each seed's values by length
+  std::vector<int64_t> summary_lengths;  // beyond training, and evaluated for every seed
+  std::vector<double> summary;           // per seed: the mean over summary_lengths
 };
 
 struct Aggregate {
@@ -139,6 +141,10 @@ std::string latex_escape(std::string text) {
 }  // namespace
 
 int command_report(const ReportArguments& a, std::ostream& out, std::ostream& err) {
+  if (a.success > 1 && a.metric != "loss") {
+    err << "error: --success is a share of accuracy, at most 1 (0.9 for 90%)\n";
+    return 2;
+  }
   std::vector<SweepDirectoryRun> runs;
   try {
     runs = sweep_directory_runs(a.sweep_dir);
@@ -149,15 +155,28 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   std::vector<Line> lines;
   std::set<int64_t> lengths;
   std::vector<std::string> problems;
+  std::set<std::string> settings_there;  // what the runs have, for an empty selection's message
   int64_t complete = 0, without_rows = 0;
   for (const auto& run : runs) {
     if (run.state != "complete") {
       problems.push_back(run.state == "failed" ? fmt::format("  {} failed: {}\n", run.id, run.error)
-                                               : fmt::format("  {} is not complete\n", run.id));
+                                               : fmt::format("  {} is {}\n", run.id, run.state == "outdated"
+                                                     ? "from another pelab (schema version): not read"
+                                                     : "not complete"));
+      continue;
+    }
+    RunRecord record;
+    try {
+      record = read_run_file(run.dir + "/" + schema::kRunFileName, /*with_checkpoint=*/false);
+    } catch (const std::exception& e) {
+      problems.push_back(fmt::format("  {} cannot be read: {}\n", run.id, e.what()));
       continue;
     }
     ++complete;
-    const RunRecord record = read_run_file(run.dir + "/" + schema::kRunFileName, /*with_checkpoint=*/false);
+    for (const auto& row : record.evaluation)
+      settings_there.insert(fmt::format("method {} step {} sampler {}{} samples {}", row.method, row.step, row.sampler,
+                                        row.positions_max_length ? fmt::format(" ({})", row.positions_max_length) : "",
+                                        row.samples));
     const auto rows = selected_rows(record, a);
     if (rows.empty()) ++without_rows;
     for (const auto& [method, by_length] : rows) {
@@ -165,21 +184,39 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       auto line = std::find_if(lines.begin(), lines.end(),
                                [&](const Line& l) { return l.group == group && l.method == method; });
       if (line == lines.end()) {
-        lines.push_back({group, method, record.train_min_length, record.train_max_length, {}, {}, {}, {}});
+        lines.push_back({group, method, record.train_min_length, record.train_max_length, {}, {}, {}, {}, {}, {}});
         line = lines.end() - 1;
       }
       line->train_min = std::min(line->train_min, record.train_min_length);
       line->train_max = std::max(line->train_max, record.train_max_length);
-      double beyond_sum = 0;
-      int64_t beyond = 0;
+      std::map<int64_t, double> seed;
       for (const auto& [length, row] : by_length) {
         lengths.insert(length);
-        line->values[length].push_back(metric_of(row, a.metric, false));
+        seed[length] = metric_of(row, a.metric, false);
+        line->values[length].push_back(seed[length]);
         line->chance[length].push_back(metric_of(row, a.metric, true));
         if (!row.untrained.empty()) line->untrained[length].insert(row.untrained);
-        if (length > record.train_max_length) beyond_sum += metric_of(row, a.metric, false), ++beyond;
       }
-      if (beyond > 0) line->summary.push_back(beyond_sum / beyond);
+      line->seeds.push_back(seed);
+    }
+  }
+  if (complete > 0 && without_rows == complete) {
+    err << "error: no run has evaluation rows under these settings; the runs have: "
+        << join(std::vector<std::string>(settings_there.begin(), settings_there.end()), "; ") << "\n";
+    return 1;
+  }
+  // the summary: each seed's mean over the lengths beyond training that every seed has, so
+  // that seeds (and lines) average the same lengths
+  for (auto& line : lines) {
+    for (const auto& [length, value] : line.seeds.front())
+      if (length > line.train_max &&
+          std::all_of(line.seeds.begin(), line.seeds.end(), [&](const auto& s) { return s.count(length) > 0; }))
+        line.summary_lengths.push_back(length);
+    if (line.summary_lengths.empty()) continue;
+    for (const auto& seed : line.seeds) {
+      double sum = 0;
+      for (int64_t L : line.summary_lengths) sum += seed.at(L);
+      line.summary.push_back(sum / line.summary_lengths.size());
     }
   }
   const bool loss = a.metric == "loss";
@@ -232,6 +269,8 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       }
       const Aggregate g = aggregate_of(found->second, a);
       const double chance = aggregate_of(line.chance.at(L), ReportArguments{}).mean;
+      const bool in_summary =
+          std::find(line.summary_lengths.begin(), line.summary_lengths.end(), L) != line.summary_lengths.end();
       std::string cell = format_cell(g, a) + (L > line.train_max ? "*" : "");
       auto untrained = line.untrained.find(L);
       if (untrained != line.untrained.end()) {
@@ -240,7 +279,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       }
       cells.push_back(cell);
       chance_cells.push_back(fmt::format(loss ? "{:.3f}" : "{:.1f}", chance));
-      if (L > line.train_max) beyond_chance += chance, ++beyond_lengths;
+      if (in_summary) beyond_chance += chance, ++beyond_lengths;
       csv_row(line, std::to_string(L), L > line.train_max, g, chance, untrained != line.untrained.end());
     }
     const Aggregate summary = aggregate_of(line.summary, a);
@@ -271,8 +310,8 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
                               a.sampler.empty() ? "as each run evaluated" : a.sampler,
                               a.sampler_max_length > 0 ? fmt::format(" (max_length {})", a.sampler_max_length) : "",
                               a.samples > 0 ? fmt::format(", {} samples", a.samples) : ""));
-  notes.push_back("* beyond the group's training lengths (trained); beyond: each seed's mean over those lengths, "
-                  "aggregated the same way");
+  notes.push_back("* beyond the group's training lengths (trained); beyond: each seed's mean over those lengths "
+                  "(the ones every seed has), aggregated the same way");
   if (a.success >= 0)
     notes.push_back(fmt::format("k/n: seeds {} {}", loss ? "at or below" : "at or above",
                                 loss ? fmt::format("{}", a.success) : fmt::format("{}%", 100 * a.success)));

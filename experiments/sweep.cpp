@@ -77,11 +77,14 @@ std::vector<ManifestRow> read_manifest(const std::string& sweep_dir) {
   return rows;
 }
 
-// Pending runs with a checkpoint.h5 are Resumable: the next sweep continues them.
-enum class RunState { Complete, Failed, Pending, Resumable };
+// Pending runs with a checkpoint.h5 are Resumable: the next sweep continues them. Outdated:
+// a complete run file of another schema version (another pelab), which is left alone.
+enum class RunState { Complete, Failed, Pending, Resumable, Outdated };
 
 RunState state_of(const std::string& run_dir) {
-  if (is_complete_run_file(run_dir + "/" + schema::kRunFileName)) return RunState::Complete;
+  const int64_t version = complete_run_file_version(run_dir + "/" + schema::kRunFileName);
+  if (version == schema::kSchemaVersion) return RunState::Complete;
+  if (version >= 0) return RunState::Outdated;
   if (fs::exists(run_dir + "/" + kFailedFile)) return RunState::Failed;
   if (fs::exists(run_dir + "/" + kCheckpointFileName)) return RunState::Resumable;
   return RunState::Pending;
@@ -92,6 +95,7 @@ const char* state_name(RunState state) {
     case RunState::Complete: return "complete";
     case RunState::Failed: return "failed";
     case RunState::Resumable: return "resumable";
+    case RunState::Outdated: return "outdated";
     default: return "pending";
   }
 }
@@ -269,10 +273,11 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     return 2;
   }
   std::vector<int64_t> todo;
-  int64_t complete = 0, failed_before = 0, resumable = 0;
+  int64_t complete = 0, failed_before = 0, resumable = 0, outdated = 0;
   for (const auto& run : runs) {
     const RunState state = state_of(run.dir);
     if (state == RunState::Complete) ++complete;
+    else if (state == RunState::Outdated) ++outdated;  // never trained over: its results stay
     else todo.push_back(run.index);
     if (state == RunState::Complete && !a.dry_run) remove_leftovers(run.dir);
     if (state == RunState::Failed) ++failed_before;
@@ -304,8 +309,15 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     }
     return submit_slurm(a, sweep, runs, todo, pelab, out, err);
   }
-  if (a.run_index >= 0) todo = state_of(runs[a.run_index].dir) == RunState::Complete
-                                   ? std::vector<int64_t>{} : std::vector<int64_t>{a.run_index};
+  if (a.run_index >= 0) {
+    const RunState state = state_of(runs[a.run_index].dir);
+    todo = state == RunState::Complete || state == RunState::Outdated ? std::vector<int64_t>{}
+                                                                      : std::vector<int64_t>{a.run_index};
+  }
+  if (outdated > 0)
+    err << fmt::format("warning: {} run(s) hold a run file of another pelab (its schema version; `pelab sweep "
+                       "--dry-run` lists them as outdated): left as they are; move their runs/<id>/run.h5 away to "
+                       "train them again\n", outdated);
 
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   const int64_t jobs = std::max<int64_t>(1, std::min<int64_t>(a.jobs, std::max<size_t>(1, todo.size())));

@@ -37,7 +37,7 @@ int command_sweep(const SweepArguments& arguments, const std::string& pelab_exec
 struct SweepDirectoryRun {
   std::string id, overrides;  // overrides: the run's axis values, "key=value key=value"
   std::string dir;            // sweep_dir/runs/<id>
-  std::string state;          // complete | failed | pending | resumable
+  std::string state;          // complete | failed | pending | resumable | outdated
   std::string error;          // a failed run's error line
 };
 std::vector<SweepDirectoryRun> sweep_directory_runs(const std::string& sweep_dir);

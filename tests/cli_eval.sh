@@ -33,6 +33,9 @@ fails_with 1 "has no snapshot of step 3; it keeps steps 2, and the final paramet
   "$PELAB" eval "$run" --step 3 --lengths 3
 fails_with 2 "nothing.h5 does not exist: give a run file (run.h5) or a sweep directory" "$PELAB" eval nothing.h5
 fails_with 2 "runs.tsv does not exist: not a sweep directory" "$PELAB" eval .
+fails_with 2 "is a run's folder, not a sweep directory: give $(dirname "$run")/run.h5" "$PELAB" eval "$(dirname "$run")"
+fails_with 2 "evaluates with contiguous positions; give --sampler too" "$PELAB" eval "$run" --sampler-max-length 64
+"$PELAB" eval "$run" --step 4 --lengths 3 --threads 1 | grep -q "1 already there"  # the final step: /checkpoint
 $py - "$run" <<'PY'
 import sys
 import h5py
@@ -69,6 +72,11 @@ grep -q '\\toprule' report.tex && grep -q '\$\\pm\$' report.tex
 "$PELAB" report eval-out --format markdown | grep -q "^| run | trained | 3 | 6 | 9 | 12 | beyond |"
 "$PELAB" report eval-out --sampler randomized --format csv > randomized.csv
 "$PELAB" report eval-out --step 2 --format csv > step2.csv
+cp eval-out/report.csv report-before.csv
+fails_with 1 "no run has evaluation rows under these settings; the runs have: method none step 2 sampler contiguous" \
+  "$PELAB" report eval-out --step 999
+cmp eval-out/report.csv report-before.csv  # an empty selection writes no report
+fails_with 2 "at most 1 (0.9 for 90%)" "$PELAB" report eval-out --success 90
 $py - <<'PY'
 import csv, re
 import h5py

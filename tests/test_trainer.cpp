@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/run/run.h"
+#include "core/train/adam.h"
 #include "core/train/checkpoint.h"
 #include "core/train/progress.h"
 #include "core/train/schedule.h"
@@ -153,6 +154,20 @@ CATCH_TEST_CASE("evaluation flags position-table rows that training never update
   CATCH_CHECK(t5_trainer.evaluate_length(6, 16).untrained.empty());
   CATCH_CHECK_THAT(t5_trainer.evaluate_length(40, 16).untrained, test::ContainsText("t5_bias: buckets "));
 
+  // offset tables: at the training length every offset a scored prediction uses was trained
+  // (the input half's own offsets reach only unscored outputs in the last layer), beyond it not
+  for (const char* scheme : {"relative_key", "shaw"}) {
+    CATCH_CAPTURE(scheme);
+    auto relative = test::tiny_config({std::string("encoding.name=") + scheme, "train.steps=30", "train.min_length=6"});
+    Encoder relative_model = build_model(relative, *task);
+    Trainer relative_trainer(relative, relative_model, *task, torch::kCPU);
+    relative_trainer.train(log, false);
+    CATCH_CHECK(relative_trainer.evaluate_length(6, 16).untrained.empty());
+    CATCH_CHECK(relative_trainer.evaluate_length(3, 16).untrained.empty());
+    CATCH_CHECK_THAT(relative_trainer.evaluate_length(9, 16).untrained,
+                     test::ContainsText(std::string(scheme) + ": offsets "));
+  }
+
   // a scheme without tables never flags
   auto alibi = test::tiny_config({"encoding.name=alibi", "train.steps=5"});
   Encoder alibi_model = build_model(alibi, *task);
@@ -160,6 +175,97 @@ CATCH_TEST_CASE("evaluation flags position-table rows that training never update
   alibi_trainer.train(log, false);
   CATCH_CHECK(alibi_trainer.trained_rows().empty());
   CATCH_CHECK(alibi_trainer.evaluate_length(40, 16).untrained.empty());
+}
+
+CATCH_TEST_CASE("the multi-tensor Adam and AdamW steps equal torch::optim's bit for bit, and so does clipping",
+                "[trainer]") {
+  for (const char* name : {"adam", "adamw"})
+    for (double weight_decay : {0.0, 0.1}) {
+      CATCH_CAPTURE(name, weight_decay);
+      TrainConfig t;
+      t.optimizer = name;
+      t.weight_decay = weight_decay;
+      t.beta2 = 0.98;
+      torch::manual_seed(3);
+      std::vector<torch::Tensor> ours = {torch::randn({5, 3}), torch::randn({7}), torch::randn({2, 2, 2})};
+      std::vector<torch::Tensor> theirs;
+      for (auto& p : ours) {
+        p.requires_grad_();
+        theirs.push_back(p.detach().clone().requires_grad_());
+      }
+      std::unique_ptr<torch::optim::Optimizer> reference;
+      if (t.optimizer == "adamw")
+        reference = std::make_unique<torch::optim::AdamW>(
+            theirs, torch::optim::AdamWOptions(1e-3).betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(weight_decay));
+      else
+        reference = std::make_unique<torch::optim::Adam>(
+            theirs, torch::optim::AdamOptions(1e-3).betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(weight_decay));
+      AdamStep adam(ours, t);
+      for (int step = 0; step < 12; ++step) {
+        const double lr = 1e-2 * (step + 1) / 10;
+        for (size_t i = 0; i < ours.size(); ++i) {
+          // parameter 1 has no gradient at step 4: both skip it (its step count lags)
+          const auto g = step == 4 && i == 1 ? torch::Tensor() : torch::randn(ours[i].sizes());
+          ours[i].mutable_grad() = g.defined() ? g.clone() : g;
+          theirs[i].mutable_grad() = g.defined() ? g.clone() : g;
+        }
+        for (auto& group : reference->param_groups()) group.options().set_lr(lr);
+        adam.step(lr);
+        reference->step();
+        for (size_t i = 0; i < ours.size(); ++i) CATCH_CHECK(torch::equal(ours[i], theirs[i]));
+      }
+    }
+  std::vector<torch::Tensor> a = {torch::randn({4, 4}).requires_grad_(), torch::randn({3}).requires_grad_()};
+  std::vector<torch::Tensor> b = {a[0].detach().clone().requires_grad_(), a[1].detach().clone().requires_grad_()};
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i].mutable_grad() = torch::randn(a[i].sizes()) * 3;
+    b[i].mutable_grad() = a[i].grad().clone();
+  }
+  const double norm = clip_gradients(a, 0.5).item<double>();
+  CATCH_CHECK(norm == torch::nn::utils::clip_grad_norm_(b, 0.5));
+  CATCH_CHECK(norm > 0.5);
+  for (size_t i = 0; i < a.size(); ++i) CATCH_CHECK(torch::equal(a[i].grad(), b[i].grad()));
+}
+
+CATCH_TEST_CASE("reading the loss back every N steps changes nothing, and a NaN still stops the run at its step",
+                "[trainer]") {
+  auto task = test::default_task("reverse_string");
+  std::ostringstream log;
+  struct Finished {
+    TrainingCurve curve;
+    std::vector<torch::Tensor> parameters;
+  };
+  auto train_with = [&](int64_t sync_every) {
+    auto config = test::tiny_config({"train.steps=23", "train.log_every=5", "model.dropout=0.1",
+                                     "train.sync_every=" + std::to_string(sync_every)});
+    Encoder model = build_model(config, *task);
+    Trainer trainer(config, model, *task, torch::kCPU);
+    Finished out{trainer.train(log, false), {}};
+    for (const auto& p : model->parameters()) out.parameters.push_back(p.detach().clone());
+    return out;
+  };
+  const Finished every_step = train_with(1);
+  CATCH_REQUIRE(every_step.curve.step == std::vector<int64_t>{5, 10, 15, 20, 23});
+  for (int64_t sync_every : {4, 7, 100}) {
+    CATCH_CAPTURE(sync_every);
+    const Finished deferred = train_with(sync_every);
+    CATCH_CHECK(deferred.curve.step == every_step.curve.step);
+    CATCH_CHECK(deferred.curve.loss == every_step.curve.loss);  // bit for bit
+    CATCH_CHECK(deferred.curve.accuracy == every_step.curve.accuracy);
+    for (size_t i = 0; i < every_step.parameters.size(); ++i)
+      CATCH_CHECK(torch::equal(deferred.parameters[i], every_step.parameters[i]));
+  }
+  // a NaN gradient at step 6, read back at step 8: the run stops naming step 6
+  auto config = test::tiny_config({"train.grad_clip=0", "train.sync_every=4"});
+  Encoder model = build_model(config, *task);
+  auto calls = std::make_shared<int>(0);
+  model->named_parameters()["head.weight"].register_hook([calls](const torch::Tensor& g) {
+    return ++*calls == 6 ? g * std::numeric_limits<float>::quiet_NaN() : g;
+  });
+  Trainer trainer(config, model, *task, torch::kCPU);
+  CATCH_CHECK_THROWS_WITH(trainer.train(log, false),
+                          test::ContainsText("non-finite gradient at step 6 (length ") &&
+                              test::ContainsText("gradient norm = nan") && test::ContainsText("found at step 8"));
 }
 
 CATCH_TEST_CASE("the padding row of the token embedding is zero and stays zero", "[trainer][encoder]") {

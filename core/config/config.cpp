@@ -82,6 +82,7 @@ TrainConfig read_train(YamlReader r) {
   t.grad_clip = r.get_float("grad_clip", t.grad_clip, 0.0, 1e9);
   t.nonfinite = r.get_choice("nonfinite", t.nonfinite, {"stop", "skip"});
   t.log_every = r.get_int("log_every", t.log_every, 1, 1e12);
+  t.sync_every = r.get_int("sync_every", t.sync_every, 0, 1 << 20);
   t.checkpoint_every = r.get_int("checkpoint_every", t.checkpoint_every, 0, 1e12);
   t.unused_parameters = r.get_choice("unused_parameters", t.unused_parameters, {"error", "warn"});
   t.unused_parameters_steps = r.get_int("unused_parameters_steps", t.unused_parameters_steps, 1, 1e12);
@@ -264,6 +265,7 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "grad_clip" << YAML::Value << t.grad_clip
       << YAML::Key << "nonfinite" << YAML::Value << t.nonfinite
       << YAML::Key << "log_every" << YAML::Value << t.log_every
+      << YAML::Key << "sync_every" << YAML::Value << t.sync_every
       << YAML::Key << "checkpoint_every" << YAML::Value << t.checkpoint_every
       << YAML::Key << "unused_parameters" << YAML::Value << t.unused_parameters
       << YAML::Key << "unused_parameters_steps" << YAML::Value << t.unused_parameters_steps
@@ -328,7 +330,8 @@ std::vector<std::string> config_differences(const std::string& before_yaml, cons
   std::map<std::string, std::string> before, after;
   flatten(YAML::Load(before_yaml), "", before);
   flatten(YAML::Load(after_yaml), "", after);
-  const std::set<std::string> ignored = {"name", "threads", "device", "output.dir", "train.checkpoint_every"};
+  const std::set<std::string> ignored = {"name", "threads", "device", "output.dir", "train.checkpoint_every",
+                                         "train.sync_every"};
   std::set<std::string> keys;
   for (const auto& [key, value] : before) keys.insert(key);
   for (const auto& [key, value] : after) keys.insert(key);

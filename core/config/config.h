@@ -73,6 +73,9 @@ struct TrainConfig {
   std::string nonfinite = "stop";       // a non-finite loss or gradient: stop (fail the run,
                                         //   naming the step and values) | skip (the step, counted)
   int64_t log_every = 50;               // training-curve and progress interval (steps)
+  int64_t sync_every = 0;               // read the loss back every N steps (the device runs ahead
+                                        //   in between); 0: every step on the CPU, 16 on a GPU;
+                                        //   nonfinite: skip reads every step
   int64_t checkpoint_every = 500;       // <output.dir>/checkpoint.h5 every N steps (0: only when
                                         //   stopped by SIGINT/SIGTERM), and when training ends
   std::string unused_parameters = "error";  // a parameter whose gradient is missing or zero at each
@@ -134,8 +137,8 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
 // The fully resolved config (every default filled in) as YAML; parses back to the same config.
 std::string to_yaml(const RunConfig& config);
 // What differs between two resolved configs (to_yaml) that would change a run's results, as
-// "key.path: A -> B" lines; name, threads, device, output.dir and train.checkpoint_every
-// are left out.
+// "key.path: A -> B" lines; name, threads, device, output.dir, train.checkpoint_every and
+// train.sync_every are left out.
 std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml);
 
 }  // namespace pelab

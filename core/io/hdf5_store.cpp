@@ -413,15 +413,17 @@ void add_to_run_file(const std::string& path, const RunFileAdditions& added) {
       /*existing=*/path);
 }
 
-bool is_complete_run_file(const std::string& path) {
-  if (!fs::exists(path)) return false;
+bool is_complete_run_file(const std::string& path) { return complete_run_file_version(path) == s::kSchemaVersion; }
+
+int64_t complete_run_file_version(const std::string& path) {
+  if (!fs::exists(path)) return -1;
   try {
     H5::Exception::dontPrint();
     H5::H5File file(path, H5F_ACC_RDONLY);
-    return read_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr) == s::kSchemaVersion &&
-           read_string_attribute(file, s::kStatusAttr) == "complete";
+    if (read_string_attribute(file, s::kStatusAttr) != "complete") return -1;
+    return read_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr);
   } catch (const H5::Exception&) {
-    return false;
+    return -1;
   }
 }
 

@@ -69,9 +69,11 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint = true);
 void add_to_run_file(const std::string& path, const RunFileAdditions& additions);
 // True for a whole run file of this schema (status "complete"); false for anything else.
 bool is_complete_run_file(const std::string& path);
+// The schema version of a whole run file (status "complete") of any version; -1 for anything else.
+int64_t complete_run_file_version(const std::string& path);
 
 struct SweepIndexEntry {
-  std::string id, status, error, overrides;  // status: complete | failed | pending
+  std::string id, status, error, overrides;  // status: complete | failed | pending | outdated
   std::string run_file;                      // relative to the index file's folder
 };
 // The sweep index: /runs/<id> external links to every complete run file's root, and

@@ -104,7 +104,7 @@ constexpr const char* kSweepNameAttr = "sweep_name";  // root attribute (and sch
 constexpr const char* kSweepRuns = "runs";            // group; external link per complete run: runs/<id> -> run.h5:/
 constexpr const char* kSweepTable = "table";          // group; string datasets, one row per run:
 constexpr const char* kSweepId = "id";
-constexpr const char* kSweepStatus = "status";        // complete | failed | pending
+constexpr const char* kSweepStatus = "status";        // complete | failed | pending | outdated
 constexpr const char* kSweepError = "error";          // the failed run's error line, else ""
 constexpr const char* kSweepOverrides = "overrides";  // the run's axis values, "key=value key=value"
 

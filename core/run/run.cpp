@@ -68,6 +68,8 @@ Encoder build_model(const RunConfig& config, const Task& task) {
 void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model) {
   // Fail before training, not after it: every training and test length must be encodable.
   std::vector<int64_t> lengths = config.eval.lengths;
+  if (config.eval.every > 0)
+    for (int64_t L : config.eval.every_lengths) lengths.push_back(L);
   for (int64_t L : config.analysis.attention_lengths) lengths.push_back(L);
   for (int64_t L : config.analysis.probe_lengths) lengths.push_back(L);
   lengths.push_back(config.train.max_length);  // last: checked as a training length
@@ -99,8 +101,9 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
   }
   for (const auto& method : config.eval.extrapolation)
     if (method != "none" && !model.encoding().supports_extrapolation())
-      throw std::runtime_error("eval.extrapolation '" + method + "' needs a rotary scheme (rope, xpos); '" +
-                               config.encoding.name + "' has none");
+      throw std::runtime_error("extrapolation method '" + method + "' (eval.extrapolation, pelab eval "
+                               "--extrapolation) needs a rotary scheme (rope, xpos); '" + config.encoding.name +
+                               "' has none");
 }
 
 void check_output_writable(const std::string& dir) {

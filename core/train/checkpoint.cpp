@@ -19,7 +19,7 @@ constexpr const char* kCurve = "curve";      // group: the training curve rows s
 constexpr const char* kWindow = "window";    // attributes: the log_every window in progress
 constexpr const char* kRng = "rng";  // group: data, positions (text), torch and, from a GPU, cuda (uint8)
 constexpr const char* kModel = "model";      // group: one float32 dataset per parameter / buffer
-constexpr const char* kOptimizer = "optimizer";  // uint8: LibTorch archive of the optimizer state
+constexpr const char* kOptimizer = "optimizer";  // group: AdamStep's state, one dataset per tensor
 constexpr const char* kEvaluationCurve = "evaluation_curve";  // group: eval.every rows so far
 constexpr const char* kSnapshots = "snapshots";  // group of step_<S> groups: output.keep_checkpoints
 constexpr const char* kTrainedRows = "trained_rows";  // group: uint8 per position table (attributes as
@@ -81,7 +81,10 @@ void write_training_checkpoint(const std::string& path, const TrainingCheckpoint
 
     H5::Group model = file.createGroup(kModel);
     for (const auto& [name, tensor] : c.model) write_tensor(model, name, tensor);
-    write_bytes(root, kOptimizer, c.optimizer.data(), c.optimizer.size());
+    H5::Group optimizer = file.createGroup(kOptimizer);
+    for (const auto& [name, tensor] : c.optimizer)
+      if (tensor.scalar_type() == torch::kInt64) write_int_tensor(optimizer, name, tensor);
+      else write_tensor(optimizer, name, tensor);
 
     H5::Group curve_rows = file.createGroup(kEvaluationCurve);
     write_evaluation_rows(curve_rows, p.evaluation_curve);
@@ -125,8 +128,13 @@ TrainingCheckpoint read_training_checkpoint(const std::string& path) {
     if (H5Lexists(rng.getId(), "cuda", H5P_DEFAULT) > 0) c.cuda_rng = bytes_tensor(read_bytes(rng, "cuda"));
     H5::Group model = file.openGroup(kModel);
     for (const auto& name : member_names(model)) c.model.emplace_back(name, read_tensor(model, name));
-    const auto optimizer = read_bytes(root, kOptimizer);
-    c.optimizer.assign(optimizer.begin(), optimizer.end());
+    H5::Group optimizer = file.openGroup(kOptimizer);
+    for (const auto& name : member_names(optimizer)) {
+      if (optimizer.openDataSet(name).getTypeClass() == H5T_INTEGER)  // step counts
+        c.optimizer.emplace_back(name, torch::tensor(read_vector<int64_t>(optimizer, name), torch::kInt64));
+      else
+        c.optimizer.emplace_back(name, read_tensor(optimizer, name));
+    }
 
     p.evaluation_curve = read_evaluation_rows(file.openGroup(kEvaluationCurve));
     p.snapshots = read_snapshots(file.openGroup(kSnapshots));

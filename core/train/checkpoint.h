@@ -18,7 +18,7 @@
 namespace pelab {
 
 constexpr const char* kCheckpointFileName = "checkpoint.h5";
-constexpr int kCheckpointVersion = 2;  // 2: evaluation curve, snapshots, trained rows
+constexpr int kCheckpointVersion = 2;  // 2: evaluation curve, snapshots, trained rows, optimizer tensors
 
 struct TrainingCheckpoint {
   std::string config_yaml;          // the resolved config of the run that wrote it
@@ -29,7 +29,7 @@ struct TrainingCheckpoint {
   torch::Tensor cuda_rng;           // the training GPU's default generator state (uint8), which
                                     // draws dropout there; undefined for a run on the CPU
   std::vector<std::pair<std::string, torch::Tensor>> model;  // parameters and buffers (CPU)
-  std::string optimizer;            // the optimizer's state, a LibTorch archive
+  std::vector<std::pair<std::string, torch::Tensor>> optimizer;  // AdamStep::state (CPU)
 };
 
 // Writes `path` atomically; throws std::runtime_error naming the file and the cause.

@@ -9,14 +9,16 @@ namespace pelab {
 
 struct BatchScore {
   torch::Tensor loss;             // scalar: mean cross-entropy over scored positions
+  torch::Tensor counts;           // (3,) int64 on the logits' device: the three counts below
   int64_t correct_tokens = 0;     // argmax == target at scored positions
   int64_t scored_tokens = 0;
   int64_t correct_sequences = 0;  // rows whose every scored position is correct
   int64_t sequences = 0;
 };
 
-// logits: (B, T, C) -> loss and counts on batch.scored
-BatchScore score_batch(const torch::Tensor& logits, const Batch& batch);
+// logits: (B, T, C) -> loss and counts on batch.scored; with read_counts false the counts
+// stay in `counts` on the device (nothing waits for it) and the integers are 0.
+BatchScore score_batch(const torch::Tensor& logits, const Batch& batch, bool read_counts = true);
 
 struct ChanceScore {
   double token_accuracy = 0;     // share of scored targets equal to the constant prediction

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "core/io/hdf5_store.h"
+#include "core/train/adam.h"
 #include "core/train/checkpoint.h"
 #include "core/train/metrics.h"
 #include "core/train/progress.h"
@@ -28,32 +29,11 @@ uint64_t evaluation_data_seed(int64_t run_seed, int64_t length) {
   return (static_cast<uint64_t>(run_seed) * 0x100000001B3ull) ^ (0xE7A1ull << 40) ^ static_cast<uint64_t>(length);
 }
 
-void clear_gradients(torch::optim::Optimizer& optimizer) {
-  for (auto& group : optimizer.param_groups())
-    for (auto& p : group.params()) p.mutable_grad() = torch::Tensor();
-}
-
 namespace {
 
 // Positions get their own stream beside each data stream, so that a sampler leaves the
 // data of a seed unchanged.
 uint64_t position_stream_seed(uint64_t data_seed) { return data_seed ^ 0x5A5A5A5Aull; }
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& t,
-                                                        std::vector<torch::Tensor> parameters) {
-  if (t.optimizer == "adamw") {
-    return std::make_unique<torch::optim::AdamW>(
-        parameters, torch::optim::AdamWOptions(t.learning_rate)
-                        .betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(t.weight_decay));
-  }
-  return std::make_unique<torch::optim::Adam>(
-      parameters, torch::optim::AdamOptions(t.learning_rate)
-                      .betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(t.weight_decay));
-}
-
-void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
-}
 
 // A LibTorch generator's state (uint8), read and written under its lock; `generator` is a
 // handle: the copy shares the default generator it came from.
@@ -76,8 +56,8 @@ Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch
       task_(task),
       device_(device),
       data_rng_(training_data_seed(config.seed)),
-      position_rng_(position_stream_seed(training_data_seed(config.seed))) {
-  optimizer_ = make_optimizer(config_.train, model_->parameters());
+      position_rng_(position_stream_seed(training_data_seed(config.seed))),
+      optimizer_(model_->parameters(), config.train) {
   auto scheme_parameters = model_->encoding().named_parameters();
   for (const auto& t : model_->encoding().position_tables()) {
     const torch::Tensor table = scheme_parameters[t.parameter];
@@ -139,6 +119,12 @@ void Trainer::check_unused_parameters(std::ostream& log) const {
   log << "warning: " << what << "\n";
 }
 
+std::vector<std::string> Trainer::parameter_names() const {
+  std::vector<std::string> names;
+  for (const auto& p : model_->named_parameters()) names.push_back(p.key());
+  return names;
+}
+
 std::vector<TrainedRows> Trainer::trained_rows() const {
   std::vector<TrainedRows> rows;
   for (const auto& t : tables_) {
@@ -170,9 +156,10 @@ std::string Trainer::untrained_rows_used(const Batch& batch, const Positions& po
   torch::Tensor output;
   {
     const auto scope = autocast();
-    // every output but padding's: a row is used when some real token's prediction depends on it
+    // the scored outputs, as training's loss: a row is used when a scored prediction depends
+    // on it, which is when training would have updated it
     const auto logits = model_->forward(batch.tokens, batch.padding, positions, batch.segments).logits;
-    output = (logits.to(torch::kFloat32).sum(-1) * batch.padding.logical_not()).sum();
+    output = (logits.to(torch::kFloat32).sum(-1) * batch.scored).sum();
   }
   const auto gradients = torch::autograd::grad({output}, tables, {}, false, false, /*allow_unused=*/true);
   std::map<std::string, std::set<int64_t>> untrained;  // row kind -> values
@@ -198,15 +185,6 @@ void Trainer::evaluate_curve_point() {
   stop_checks_ = checks;
 }
 
-double Trainer::global_gradient_norm() const {
-  // summed on the device and read once: on a GPU, an item() per parameter would wait for
-  // the device about a hundred times a step
-  std::vector<torch::Tensor> squares;
-  for (const auto& p : model_->parameters())
-    if (p.grad().defined()) squares.push_back(p.grad().pow(2).sum().to(torch::kFloat64));
-  return squares.empty() ? 0.0 : std::sqrt(torch::stack(squares).sum().item<double>());
-}
-
 std::string Trainer::nonfinite_gradients() const {
   const std::string names = nonfinite_tensors(/*gradients=*/true);
   return names.empty() ? std::string("(none)") : names;
@@ -228,6 +206,74 @@ TrainingCurve Trainer::train(std::ostream& log, bool interactive) {
   return train_until(config_.train.steps, log, interactive);
 }
 
+int64_t Trainer::sync_every() const {
+  if (config_.train.nonfinite == "skip") return 1;  // each step's update depends on its loss
+  if (config_.train.sync_every > 0) return config_.train.sync_every;
+  return device_.is_cuda() ? 16 : 1;  // on the CPU reading a value back costs nothing
+}
+
+// The host's part of a step once its numbers are read back: the log window's sums, the
+// progress line and the curve row.
+void Trainer::account(const StepRecord& r, ProgressReporter& progress) {
+  TrainerProgress& p = progress_;
+  if (!r.skipped) {
+    p.window_loss += r.loss;
+    p.window_accuracy += static_cast<double>(r.correct_tokens) / std::max<int64_t>(1, r.scored_tokens);
+    p.window_tokens += static_cast<double>(r.tokens);
+    p.total_tokens += static_cast<double>(r.tokens);
+    p.window_seconds += r.seconds;
+    ++p.window_steps;
+  }
+  const int64_t done = r.step + 1, n = std::max<int64_t>(1, p.window_steps);
+  ProgressStats stats{done, p.window_loss / n, p.window_accuracy / n,
+                      p.window_tokens / std::max(1e-9, p.window_seconds), r.learning_rate};
+  if (p.window_steps > 0) progress.update(stats);
+  if ((done % config_.train.log_every == 0 || done == config_.train.steps) && p.window_steps > 0) {
+    TrainingCurve& curve = p.curve;
+    curve.step.push_back(stats.step);
+    curve.loss.push_back(stats.loss);
+    curve.accuracy.push_back(stats.accuracy);
+    curve.learning_rate.push_back(r.learning_rate);
+    curve.tokens_per_second.push_back(stats.tokens_per_second);
+    p.window_loss = p.window_accuracy = p.window_tokens = p.window_seconds = 0;
+    p.window_steps = 0;
+  }
+}
+
+// Reads back the steps run since the last read (one transfer), checks them in order and
+// accounts for them; a non-finite loss or gradient fails the run, naming its step.
+void Trainer::settle_pending(ProgressReporter& progress) {
+  if (pending_.empty()) return;
+  std::vector<torch::Tensor> values;
+  for (const auto& r : pending_)
+    values.push_back(torch::cat({r.device_loss.to(torch::kFloat64).reshape({1}), r.device_gradient_norm.reshape({1}),
+                                 r.device_counts.to(torch::kFloat64)}));
+  const auto host = torch::stack(values).cpu();  // (steps, 5): loss, norm, correct, scored, sequences
+  const auto end = std::chrono::steady_clock::now();
+  auto v = host.accessor<double, 2>();
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    StepRecord& r = pending_[i];
+    r.loss = v[i][0];
+    r.gradient_norm = v[i][1];
+    r.correct_tokens = static_cast<int64_t>(v[i][2]);
+    r.scored_tokens = static_cast<int64_t>(v[i][3]);
+    // the device ran ahead: a step's time is from its start to the next one's (the last: to now)
+    r.seconds = std::chrono::duration<double>((i + 1 < pending_.size() ? pending_[i + 1].start : end) - r.start).count();
+    if (!std::isfinite(r.loss) || !std::isfinite(r.gradient_norm)) {
+      const int64_t seen = pending_.back().step + 1;
+      pending_.clear();
+      throw std::runtime_error(fmt::format(
+          "non-finite {} at step {} (length {}): loss = {}, gradient norm = {}; lower train.learning_rate{}, or set "
+          "train.nonfinite: skip (found at step {}: the loss is read back every {} steps, train.sync_every; with 1 "
+          "the run stops at the step itself and names the parameters)",
+          std::isfinite(r.loss) ? "gradient" : "loss", r.step + 1, r.length, r.loss, r.gradient_norm,
+          config_.train.grad_clip > 0 ? "" : ", enable train.grad_clip", seen, sync_every()));
+    }
+    account(r, progress);
+  }
+  pending_.clear();
+}
+
 TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool interactive) {
   const TrainConfig& t = config_.train;
   until = std::min(until, t.steps);
@@ -240,79 +286,86 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
   auto update_seconds = [&] {
     p.training_seconds = seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  const int64_t read_every = sync_every();
+  const auto parameters = model_->parameters();
 
   while (p.step < until) {
     const int64_t step = p.step;
-    const auto step_start = std::chrono::steady_clock::now();
-    const int64_t length = curriculum_length(t, step, data_rng_);
-    Batch batch = task_.sample(t.batch_size, length, data_rng_).to(device_);
-    const double lr = learning_rate_at(t, step);
-    set_learning_rate(*optimizer_, lr);
-
-    clear_gradients(*optimizer_);
+    StepRecord record;
+    record.step = step;
+    record.start = std::chrono::steady_clock::now();
+    record.length = curriculum_length(t, step, data_rng_);
+    Batch batch = task_.sample(t.batch_size, record.length, data_rng_).to(device_);
+    record.tokens = batch.tokens.numel();
+    record.learning_rate = learning_rate_at(t, step);
+    optimizer_.clear_gradients();
     auto positions = sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng_, device_);
     BatchScore score = [&] {  // autocast over the forward pass only: backward follows its dtypes
       const auto scope = autocast();
-      return score_batch(model_->forward(batch.tokens, batch.padding, positions, batch.segments).logits, batch);
+      return score_batch(model_->forward(batch.tokens, batch.padding, positions, batch.segments).logits, batch,
+                         /*read_counts=*/read_every == 1);
     }();
-    const double loss = score.loss.item<double>();
-    double gradient_norm = 0;
-    if (std::isfinite(loss)) {
+    if (read_every > 1) {
+      // nothing read back: the step runs whole (a non-finite one too) and is checked when read
       score.loss.backward();
-      gradient_norm = t.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(model_->parameters(), t.grad_clip)
-                                      : global_gradient_norm();
-    }
-    if (!std::isfinite(loss) || !std::isfinite(gradient_norm)) {
-      const std::string what = fmt::format(
-          "non-finite {} at step {} (length {}): loss = {}, gradient norm = {}{}", std::isfinite(loss) ? "gradient" : "loss",
-          step + 1, length, loss, std::isfinite(loss) ? fmt::format("{}", gradient_norm) : "not computed",
-          std::isfinite(loss) ? "; not finite in: " + nonfinite_gradients() : "");
-      // the parameters themselves non-finite (an update went wrong): no later step can recover
-      const std::string broken = std::isfinite(loss) ? std::string() : nonfinite_tensors(/*gradients=*/false);
-      if (!broken.empty())
-        throw std::runtime_error(fmt::format(
-            "{}; the parameters are not finite ({}) {}, which no skipped step can undo{}", what, broken,
-            step == 0 ? std::string("before training") : fmt::format("since the update of step {}", step),
-            step == 0 ? "" : t.eps == 0 ? "; lower train.learning_rate or raise train.eps" : "; lower train.learning_rate"));
-      if (t.nonfinite != "skip")
-        throw std::runtime_error(what + "; lower train.learning_rate" +
-                                 (t.grad_clip > 0 ? "" : ", enable train.grad_clip") +
-                                 ", or set train.nonfinite: skip");
-      if (curve.skipped_steps++ < 3) log << "skipped " << what << "\n";
-      clear_gradients(*optimizer_);
-    } else {
+      record.device_gradient_norm = t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters);
       record_gradients(step);
-      optimizer_->step();
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-      p.window_loss += loss;
-      p.window_accuracy += static_cast<double>(score.correct_tokens) / std::max<int64_t>(1, score.scored_tokens);
-      p.window_tokens += static_cast<double>(batch.tokens.numel());
-      p.total_tokens += static_cast<double>(batch.tokens.numel());
-      p.window_seconds += seconds;
-      ++p.window_steps;
+      optimizer_.step(record.learning_rate);
+      record.device_loss = score.loss.detach();
+      record.device_counts = score.counts;
+      pending_.push_back(std::move(record));
+    } else {
+      record.loss = score.loss.item<double>();
+      record.correct_tokens = score.correct_tokens;
+      record.scored_tokens = score.scored_tokens;
+      if (std::isfinite(record.loss)) {
+        score.loss.backward();
+        record.gradient_norm = (t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters))
+                                   .item<double>();
+      }
+      const double loss = record.loss, gradient_norm = record.gradient_norm;
+      if (!std::isfinite(loss) || !std::isfinite(gradient_norm)) {
+        const std::string what = fmt::format(
+            "non-finite {} at step {} (length {}): loss = {}, gradient norm = {}{}", std::isfinite(loss) ? "gradient" : "loss",
+            step + 1, record.length, loss, std::isfinite(loss) ? fmt::format("{}", gradient_norm) : "not computed",
+            std::isfinite(loss) ? "; not finite in: " + nonfinite_gradients() : "");
+        // the parameters themselves non-finite (an update went wrong): no later step can recover
+        const std::string broken = std::isfinite(loss) ? std::string() : nonfinite_tensors(/*gradients=*/false);
+        if (!broken.empty())
+          throw std::runtime_error(fmt::format(
+              "{}; the parameters are not finite ({}) {}, which no skipped step can undo{}", what, broken,
+              step == 0 ? std::string("before training") : fmt::format("since the update of step {}", step),
+              step == 0 ? "" : t.eps == 0 ? "; lower train.learning_rate or raise train.eps" : "; lower train.learning_rate"));
+        if (t.nonfinite != "skip")
+          throw std::runtime_error(what + "; lower train.learning_rate" +
+                                   (t.grad_clip > 0 ? "" : ", enable train.grad_clip") +
+                                   ", or set train.nonfinite: skip");
+        if (curve.skipped_steps++ < 3) log << "skipped " << what << "\n";
+        optimizer_.clear_gradients();
+        record.skipped = true;
+      } else {
+        record_gradients(step);
+        optimizer_.step(record.learning_rate);
+        record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - record.start).count();
+      }
+      account(record, progress);
     }
     ++p.step;
-    const int64_t n = std::max<int64_t>(1, p.window_steps);
-    ProgressStats stats{p.step, p.window_loss / n, p.window_accuracy / n,
-                        p.window_tokens / std::max(1e-9, p.window_seconds), lr};
-    if (p.window_steps > 0) progress.update(stats);
-    if ((p.step % t.log_every == 0 || p.step == t.steps) && p.window_steps > 0) {
-      curve.step.push_back(stats.step);
-      curve.loss.push_back(stats.loss);
-      curve.accuracy.push_back(stats.accuracy);
-      curve.learning_rate.push_back(lr);
-      curve.tokens_per_second.push_back(stats.tokens_per_second);
-      p.window_loss = p.window_accuracy = p.window_tokens = p.window_seconds = 0;
-      p.window_steps = 0;
-    }
-    if (p.step == std::min(t.unused_parameters_steps, t.steps)) check_unused_parameters(log);
-    if (config_.eval.every > 0 && (p.step % config_.eval.every == 0 || p.step == t.steps)) evaluate_curve_point();
-    if (std::find(config_.output.keep_checkpoints.begin(), config_.output.keep_checkpoints.end(), p.step) !=
-        config_.output.keep_checkpoints.end())
-      p.snapshots.emplace_back(p.step, checkpoint_of(*model_));
+    const bool log_row = p.step % t.log_every == 0 || p.step == t.steps || p.step == until;
+    const bool unused_check = p.step == std::min(t.unused_parameters_steps, t.steps);
+    const bool curve_point = config_.eval.every > 0 && (p.step % config_.eval.every == 0 || p.step == t.steps);
+    const bool keep = std::find(config_.output.keep_checkpoints.begin(), config_.output.keep_checkpoints.end(),
+                                p.step) != config_.output.keep_checkpoints.end();
     const bool stopping = stop_signal() != 0;
-    if (!checkpoint_path_.empty() &&
-        (stopping || p.step == t.steps || (checkpoint_every_ > 0 && p.step % checkpoint_every_ == 0))) {
+    const bool checkpoint = !checkpoint_path_.empty() &&
+                            (stopping || p.step == t.steps || (checkpoint_every_ > 0 && p.step % checkpoint_every_ == 0));
+    if (static_cast<int64_t>(pending_.size()) >= read_every || log_row || unused_check || curve_point || checkpoint ||
+        stopping)
+      settle_pending(progress);
+    if (unused_check) check_unused_parameters(log);
+    if (curve_point) evaluate_curve_point();
+    if (keep) p.snapshots.emplace_back(p.step, checkpoint_of(*model_));
+    if (checkpoint) {
       update_seconds();
       write_checkpoint();
     }
@@ -321,6 +374,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
       stop_if_requested();
     }
   }
+  settle_pending(progress);
   progress.finish();
   update_seconds();
   if (p.step == t.steps && curve.skipped_steps > 0)
@@ -349,20 +403,13 @@ TrainingCheckpoint Trainer::checkpoint() const {
   c.torch_rng = generator_state(at::detail::getDefaultCPUGenerator());
   if (device_.is_cuda()) c.cuda_rng = generator_state(at::globalContext().defaultGenerator(device_));
   c.model = checkpoint_of(*model_);
-  torch::serialize::OutputArchive archive;
-  optimizer_->save(archive);
-  std::ostringstream bytes;
-  archive.save_to(bytes);
-  c.optimizer = bytes.str();
+  c.optimizer = optimizer_.state(parameter_names());
   return c;
 }
 
 void Trainer::restore(const TrainingCheckpoint& c) {
   load_named_tensors(*model_, c.model, "training checkpoint");
-  torch::serialize::InputArchive archive;
-  std::istringstream bytes(c.optimizer);
-  archive.load_from(bytes, device_);
-  optimizer_->load(archive);
+  optimizer_.load_state(c.optimizer, parameter_names());
   std::istringstream data(c.data_rng), positions(c.position_rng);
   data >> data_rng_;
   positions >> position_rng_;

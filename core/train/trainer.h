@@ -5,8 +5,11 @@
 
 #include <torch/torch.h>
 
+#include "core/train/adam.h"
 #include "core/train/autocast.h"
+#include "core/train/progress.h"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -45,12 +48,6 @@ struct TrainingCheckpoint;
 // Seeds of the data streams: training batches, and one evaluation set per test length
 // (the same for every scheme and run with the same seed).
 uint64_t training_data_seed(int64_t run_seed);
-
-// Drops every parameter's gradient (LibTorch 2's zero_grad(set_to_none=true)): the next
-// backward writes its gradients rather than adding them to zeros, one pass over the
-// parameters (on a GPU, a kernel per parameter) fewer per step. The optimizers skip
-// parameters without a gradient.
-void clear_gradients(torch::optim::Optimizer& optimizer);
 
 uint64_t evaluation_data_seed(int64_t run_seed, int64_t length);
 
@@ -117,7 +114,21 @@ class Trainer {
   // and training never updated, described for EvalResult::untrained; empty: none.
   std::string untrained_rows_used(const Batch& batch, const Positions& positions);
   void evaluate_curve_point();  // eval.every
-  double global_gradient_norm() const;
+  // One training step as the host sees it. With train.sync_every > 1 the step's values stay
+  // on the device (device_*) until settle_pending reads a batch of steps back at once.
+  struct StepRecord {
+    int64_t step = 0, length = 0, tokens = 0;
+    double learning_rate = 0;
+    std::chrono::steady_clock::time_point start;
+    double loss = 0, gradient_norm = 0, seconds = 0;
+    int64_t correct_tokens = 0, scored_tokens = 0;
+    bool skipped = false;  // train.nonfinite: skip
+    torch::Tensor device_loss, device_gradient_norm, device_counts;
+  };
+  int64_t sync_every() const;  // steps between read-backs (train.sync_every, resolved)
+  void account(const StepRecord& record, ProgressReporter& progress);
+  void settle_pending(ProgressReporter& progress);
+  std::vector<std::string> parameter_names() const;
   std::string nonfinite_gradients() const;  // names of parameters whose gradient is not finite
   std::string nonfinite_tensors(bool gradients) const;  // parameters (or gradients) not finite; empty: none
   // The first `count` examples of the evaluation set at `length` and the positions evaluation gives them.
@@ -130,7 +141,8 @@ class Trainer {
   Encoder model_;
   const Task& task_;
   torch::Device device_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  AdamStep optimizer_;
+  std::vector<StepRecord> pending_;  // steps not read back yet
   Rng data_rng_, position_rng_;  // the training batches' streams
   TrainerProgress progress_;
   struct TableRows {  // a position table (PositionEncodingImpl::position_tables) and its rows

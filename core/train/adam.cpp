@@ -1,0 +1,111 @@
+#include "core/train/adam.h"
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace pelab {
+
+AdamStep::AdamStep(std::vector<torch::Tensor> parameters, const TrainConfig& train)
+    : parameters_(std::move(parameters)),
+      exp_avg_(parameters_.size()),
+      exp_avg_sq_(parameters_.size()),
+      steps_(parameters_.size(), 0),
+      beta1_(train.beta1),
+      beta2_(train.beta2),
+      eps_(train.eps),
+      weight_decay_(train.weight_decay),
+      decoupled_(train.optimizer == "adamw") {}
+
+void AdamStep::step(double learning_rate) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> params, grads, exp_avg, exp_avg_sq;
+  std::vector<c10::Scalar> sqrt_bias_correction2, step_size;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const auto& p = parameters_[i];
+    if (!p.grad().defined()) continue;
+    if (!exp_avg_[i].defined()) {
+      exp_avg_[i] = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+      exp_avg_sq_[i] = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+    }
+    const int64_t step = ++steps_[i];
+    params.push_back(p);
+    grads.push_back(p.grad());
+    exp_avg.push_back(exp_avg_[i]);
+    exp_avg_sq.push_back(exp_avg_sq_[i]);
+    sqrt_bias_correction2.emplace_back(std::sqrt(1 - std::pow(beta2_, step)));
+    step_size.emplace_back(-learning_rate / (1 - std::pow(beta1_, step)));
+  }
+  if (params.empty()) return;
+  if (weight_decay_ != 0) {
+    if (decoupled_) at::_foreach_mul_(params, 1 - learning_rate * weight_decay_);  // AdamW: p *= 1 - lr wd
+    else grads = at::_foreach_add(grads, params, weight_decay_);                 // Adam: g + wd p
+  }
+  at::_foreach_mul_(exp_avg, beta1_);  // m = beta1 m + (1 - beta1) g
+  at::_foreach_add_(exp_avg, grads, 1 - beta1_);
+  at::_foreach_mul_(exp_avg_sq, beta2_);  // v = beta2 v + (1 - beta2) g^2
+  at::_foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2_);
+  auto denominator = at::_foreach_sqrt(exp_avg_sq);  // sqrt(v) / sqrt(1 - beta2^t) + eps
+  at::_foreach_div_(denominator, sqrt_bias_correction2);
+  at::_foreach_add_(denominator, eps_);
+  at::_foreach_addcdiv_(params, exp_avg, denominator, step_size);  // p -= lr / (1 - beta1^t) m / denominator
+}
+
+void AdamStep::clear_gradients() {
+  for (auto& p : parameters_) p.mutable_grad() = torch::Tensor();
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> AdamStep::state(const std::vector<std::string>& names) const {
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    state.emplace_back("step." + names.at(i), torch::tensor({steps_[i]}, torch::kInt64));  // (1,)
+    if (!exp_avg_[i].defined()) continue;
+    state.emplace_back("exp_avg." + names[i], exp_avg_[i].detach().to(torch::kCPU, false, true));
+    state.emplace_back("exp_avg_sq." + names[i], exp_avg_sq_[i].detach().to(torch::kCPU, false, true));
+  }
+  return state;
+}
+
+void AdamStep::load_state(const std::vector<std::pair<std::string, torch::Tensor>>& state,
+                          const std::vector<std::string>& names) {
+  std::map<std::string, torch::Tensor> stored(state.begin(), state.end());
+  auto find = [&](const std::string& name) {
+    auto it = stored.find(name);
+    return it == stored.end() ? torch::Tensor() : it->second;
+  };
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const auto step = find("step." + names.at(i));
+    if (!step.defined())
+      throw std::runtime_error("the optimizer state has no step count of parameter '" + names[i] + "'");
+    steps_[i] = step.item<int64_t>();
+    const auto m = find("exp_avg." + names[i]), v = find("exp_avg_sq." + names[i]);
+    if (steps_[i] > 0 && (!m.defined() || !v.defined() || m.sizes() != parameters_[i].sizes()))
+      throw std::runtime_error("the optimizer state of parameter '" + names[i] + "' is missing or of another shape");
+    const auto options = parameters_[i].options();
+    exp_avg_[i] = m.defined() ? m.to(options).contiguous() : torch::Tensor();
+    exp_avg_sq_[i] = v.defined() ? v.to(options).contiguous() : torch::Tensor();
+  }
+}
+
+torch::Tensor gradient_norm(const std::vector<torch::Tensor>& parameters) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : parameters)
+    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
+  if (norms.empty()) return torch::zeros({}, torch::kFloat64);
+  return torch::stack(norms).norm(2).to(torch::kFloat64);
+}
+
+torch::Tensor clip_gradients(const std::vector<torch::Tensor>& parameters, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : parameters)
+    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
+  if (norms.empty()) return torch::zeros({}, torch::kFloat64);
+  const auto total = torch::stack(norms).norm(2);
+  const auto scale = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);  // as clip_grad_norm_
+  for (const auto& p : parameters)
+    if (p.grad().defined()) p.grad().mul_(scale);
+  return total.to(torch::kFloat64);
+}
+
+}  // namespace pelab
