@@ -166,7 +166,7 @@ int evaluate_sweep(const EvalArguments& a, const std::string& pelab, std::ostrea
                          run.dir + "/eval-log.txt"});
   int64_t done = 0, failed = 0, interrupted = 0;
   const size_t not_started = run_child_processes(
-      processes, jobs, nullptr,
+      processes, std::vector<std::string>(jobs), nullptr,
       [&](const ChildEnd& end) {
         const auto& run = complete[end.index];
         if (WIFEXITED(end.status) && WEXITSTATUS(end.status) == 0) {

@@ -74,10 +74,16 @@ int main(int argc, char** argv) {
       "sweep", "run a sweep (schemes x tasks x lengths x seeds) locally in parallel, or as a Slurm job array");
   sweep_cmd->add_option("sweep", sweep.sweep_path, "sweep file (YAML), e.g. configs/sweeps/quickstart.yaml")
       ->required();
-  sweep_cmd->add_option("--jobs,-j", sweep.jobs, "runs at once")->capture_default_str();
+  sweep_cmd->add_option("--jobs,-j", sweep.jobs, "runs at once")->capture_default_str()->check(CLI::PositiveNumber)
+      ->each([&sweep](const std::string&) { sweep.jobs_set = true; });
+  sweep_cmd->add_option("--gpus", sweep.gpus, "place the runs on these GPUs (each run gets CUDA_VISIBLE_DEVICES "
+                        "of one), --runs-per-gpu on each at once")->delimiter(',')->check(CLI::NonNegativeNumber);
+  sweep_cmd->add_option("--runs-per-gpu", sweep.runs_per_gpu, "with --gpus: runs side by side on each GPU")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
   sweep_cmd->add_option("--threads", sweep.threads, "threads per run (default: cores / jobs)");
   sweep_cmd->add_flag("--dry-run", sweep.dry_run, "list the runs, their ids and state; run nothing");
-  sweep_cmd->add_option("--run-index", sweep.run_index, "run only run N (what a Slurm array task does)");
+  sweep_cmd->add_option("--run-index", sweep.run_indices, "run only these runs, side by side (what a Slurm array "
+                        "task does)")->delimiter(',')->check(CLI::NonNegativeNumber);
   sweep_cmd->add_flag("--slurm", sweep.slurm, "write an sbatch job array for the runs not complete, and submit it");
   sweep_cmd->add_flag("--no-submit", sweep.no_submit, "with --slurm: write the script only");
   auto slurm_option = [&](const char* name, auto& target, bool& set, const char* help) {
@@ -86,8 +92,11 @@ int main(int argc, char** argv) {
   slurm_option("--partition", sweep.slurm_overrides.partition, sweep.partition_set, "Slurm partition");
   slurm_option("--time", sweep.slurm_overrides.time, sweep.time_set, "time limit per run, e.g. 01:00:00");
   slurm_option("--cpus", sweep.slurm_overrides.cpus_per_task, sweep.cpus_set, "CPUs per run");
-  slurm_option("--gpus", sweep.slurm_overrides.gpus, sweep.gpus_set, "GPUs per run");
+  slurm_option("--gpus-per-task", sweep.slurm_overrides.gpus, sweep.gpus_set, "GPUs per array task");
   slurm_option("--mem", sweep.slurm_overrides.mem, sweep.mem_set, "memory per run, e.g. 4G");
+  slurm_option("--runs-per-task", sweep.slurm_overrides.runs_per_task, sweep.runs_per_task_set,
+               "runs side by side in each array task, sharing its GPUs (the task asks for N x the CPUs and memory "
+               "per run)");
 
   const auto positive_lengths = CLI::Range(int64_t(1), int64_t(1) << 24);
   pelab::EvalArguments eval;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -167,22 +168,41 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
   if (a.cpus_set) s.cpus_per_task = a.slurm_overrides.cpus_per_task;
   if (a.gpus_set) s.gpus = a.slurm_overrides.gpus;
   if (a.mem_set) s.mem = a.slurm_overrides.mem;
+  if (a.runs_per_task_set) s.runs_per_task = a.slurm_overrides.runs_per_task;
+  const int64_t per_task = s.runs_per_task;
   const std::string dir = fs::absolute(sweep.output).lexically_normal().string();
   fs::create_directories(dir + "/slurm");
-  std::vector<std::string> indices;
+  // one array task per run (its index), or per group of per_task runs (the group's number)
+  std::vector<std::string> indices, groups;
   for (int64_t i : todo) indices.push_back(std::to_string(i));
+  for (size_t first = 0; first < indices.size(); first += per_task)
+    groups.push_back(join(std::vector<std::string>(indices.begin() + first,
+                                                   indices.begin() + std::min(indices.size(), first + per_task)),
+                          ","));
+  std::string mem = s.mem;  // per run; a task of several asks for their sum
+  if (per_task > 1 && !mem.empty()) {
+    size_t digits = 0;
+    while (digits < mem.size() && std::isdigit(static_cast<unsigned char>(mem[digits]))) ++digits;
+    if (digits == 0) {
+      err << "error: slurm mem '" << mem << "' must start with a number (e.g. 4G) to be multiplied by runs_per_task\n";
+      return 2;
+    }
+    mem = std::to_string(std::stoll(mem.substr(0, digits)) * per_task) + mem.substr(digits);
+  }
   const std::string script_path = dir + "/slurm/sweep.sbatch";
   {
     std::ostringstream script;
     script << "#!/bin/bash\n"
-           << "# pelab sweep " << sweep.file << ": one array task per run not yet complete\n"
+           << "# pelab sweep " << sweep.file << ": "
+           << (per_task > 1 ? fmt::format("one array task per {} runs not yet complete, side by side\n", per_task)
+                            : std::string("one array task per run not yet complete\n"))
            << "#SBATCH --job-name=pelab-" << sweep.name << "\n"
-           << "#SBATCH --array=" << join(indices, ",") << "\n"
+           << "#SBATCH --array=" << (per_task > 1 ? fmt::format("0-{}", groups.size() - 1) : join(indices, ",")) << "\n"
            << "#SBATCH --output=" << dir << "/slurm/%A_%a.log\n"
-           << "#SBATCH --cpus-per-task=" << s.cpus_per_task << "\n"
+           << "#SBATCH --cpus-per-task=" << s.cpus_per_task * per_task << "\n"
            << "#SBATCH --time=" << s.time << "\n";
     if (!s.partition.empty()) script << "#SBATCH --partition=" << s.partition << "\n";
-    if (!s.mem.empty()) script << "#SBATCH --mem=" << s.mem << "\n";
+    if (!mem.empty()) script << "#SBATCH --mem=" << mem << "\n";
     if (s.gpus > 0) script << "#SBATCH --gres=gpu:" << s.gpus << "\n";
     // Slurm's preemption and the warning 120 s before the time limit (--signal) reach the
     // batch shell, which passes them to pelab: the run checkpoints and exits with 75, and the
@@ -192,9 +212,16 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
            << "#SBATCH --signal=B:TERM@120\n"
            << "cd " << quoted(fs::current_path().string()) << "\n"
            << "stopping=\n"
-           << "trap 'stopping=1; kill -TERM \"$pelab_pid\" 2>/dev/null' TERM INT\n"
-           << quoted(pelab) << " sweep " << quoted(fs::absolute(sweep.file).string())
-           << " --run-index \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-1}\" &\n"
+           << "trap 'stopping=1; kill -TERM \"$pelab_pid\" 2>/dev/null' TERM INT\n";
+    if (per_task > 1)
+      script << "runs=(" << join(groups, " ") << ")  # the runs of each array task\n"
+             << quoted(pelab) << " sweep " << quoted(fs::absolute(sweep.file).string())
+             << " --run-index \"${runs[$SLURM_ARRAY_TASK_ID]}\" --jobs " << per_task << " --threads "
+             << s.cpus_per_task << " &\n";
+    else
+      script << quoted(pelab) << " sweep " << quoted(fs::absolute(sweep.file).string())
+             << " --run-index \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-1}\" &\n";
+    script
            << "pelab_pid=$!\n"
            << "wait \"$pelab_pid\"; status=$?\n"
            << "while [ -n \"$stopping\" ]; do stopping=; wait \"$pelab_pid\"; status=$?; done\n"
@@ -210,8 +237,9 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
       return 1;
     }
   }
-  out << fmt::format("wrote {} ({} array tasks: {} runs not complete of {})\n", script_path, todo.size(), todo.size(),
-                     runs.size());
+  const size_t tasks = per_task > 1 ? groups.size() : todo.size();
+  out << fmt::format("wrote {} ({} array tasks: {} runs not complete of {}{})\n", script_path, tasks, todo.size(),
+                     runs.size(), per_task > 1 ? fmt::format(", {} per task", per_task) : std::string());
   if (a.no_submit) {
     out << "submit it with: sbatch " << script_path << "\n";
     return 0;
@@ -233,7 +261,7 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
   const std::string job = reply.substr(0, reply.find(';'));
   out << fmt::format("submitted Slurm job {} ({} array tasks)\n  follow:  squeue -j {}\n  logs:    {}/slurm/{}_*.log\n"
                      "  results: pelab report {}\n",
-                     job, todo.size(), job, dir, job, sweep.output);
+                     job, tasks, job, dir, job, sweep.output);
   return 0;
 }
 
@@ -268,8 +296,13 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     err << "error: " << e.what() << "\n";
     return 2;
   }
-  if (a.run_index >= static_cast<int64_t>(runs.size())) {
-    err << fmt::format("error: --run-index {} is out of range: the sweep has {} runs\n", a.run_index, runs.size());
+  for (int64_t index : a.run_indices)
+    if (index >= static_cast<int64_t>(runs.size())) {
+      err << fmt::format("error: --run-index {} is out of range: the sweep has {} runs\n", index, runs.size());
+      return 2;
+    }
+  if (!a.gpus.empty() && a.jobs_set) {
+    err << "error: --jobs and --gpus: with --gpus the runs at once are the GPUs x --runs-per-gpu\n";
     return 2;
   }
   std::vector<int64_t> todo;
@@ -296,8 +329,9 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   // Not on a dry run, which writes nothing, nor in a Slurm array task (--run-index): the
   // submission wrote it, and the tasks run side by side (their writes would race on one
   // temporary file).
+  const bool array_task = !a.run_indices.empty();
   try {
-    if (a.run_index < 0) write_manifest(sweep.output, runs);
+    if (!array_task) write_manifest(sweep.output, runs);
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";
     return 1;
@@ -309,24 +343,37 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     }
     return submit_slurm(a, sweep, runs, todo, pelab, out, err);
   }
-  if (a.run_index >= 0) {
-    const RunState state = state_of(runs[a.run_index].dir);
-    todo = state == RunState::Complete || state == RunState::Outdated ? std::vector<int64_t>{}
-                                                                      : std::vector<int64_t>{a.run_index};
+  if (array_task) {
+    todo.clear();
+    for (int64_t index : a.run_indices) {
+      const RunState state = state_of(runs[index].dir);
+      if (state != RunState::Complete && state != RunState::Outdated) todo.push_back(index);
+    }
   }
   if (outdated > 0)
     err << fmt::format("warning: {} run(s) hold a run file of another pelab (its schema version; `pelab sweep "
                        "--dry-run` lists them as outdated): left as they are; move their runs/<id>/run.h5 away to "
                        "train them again\n", outdated);
 
+  // the slots runs go to: with --gpus, runs_per_gpu per GPU, the GPUs taken in turn so that
+  // fewer runs than slots spread over every GPU
+  std::vector<std::string> slots;
+  for (int64_t k = 0; k < a.runs_per_gpu; ++k)
+    for (int64_t gpu : a.gpus) slots.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(gpu));
+  if (a.gpus.empty()) slots.assign(std::max<int64_t>(1, std::min<int64_t>(a.jobs, std::max<size_t>(1, todo.size()))), "");
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t jobs = std::max<int64_t>(1, std::min<int64_t>(a.jobs, std::max<size_t>(1, todo.size())));
+  const int64_t jobs = std::min<int64_t>(slots.size(), std::max<size_t>(1, todo.size()));
   const int64_t threads = a.threads > 0 ? a.threads : std::max<int64_t>(1, cores / jobs);
-  out << fmt::format("sweep '{}': {} runs, {} complete, {} to run{}{}; {} at a time x {} threads; in {}\n", sweep.name,
+  std::vector<std::string> gpu_names;
+  for (int64_t gpu : a.gpus) gpu_names.push_back(std::to_string(gpu));
+  out << fmt::format("sweep '{}': {} runs, {} complete, {} to run{}{}; {} at a time x {} threads{}; in {}\n", sweep.name,
                      runs.size(), complete, todo.size(),
                      resumable ? fmt::format(" ({} resumed from checkpoints)", resumable) : std::string(),
                      failed_before ? fmt::format(" ({} failed before: retried)", failed_before) : std::string(), jobs,
-                     threads, sweep.output);
+                     threads,
+                     a.gpus.empty() ? std::string()
+                                    : fmt::format(" on GPUs {} ({} per GPU)", join(gpu_names), a.runs_per_gpu),
+                     sweep.output);
   out.flush();
   // SIGINT/SIGTERM (handlers installed by main): start nothing more, pass the signal on to
   // the runs (they checkpoint and exit with kExitInterrupted), wait for them, and exit with
@@ -334,8 +381,11 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   std::vector<ChildProcess> processes;
   for (int64_t index : todo) processes.push_back(train_process(pelab, sweep, runs[index], threads));
   int64_t done = 0, failed = 0, interrupted = 0;
+  auto placed = [&](size_t slot) {  // " on GPU 1" with --gpus
+    return a.gpus.empty() ? std::string() : " on GPU " + slots[slot].substr(slots[slot].find('=') + 1);
+  };
   const size_t not_started = run_child_processes(
-      processes, jobs,
+      processes, slots,
       [&](size_t i) {
         const SweepRun& run = runs[todo[i]];
         fs::create_directories(run.dir);
@@ -348,7 +398,8 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
         switch (finish_run(run, end.status, end.log_offset, error)) {
           case RunEnd::Complete:
             ++done;
-            out << fmt::format("[{}/{}] complete  {} ({:.0f}s)\n", done + failed, todo.size(), run.id, end.seconds);
+            out << fmt::format("[{}/{}] complete  {} ({:.0f}s{})\n", done + failed, todo.size(), run.id, end.seconds,
+                               placed(end.slot));
             break;
           case RunEnd::Interrupted:
             ++interrupted;
@@ -357,15 +408,15 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
             break;
           case RunEnd::Failed:
             ++failed;
-            out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s): {}\n", done + failed, todo.size(), run.id,
-                               end.seconds, error);
+            out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s{}): {}\n", done + failed, todo.size(), run.id,
+                               end.seconds, placed(end.slot), error);
             break;
         }
       },
       "run(s) at their next step (they write checkpoints)", out);
   std::vector<ManifestRow> rows;
   for (const auto& r : runs) rows.push_back({r.index, r.id, join(r.overrides, " ")});
-  if (a.run_index < 0) {
+  if (!array_task) {
     write_index(sweep.output, sweep.name, rows);
     out << fmt::format("{} of {} runs complete{}; index {}/{}; table: pelab report {}\n", complete + done, runs.size(),
                        failed ? fmt::format(", {} failed (runs/<id>/failed.txt, log.txt)", failed) : std::string(),

@@ -19,13 +19,17 @@ namespace pelab {
 struct SweepArguments {
   std::string sweep_path;
   int64_t jobs = 1;          // runs at once (local)
+  bool jobs_set = false;     // --jobs given (refused beside --gpus)
+  std::vector<int64_t> gpus;  // place runs on these GPUs (CUDA_VISIBLE_DEVICES per run), runs_per_gpu
+  int64_t runs_per_gpu = 1;   //   on each at once: jobs = gpus x runs_per_gpu
   int64_t threads = 0;       // threads per run; 0: cores / jobs (at least 1)
   bool dry_run = false;      // list the runs and their state, run nothing
-  int64_t run_index = -1;    // run only this run (a Slurm array task)
+  std::vector<int64_t> run_indices;  // run only these runs, side by side (a Slurm array task)
   bool slurm = false;        // write an sbatch job array script and submit it
   bool no_submit = false;    // with slurm: only write the script
   SlurmSettings slurm_overrides;  // fields set on the command line win over the sweep file
-  bool partition_set = false, time_set = false, cpus_set = false, gpus_set = false, mem_set = false;
+  bool partition_set = false, time_set = false, cpus_set = false, gpus_set = false, mem_set = false,
+       runs_per_task_set = false;
 };
 
 // Exit codes: 0 every run complete (or listed, or submitted), 1 some run failed, 2 a bad sweep file.

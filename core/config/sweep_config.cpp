@@ -108,6 +108,7 @@ SweepConfig load_sweep_config(const std::string& path) {
   s.slurm.cpus_per_task = slurm.get_int("cpus_per_task", s.slurm.cpus_per_task, 1, 4096);
   s.slurm.gpus = slurm.get_int("gpus", s.slurm.gpus, 0, 64);
   s.slurm.mem = slurm.get_string("mem", s.slurm.mem);
+  s.slurm.runs_per_task = slurm.get_int("runs_per_task", s.slurm.runs_per_task, 1, 4096);
   slurm.finish("slurm");
   r.finish("the sweep file");
   return s;

@@ -34,6 +34,8 @@ struct SlurmSettings {
   int64_t cpus_per_task = 2;
   int64_t gpus = 0;
   std::string mem;                  // e.g. 4G; empty: the cluster's default
+  int64_t runs_per_task = 1;        // runs side by side in one array task (sharing its GPUs);
+                                    //   cpus_per_task and mem are per run, the task asks for N x
 };
 
 struct SweepConfig {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -173,13 +174,16 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   Encoder model = prepared.model;
   const auto counts = count_parameters(*model);
 
+  const char* visible_gpus = std::getenv("CUDA_VISIBLE_DEVICES");  // set per run by pelab sweep --gpus
   log << fmt::format("pelab run '{}': task {} ({} format), encoding {}, {} positions, {} layers x d_model {} ({} parameters), "
-                     "{} on {} with {} threads\n",
+                     "{} on {}{} with {} threads\n",
                      config.name, config.task.name, format_name(task->format()), config.encoding.name,
                      config.positions.sampler,
                      config.model.num_layers,
                      config.model.d_model, counts.at(schema::kTotal),
-                     config.model.causal ? "causal" : "bidirectional", device.str(), torch::get_num_threads());
+                     config.model.causal ? "causal" : "bidirectional", device.str(),
+                     visible_gpus ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", visible_gpus) : std::string(),
+                     torch::get_num_threads());
   check_lengths_fit(config, *task, *model);
   check_output_writable(config.output.dir);
   Trainer trainer(config, model, *task, device);
