@@ -29,6 +29,10 @@ run=eval-out/runs/task-reverse_string_seed-0_min_length-1_max_length-3/run.h5
 "$PELAB" eval "$run" --lengths 6 --sampler randomized --sampler-max-length 64 --samples 8 --threads 1 | tee one.txt
 grep -q "step 4, positions randomized (max_length 64)" one.txt
 "$PELAB" eval "$run" --step 2 --lengths 3 --threads 1 > step.txt
+size=$(stat -c %s "$run")
+"$PELAB" eval "$run" --step 2 --lengths 3 --force --threads 1 > force.txt   # recomputed, replaced in place
+test "$(stat -c %s "$run")" -le "$size"                                     # the file does not grow
+"$PELAB" eval "$run" --step 2 --attention-lengths 6 --examples 2 --threads 1 > maps.txt
 fails_with 1 "has no snapshot of step 3; it keeps steps 2, and the final parameters (step 4)" \
   "$PELAB" eval "$run" --step 3 --lengths 3
 fails_with 2 "nothing.h5 does not exist: give a run file (run.h5) or a sweep directory" "$PELAB" eval nothing.h5
@@ -55,6 +59,9 @@ with h5py.File(sys.argv[1]) as f:
     curve = f["evaluation_curve"]
     assert list(curve["step"][()]) == [2, 2, 2, 4, 4, 4] and set(curve["samples"][()]) == {4}
     assert sorted(f["snapshots"]) == ["step_2"]
+    maps = f["attention/length_6"]
+    assert maps.attrs["step"] == 2 and maps.attrs["sampler"] in (b"contiguous", "contiguous"), dict(maps.attrs)
+    assert maps["probs"].shape[0] == 2
 print("rows carry their settings")
 PY
 

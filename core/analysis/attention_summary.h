@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/encodings/position_encoding.h"
@@ -42,6 +43,9 @@ struct AttentionMaps {
   torch::Tensor probs;      // (N, layers, heads, T, T) float32 (CPU)
   torch::Tensor tokens;     // (N, T) int64
   torch::Tensor positions;  // (N, T) int64: the key positions the encoding saw
+  int64_t step = 0;         // the settings they were made under, as an evaluation row's
+  std::string sampler = "contiguous";
+  int64_t positions_max_length = 0;
 };
 
 }  // namespace pelab

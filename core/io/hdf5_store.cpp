@@ -62,6 +62,9 @@ void write_attention_maps(H5::H5File& file, const std::vector<AttentionMaps>& ma
     write_int_tensor(group, s::kPositions, m.positions);
     write_scalar_attribute<int64_t>(group, s::kLength, m.length);
     write_scalar_attribute<int64_t>(group, s::kExamples, m.probs.size(0));
+    write_scalar_attribute<int64_t>(group, s::kEvalStep, m.step);
+    write_string_attribute(group, s::kEvalSampler, m.sampler);
+    write_scalar_attribute<int64_t>(group, s::kEvalPositionsMaxLength, m.positions_max_length);
   }
 }
 
@@ -387,30 +390,47 @@ RunRecord read_run_file(const std::string& path, bool with_checkpoint) {
 void add_to_run_file(const std::string& path, const RunFileAdditions& added) {
   if (!is_complete_run_file(path)) throw std::runtime_error(path + " is not a complete run file");
   const RunRecord before = read_run_file(path, /*with_checkpoint=*/false);
-  write_hdf5_file(
-      path, "HDF5 run file",
-      [&](H5::H5File& file) {
-        if (!added.evaluation.empty()) {
-          // the group is written anew: its datasets change length
-          file.unlink(s::kEvaluation);
-          H5::Group evaluation = file.createGroup(s::kEvaluation);
-          write_evaluation_rows(evaluation, merge_evaluation_rows(before.evaluation, added.evaluation));
-          write_evaluation_attributes(evaluation, before);
-        }
-        if (!added.probes.empty()) {
-          std::vector<ProbeResult> probes;
-          for (const auto& p : before.probes) {
-            bool replaced = false;
-            for (const auto& q : added.probes) replaced = replaced || same_probe_settings(p, q);
-            if (!replaced) probes.push_back(p);
-          }
-          probes.insert(probes.end(), added.probes.begin(), added.probes.end());
-          if (file.exists(s::kProbes)) file.unlink(s::kProbes);
-          write_probes(file, probes);
-        }
-        write_attention_maps(file, added.attention_maps, added.attention_float16);
-      },
-      /*existing=*/path);
+  std::set<std::string> replaced_maps;
+  for (const auto& m : added.attention_maps) replaced_maps.insert(s::kAttentionLengthPrefix + std::to_string(m.length));
+  // A new file: what stays is copied over (HDF5 does not give back the space of what a
+  // changed file drops, so rewriting in place would grow the file at every pelab eval).
+  write_hdf5_file(path, "HDF5 run file", [&](H5::H5File& file) {
+    H5::H5File source(path, H5F_ACC_RDONLY);
+    write_scalar_attribute<int64_t>(file, s::kSchemaVersionAttr, s::kSchemaVersion);
+    write_string_attribute(file, s::kRunNameAttr, read_string_attribute(source, s::kRunNameAttr));
+    write_string_attribute(file, s::kStatusAttr, read_string_attribute(source, s::kStatusAttr));
+    auto copy = [&](const std::string& name) {
+      if (H5Ocopy(source.getId(), name.c_str(), file.getId(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0)
+        throw H5::FileIException("H5Ocopy", "cannot copy " + name);
+    };
+    for (const auto& name : member_names(source.openGroup("/"))) {
+      if ((name == s::kEvaluation && !added.evaluation.empty()) || (name == s::kProbes && !added.probes.empty()))
+        continue;
+      if (name == s::kAttention && !replaced_maps.empty()) {
+        file.createGroup(s::kAttention);
+        for (const auto& length : member_names(source.openGroup(s::kAttention)))
+          if (!replaced_maps.count(length)) copy(std::string(s::kAttention) + "/" + length);
+        continue;
+      }
+      copy(name);
+    }
+    if (!added.evaluation.empty()) {
+      H5::Group evaluation = file.createGroup(s::kEvaluation);
+      write_evaluation_rows(evaluation, merge_evaluation_rows(before.evaluation, added.evaluation));
+      write_evaluation_attributes(evaluation, before);
+    }
+    if (!added.probes.empty()) {
+      std::vector<ProbeResult> probes;
+      for (const auto& p : before.probes) {
+        bool replaced = false;
+        for (const auto& q : added.probes) replaced = replaced || same_probe_settings(p, q);
+        if (!replaced) probes.push_back(p);
+      }
+      probes.insert(probes.end(), added.probes.begin(), added.probes.end());
+      write_probes(file, probes);
+    }
+    write_attention_maps(file, added.attention_maps, added.attention_float16);
+  });
 }
 
 bool is_complete_run_file(const std::string& path) { return complete_run_file_version(path) == s::kSchemaVersion; }

@@ -231,27 +231,18 @@ auto with_hdf5_errors(const std::string& what, const std::string& path, F&& body
 
 // Builds an HDF5 file in memory (the core driver, no backing store) with `fill(file)`, then
 // writes its image with write_file_atomically: the only disk I/O is one checked write, so a
-// full disk is one clean error and never a half-closed HDF5 file. With `existing`, that
-// file's bytes are read and opened as an in-memory image (no file descriptor, no HDF5 file
-// lock: a reader may have it open) for `fill` to change.
+// full disk is one clean error and never a half-closed HDF5 file. `fill` may read the file
+// at `path` as it is (pelab eval copies what stays from it): the new one replaces it only
+// at the end.
 template <typename F>
-void write_hdf5_file(const std::string& path, const std::string& what, F&& fill, const std::string& existing = "") {
-  std::vector<char> image, original;
-  if (!existing.empty()) {
-    std::ifstream in(existing, std::ios::binary);
-    original.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) throw std::runtime_error("cannot read " + existing);
-  }
+void write_hdf5_file(const std::string& path, const std::string& what, F&& fill) {
+  std::vector<char> image;
   with_hdf5_errors("write " + what, path, [&] {
     H5::FileAccPropList access;
     if (H5Pset_fapl_core(access.getId(), 1 << 20, /*backing_store=*/false) < 0)
       throw H5::FileIException("H5Pset_fapl_core", "cannot use the core driver");
-    if (!original.empty() && H5Pset_file_image(access.getId(), original.data(), original.size()) < 0)
-      throw H5::FileIException("H5Pset_file_image", "cannot open the file's image");
-    H5::H5File file = existing.empty()
-                          ? H5::H5File(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access)
-                          // the core driver refuses an image under the name of a file on disk
-                          : H5::H5File(path + ".in-memory", H5F_ACC_RDWR, H5::FileCreatPropList::DEFAULT, access);
+    // named apart from `path`: the core driver refuses a name of a file on disk it may read
+    H5::H5File file(path + ".in-memory", H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access);
     fill(file);
     file.flush(H5F_SCOPE_GLOBAL);
     const ssize_t size = H5Fget_file_image(file.getId(), nullptr, 0);

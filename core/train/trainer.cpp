@@ -510,6 +510,8 @@ AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples) {
   model_->train();
   AttentionMaps maps;
   maps.length = length;
+  maps.step = progress_.step;
+  std::tie(maps.sampler, maps.positions_max_length) = evaluation_sampler(config_.positions);
   maps.probs = torch::stack(output.attentions, 1).to(torch::kCPU, torch::kFloat32);  // (N, layers, H, T, T)
   maps.tokens = batch.tokens.cpu();
   maps.positions = positions.key.cpu();
