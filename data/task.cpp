@@ -1,14 +1,16 @@
 #include "data/task.h"
 
+#include "core/encodings/host_to_device.h"
+
 namespace pelab {
 
 Batch Batch::to(torch::Device device) const {
   Batch b = *this;
-  b.tokens = tokens.to(device);
-  b.padding = padding.to(device);
-  b.targets = targets.to(device);
-  b.scored = scored.to(device);
-  b.segments = segments.to(device);
+  b.tokens = host_to_device(tokens, device);
+  b.padding = host_to_device(padding, device);
+  b.targets = host_to_device(targets, device);
+  b.scored = host_to_device(scored, device);
+  b.segments = host_to_device(segments, device);
   return b;
 }
 

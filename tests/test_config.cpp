@@ -67,6 +67,11 @@ CATCH_TEST_CASE("the shipped task-family configs are valid", "[config]") {
     CATCH_CHECK(c.train.max_length == 40);
     CATCH_CHECK(c.task.format == "encoder");
   }
+  // the benchmark's tiny shape (tests/benchmarks/tiny_shape.py): Ruoss et al.'s model and batch
+  RunConfig tiny = load_run_config(test::source_path("configs/bench/tiny_shape.yaml"), {}, scheme_catalog(),
+                                   task_catalog());
+  CATCH_CHECK((tiny.model.d_model == 64 && tiny.model.num_layers == 5 && tiny.model.num_heads == 8 &&
+               tiny.train.batch_size == 128 && tiny.train.max_length == 40));
   RunConfig nope = load_run_config(test::source_path("configs/tasks/nope.yaml"), {}, scheme_catalog(), task_catalog());
   CATCH_CHECK(nope.task.format == "causal_lm");
   CATCH_CHECK(nope.model.causal);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/encodings/host_to_device.h"
+
 namespace pelab {
 
 PositionSampler::PositionSampler(const PositionsConfig& config)
@@ -38,7 +40,7 @@ Positions PositionSampler::sample(int64_t batch, int64_t length, std::mt19937_64
   } else {
     row = torch::tensor(randomized(length, max_length_, rng), torch::kInt64);
   }
-  auto positions = row.to(device).unsqueeze(0).expand({batch, length});
+  auto positions = host_to_device(row, device).unsqueeze(0).expand({batch, length});
   return {positions, positions};
 }
 
