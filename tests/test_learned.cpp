@@ -1,6 +1,7 @@
 #include "tests/catch.h"
 
 #include "core/encodings/learned.h"
+#include "core/io/hdf5_store.h"
 #include "core/run/run.h"
 #include "tests/support.h"
 
@@ -25,11 +26,34 @@ CATCH_TEST_CASE("learned owns exactly one (max_positions, d_model) table", "[lea
   CATCH_CHECK(big.named_parameters()[0].value().std().item<double>() == Approx(0.02).epsilon(0.05));
 }
 
+CATCH_TEST_CASE("learned inject: per_layer gives every block a table, added before it and counted", "[learned]") {
+  auto options = OptionValues::defaults(LearnedPositionEncodingImpl::options());
+  options.set("max_positions", int64_t(10));
+  options.set("inject", std::string("per_layer"));
+  LearnedPositionEncodingImpl pe(EncodingContext{16, 2, 3, false}, options);  // 3 blocks
+  auto params = pe.named_parameters();
+  CATCH_REQUIRE(params.size() == 3u);
+  CATCH_CHECK(pe.position_tables().size() == 3u);
+  auto positions = torch::tensor({3, 0, 9}, torch::kInt64).unsqueeze(0);
+  const Positions p{positions, positions};
+  auto x = torch::zeros({1, 3, 16});
+  CATCH_CHECK(torch::equal(pe.embed(x, p, kInputLayer), x));  // nothing at the token embeddings
+  for (int64_t layer = 0; layer < 3; ++layer)
+    CATCH_CHECK(torch::equal(pe.embed(x, p, layer)[0][0], params["table_" + std::to_string(layer)][3]));
+  // the run file's parameter counts: three tables instead of one
+  auto task = test::default_task("reverse_string");
+  auto shared = test::tiny_config({"encoding.name=learned", "encoding.inject=every_layer"});
+  auto own = test::tiny_config({"encoding.name=learned", "encoding.inject=per_layer"});
+  const int64_t table = 512 * shared.model.d_model;
+  CATCH_CHECK(count_parameters(*build_model(shared, *task)).at("position_encoding") == table);
+  CATCH_CHECK(count_parameters(*build_model(own, *task)).at("position_encoding") == shared.model.num_layers * table);
+}
+
 CATCH_TEST_CASE("learned returns the table rows of the positions", "[learned]") {
   auto pe = make_learned(10);
   auto table = pe.named_parameters()[0].value();
   auto positions = torch::tensor({3, 0, 9}, torch::kInt64).unsqueeze(0);
-  auto v = pe.position_vectors(positions);
+  auto v = pe.position_vectors(positions, kInputLayer);
   CATCH_CHECK(torch::equal(v[0][0], table[3]));
   CATCH_CHECK(torch::equal(v[0][2], table[9]));
 }

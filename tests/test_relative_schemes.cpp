@@ -178,6 +178,31 @@ CATCH_TEST_CASE("ALiBi biases: symmetric, causal and the DeepMind variant", "[re
   for (int j = 0; j < 4; ++j) CATCH_CHECK(dm[0][0][2][j].item<float>() == Approx(row[j] / 16.0));
 }
 
+CATCH_TEST_CASE("ALiBi on a subset of heads and with learned slopes, as x-transformers", "[relative][alibi]") {
+  Fixture f;  // 2 heads
+  // heads: 1: head 0 gets the slope of a one-head model (2^-8), head 1 no bias
+  auto one = make("alibi", f.context, {{"heads", int64_t(1)}});
+  auto bias = one->score_bias(f.q, f.k, f.at(0));
+  CATCH_CHECK(bias[0][0][2][5].item<float>() == Approx(-3.0 / 256));
+  CATCH_CHECK(bias[0][1].abs().max().item<float>() == 0.0f);
+  CATCH_CHECK(one->parameters().empty());
+  CATCH_CHECK_THROWS_WITH(make("alibi", f.context, {{"heads", int64_t(3)}}),
+                          test::ContainsText("alibi: heads = 3 exceeds the model's 2 heads"));
+  // learned_slopes: log-slope parameters starting at Press's values, trained through the bias
+  auto learned = make("alibi", f.context, {{"learned_slopes", true}});
+  auto fixed = make("alibi", f.context);
+  auto log_slopes = learned->named_parameters()["log_slopes"];
+  CATCH_REQUIRE(log_slopes.sizes() == torch::IntArrayRef({2}));
+  CATCH_CHECK(torch::allclose(learned->score_bias(f.q, f.k, f.at(0)), fixed->score_bias(f.q, f.k, f.at(0))));
+  learned->score_bias(f.q, f.k, f.at(0)).sum().backward();
+  CATCH_CHECK(log_slopes.grad().abs().min().item<float>() > 0.0f);
+  {
+    torch::NoGradGuard no_grad;
+    log_slopes[0].fill_(std::log(0.5));
+  }
+  CATCH_CHECK(learned->score_bias(f.q, f.k, f.at(0))[0][0][2][5].item<float>() == Approx(-1.5));
+}
+
 CATCH_TEST_CASE("DeBERTa log buckets match make_log_bucket_position", "[relative][deberta]") {
   auto r = torch::tensor({-1000, -300, -200, -129, -128, -127, -64, -1, 0, 1, 64, 127, 128, 129, 200, 300, 1000},
                          torch::kInt64);

@@ -21,10 +21,38 @@ SinusoidalPositionEncodingImpl make(int64_t d_model, const std::string& layout, 
 
 torch::Tensor vectors_at(SinusoidalPositionEncodingImpl& pe, std::vector<int64_t> positions) {
   auto p = torch::tensor(positions, torch::kInt64).unsqueeze(0);
-  return pe.position_vectors(p)[0];  // (T, D)
+  return pe.position_vectors(p, kInputLayer)[0];  // (T, D)
 }
 
 }  // namespace
+
+CATCH_TEST_CASE("sinusoidal inject: every_layer_scaled adds the same sinusoids times a learned scale per block",
+                "[sinusoidal]") {
+  auto options = OptionValues::defaults(SinusoidalPositionEncodingImpl::options());
+  options.set("inject", std::string("every_layer_scaled"));
+  EncodingContext context;
+  context.d_model = 8;
+  context.num_heads = 1;
+  context.num_layers = 3;
+  SinusoidalPositionEncodingImpl pe(context, options);
+  auto scale = pe.named_parameters()["layer_scale"];
+  CATCH_REQUIRE(scale.sizes() == torch::IntArrayRef({3}));
+  CATCH_CHECK(torch::equal(scale, torch::ones({3})));  // starts as every_layer
+  auto plain = make(8, "interleaved");
+  auto positions = torch::tensor({0, 4, 7}, torch::kInt64).unsqueeze(0);
+  const Positions p{positions, positions};
+  auto x = torch::zeros({1, 3, 8});
+  CATCH_CHECK(torch::equal(pe.embed(x, p, kInputLayer), x));
+  {
+    torch::NoGradGuard no_grad;
+    scale[1].fill_(2.0);
+  }
+  CATCH_CHECK(torch::allclose(pe.embed(x, p, 1), 2 * plain.position_vectors(positions, kInputLayer)));
+  CATCH_CHECK(torch::allclose(pe.embed(x, p, 0), plain.position_vectors(positions, kInputLayer)));
+  pe.embed(x, p, 2).sum().backward();
+  CATCH_CHECK(scale.grad()[2].item<float>() != 0.0f);  // trained through the block it scales
+  CATCH_CHECK(scale.grad()[0].item<float>() == 0.0f);
+}
 
 CATCH_TEST_CASE("sinusoidal golden values, interleaved (Vaswani et al. 2017)", "[sinusoidal]") {
   auto pe = make(4, "interleaved");

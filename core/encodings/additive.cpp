@@ -4,18 +4,21 @@ namespace pelab {
 
 AdditivePositionEncodingImpl::AdditivePositionEncodingImpl(const EncodingContext& context,
                                                            const OptionValues& options)
-    : PositionEncodingImpl(context), every_layer_(options.get_string("inject") == "every_layer") {}
+    : PositionEncodingImpl(context), inject_(options.get_string("inject")) {}
 
-OptionSpec AdditivePositionEncodingImpl::inject_option() {
-  return OptionSpec::choice("inject", "input", {"input", "every_layer"},
-                            "add at the token embeddings only (BERT) or before every block");
+OptionSpec AdditivePositionEncodingImpl::inject_option(const std::vector<std::string>& more,
+                                                       const std::string& more_help) {
+  std::vector<std::string> choices = {"input", "every_layer"};
+  choices.insert(choices.end(), more.begin(), more.end());
+  return OptionSpec::choice("inject", "input", choices,
+                            "add at the token embeddings only (BERT) or before every block" + more_help);
 }
 
 torch::Tensor AdditivePositionEncodingImpl::embed(torch::Tensor x, const Positions& positions,
                                                   int64_t layer) {
-  const bool here = every_layer_ ? layer != kInputLayer : layer == kInputLayer;
+  const bool here = inject_ != "input" ? layer != kInputLayer : layer == kInputLayer;
   if (!here) return x;
-  return x + position_vectors(positions.query).to(x.dtype());
+  return x + position_vectors(positions.query, layer).to(x.dtype());
 }
 
 }  // namespace pelab

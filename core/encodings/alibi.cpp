@@ -27,15 +27,25 @@ torch::Tensor alibi_slopes(int64_t heads) {
 }
 
 AlibiImpl::AlibiImpl(const EncodingContext& context, const OptionValues& options)
-    : PositionEncodingImpl(context), deepmind_(options.get_string("variant") == "deepmind") {}
+    : PositionEncodingImpl(context),
+      deepmind_(options.get_string("variant") == "deepmind"),
+      biased_heads_(options.get_int("heads") > 0 ? options.get_int("heads") : context.num_heads) {
+  TORCH_CHECK(biased_heads_ <= context.num_heads, "alibi: heads = ", biased_heads_, " exceeds the model's ",
+              context.num_heads, " heads");
+  if (options.get_bool("learned_slopes"))
+    log_slopes_ = register_parameter("log_slopes", alibi_slopes(biased_heads_).log());
+}
 
 std::string AlibiImpl::description() {
-  return "ALiBi (Press et al. 2022): -m_h |query - key| per head, no parameters; DeepMind variant";
+  return "ALiBi (Press et al. 2022): -m_h |query - key| per head; DeepMind variant, a subset of heads, learned slopes";
 }
 
 std::vector<OptionSpec> AlibiImpl::options() {
   return {OptionSpec::choice("variant", "standard", {"standard", "deepmind"},
-                             "-m|i-j| (causal or symmetric), or DeepMind's m(-|i-j| + 0.5 [j < i])")};
+                             "-m|i-j| (causal or symmetric), or DeepMind's m(-|i-j| + 0.5 [j < i])"),
+          OptionSpec::integer("heads", 0, "heads with a bias, the first ones, with the slopes of that many heads "
+                              "(x-transformers alibi_num_heads); 0: every head", 0, 1 << 16),
+          OptionSpec::boolean("learned_slopes", false, "learn the slopes (as logarithms, from Press's values)")};
 }
 
 torch::Tensor AlibiImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
@@ -44,7 +54,10 @@ torch::Tensor AlibiImpl::score_bias(const torch::Tensor& q, const torch::Tensor&
   auto distance = geometry.offsets().to(q.scalar_type());  // (W): query - key
   auto base = -distance.abs();
   if (deepmind_) base = base + 0.5 * (distance > 0).to(q.scalar_type());      // key left of the query
-  auto per_offset = alibi_slopes(context_.num_heads).to(options).unsqueeze(1) * base.unsqueeze(0);  // (H, W)
+  auto slopes = log_slopes_.defined() ? log_slopes_.exp().to(options) : alibi_slopes(biased_heads_).to(options);
+  if (biased_heads_ < context_.num_heads)  // the other heads: slope 0
+    slopes = torch::cat({slopes, torch::zeros({context_.num_heads - biased_heads_}, options)});
+  auto per_offset = slopes.unsqueeze(1) * base.unsqueeze(0);  // (H, W)
   return geometry.bias(per_offset);
 }
 

@@ -8,6 +8,10 @@
 //   variant deepmind:  bias = m_h (-|i - j| + 0.5 [j < i])   (google-deepmind/
 //                      randomized_positional_encodings models/positional_encodings.py,
 //                      compute_alibi_encodings_biases: keys left of the query get +0.5 m)
+// As lucidrains/x-transformers: `heads` gives the bias to the first n heads only, with the
+// slopes of n heads (alibi_num_heads; the other heads get none), and `learned_slopes` makes
+// the slopes parameters, learned as their logarithms from Press's values
+// (LearnedAlibiPositionalBias).
 #pragma once
 
 #include "core/encodings/position_encoding.h"
@@ -28,6 +32,8 @@ class AlibiImpl : public PositionEncodingImpl {
 
  private:
   bool deepmind_;
+  int64_t biased_heads_;     // the first heads get a bias, the others none
+  torch::Tensor log_slopes_;  // (biased_heads) with learned_slopes, else undefined
 };
 
 }  // namespace pelab

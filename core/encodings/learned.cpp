@@ -5,8 +5,18 @@ namespace pelab {
 LearnedPositionEncodingImpl::LearnedPositionEncodingImpl(const EncodingContext& context,
                                                          const OptionValues& options)
     : AdditivePositionEncodingImpl(context, options), max_positions_(options.get_int("max_positions")) {
-  table_ = register_parameter("table", torch::randn({max_positions_, context.d_model}) *
-                                           options.get_float("init_std"));
+  const bool per_layer = inject() == "per_layer";
+  for (int64_t l = 0; l < (per_layer ? context.num_layers : 1); ++l)
+    tables_.push_back(register_parameter(per_layer ? "table_" + std::to_string(l) : std::string("table"),
+                                         torch::randn({max_positions_, context.d_model}) *
+                                             options.get_float("init_std")));
+}
+
+std::vector<PositionTable> LearnedPositionEncodingImpl::position_tables() const {
+  if (tables_.size() == 1) return {{"table", "position", 0}};
+  std::vector<PositionTable> tables;
+  for (size_t l = 0; l < tables_.size(); ++l) tables.push_back({"table_" + std::to_string(l), "position", 0});
+  return tables;
 }
 
 std::string LearnedPositionEncodingImpl::description() {
@@ -17,7 +27,7 @@ std::vector<OptionSpec> LearnedPositionEncodingImpl::options() {
   return {
       OptionSpec::integer("max_positions", 512, "rows of the table: the largest position + 1", 1, 1 << 24),
       OptionSpec::real("init_std", 0.02, "standard deviation of the initial table (BERT: 0.02)", 0.0, 10.0),
-      inject_option(),
+      inject_option({"per_layer"}, ", or before every block from a table of its own (per_layer)"),
   };
 }
 
@@ -32,8 +42,9 @@ void LearnedPositionEncodingImpl::check_positions(const Positions& positions) co
               " or evaluate shorter lengths");
 }
 
-torch::Tensor LearnedPositionEncodingImpl::position_vectors(const torch::Tensor& positions) {
-  return table_.index_select(0, positions.reshape(-1)).view({positions.size(0), positions.size(1), -1});
+torch::Tensor LearnedPositionEncodingImpl::position_vectors(const torch::Tensor& positions, int64_t layer) {
+  const auto& table = tables_.size() == 1 ? tables_.front() : tables_.at(layer);
+  return table.index_select(0, positions.reshape(-1)).view({positions.size(0), positions.size(1), -1});
 }
 
 }  // namespace pelab

@@ -8,6 +8,7 @@ SinusoidalPositionEncodingImpl::SinusoidalPositionEncodingImpl(const EncodingCon
       layout_(options.get_string("layout")),
       base_(options.get_float("base")) {
   TORCH_CHECK(context.d_model % 2 == 0, "sinusoidal: d_model must be even, got ", context.d_model);
+  if (inject() == "every_layer_scaled") layer_scale_ = register_parameter("layer_scale", torch::ones({context.num_layers}));
   TORCH_CHECK(layout_ != "concatenated_t2t" || context.d_model >= 4,
               "sinusoidal: layout concatenated_t2t needs d_model >= 4, got ", context.d_model);
 }
@@ -22,12 +23,15 @@ std::vector<OptionSpec> SinusoidalPositionEncodingImpl::options() {
                          "interleaved sin/cos pairs (Vaswani); [sin | cos] halves (DeepMind); or [sin | cos] "
                          "with tensor2tensor frequencies base^(-i/(D/2-1))"),
       OptionSpec::real("base", 10000.0, "wavelength base", 1.0, 1e12),
-      inject_option(),
+      inject_option({"every_layer_scaled"}, ", or before every block times a learned scale per block "
+                    "(every_layer_scaled, starting at 1)"),
   };
 }
 
-torch::Tensor SinusoidalPositionEncodingImpl::position_vectors(const torch::Tensor& positions) {
-  return sinusoid_table(positions, context_.d_model, base_, layout_);
+torch::Tensor SinusoidalPositionEncodingImpl::position_vectors(const torch::Tensor& positions, int64_t layer) {
+  const auto vectors = sinusoid_table(positions, context_.d_model, base_, layout_);
+  if (!layer_scale_.defined()) return vectors;
+  return vectors * layer_scale_[layer];
 }
 
 torch::Tensor sinusoid_table(const torch::Tensor& values, int64_t dim, double base, const std::string& layout) {

@@ -22,12 +22,14 @@ class SinusoidalPositionEncodingImpl : public AdditivePositionEncodingImpl {
   static std::string description();
   static std::vector<OptionSpec> options();
 
-  // positions: (B, T) int64 -> (B, T, D) float32
-  torch::Tensor position_vectors(const torch::Tensor& positions) override;
+  // positions: (B, T) int64 -> (B, T, D) float32 (times the block's scale with
+  // every_layer_scaled)
+  torch::Tensor position_vectors(const torch::Tensor& positions, int64_t layer) override;
 
  private:
   std::string layout_;
   double base_;
+  torch::Tensor layer_scale_;  // (num_layers), 1 at the start: inject every_layer_scaled
 };
 
 }  // namespace pelab
