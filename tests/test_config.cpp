@@ -194,6 +194,8 @@ CATCH_TEST_CASE("command-line overrides (--set) change values, and errors name t
 
   CATCH_CHECK(error_of("valid.yaml", {"model.num_layers=two"}) ==
               "--set model.num_layers=two: model.num_layers: expected an integer, got 'two'");
+  // a control character (here a carriage return) in a string is refused, not carried into the resolved config
+  CATCH_CHECK_THAT(error_of("valid.yaml", {"name=run\r"}), test::ContainsText("name: contains the control character 0x0d"));
   CATCH_CHECK(error_of("valid.yaml", {"encoding.name=alibi_typo"}) ==
               "--set encoding.name=alibi_typo: encoding.name: unknown encoding 'alibi_typo'; known encodings: " +
                   known_schemes());

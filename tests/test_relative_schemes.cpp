@@ -203,6 +203,57 @@ CATCH_TEST_CASE("ALiBi on a subset of heads and with learned slopes, as x-transf
   CATCH_CHECK(learned->score_bias(f.q, f.k, f.at(0))[0][0][2][5].item<float>() == Approx(-1.5));
 }
 
+CATCH_TEST_CASE("TUPE: the untied position term on a hand-computed case, TUPE-R's buckets, shifts", "[relative][tupe]") {
+  const EncodingContext context{2, 1, 1, false};  // D = 2, one head (Dh = 2), one block
+  auto tupe = make("tupe", context, {{"max_positions", int64_t(8)}});
+  CATCH_CHECK(tupe->attention_scale() == Approx(0.5));  // 1 / sqrt(2 Dh), content and position alike
+  {
+    torch::NoGradGuard no_grad;
+    auto table = param(tupe, "table");
+    table.zero_();
+    table[0] = torch::tensor({1.0f, 0.0f});
+    table[1] = torch::tensor({0.0f, 1.0f});
+    table[2] = torch::tensor({1.0f, 1.0f});
+    param(tupe, "table_norm.weight").fill_(1);
+    param(tupe, "table_norm.bias").zero_();
+    // U_q = U_k = identity, no bias
+    param(tupe, "projection.0.weight").copy_(torch::tensor({{1.0f, 0.0f}, {0.0f, 1.0f}, {1.0f, 0.0f}, {0.0f, 1.0f}}));
+    param(tupe, "projection.0.bias").zero_();
+  }
+  auto x = torch::zeros({1, 1, 3, 2});
+  auto at = [&](const Positions& p) { return AttentionContext{p, 0, x, x}; };
+  const Positions first = contiguous_positions(1, 3);
+  auto bias = tupe->score_bias(x, x, at(first));  // (1, 1, 3, 3)
+  // LayerNorm'd rows: p0 -> (1, -1), p1 -> (-1, 1), p2 -> (0, 0); bias = p_i . p_j / sqrt(2 Dh)
+  const std::vector<std::vector<float>> expected = {{1, -1, 0}, {-1, 1, 0}, {0, 0, 0}};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) CATCH_CHECK(bias[0][0][i][j].item<float>() == Approx(expected[i][j]).margin(1e-4));
+  // TUPE-A sees absolute positions: the same sequence at positions 3-5 scores otherwise
+  Positions shifted{first.query + 3, first.key + 3};
+  CATCH_CHECK_FALSE(torch::allclose(tupe->score_bias(x, x, at(shifted)), bias));
+  CATCH_CHECK_FALSE(tupe->shift_invariant());
+  CATCH_CHECK_THROWS_WITH(tupe->check_positions(Positions{first.query + 6, first.key + 6}),
+                          test::ContainsText("tupe: position 8 does not fit the table of max_positions = 8"));
+
+  // TUPE-R: with the absolute part silenced, the bias is T5's bucket of key - query, shift invariant
+  auto relative = make("tupe", context, {{"relative", true}});
+  {
+    torch::NoGradGuard no_grad;
+    param(relative, "table").zero_();
+    param(relative, "projection.0.bias").zero_();
+    param(relative, "table_norm.bias").zero_();
+  }
+  const auto table = param(relative, "relative_attention_bias");  // (32, 1)
+  auto r = relative->score_bias(x, x, at(first));
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const int64_t bucket = t5_relative_bucket(torch::tensor(j - i), true, 32, 128).item<int64_t>();
+      CATCH_CHECK(r[0][0][i][j].item<float>() == Approx(table[bucket][0].item<float>()));
+    }
+  CATCH_CHECK(torch::allclose(relative->score_bias(x, x, at(shifted)), r));
+  CATCH_CHECK(relative->position_tables().size() == 2u);
+}
+
 CATCH_TEST_CASE("DeBERTa log buckets match make_log_bucket_position", "[relative][deberta]") {
   auto r = torch::tensor({-1000, -300, -200, -129, -128, -127, -64, -1, 0, 1, 64, 127, 128, 129, 200, 300, 1000},
                          torch::kInt64);

@@ -1,5 +1,7 @@
 #include "core/config/yaml_reader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -129,6 +131,10 @@ std::string YamlReader::get_string(const std::string& key, const std::string& de
   YAML::Node v = value(key);
   if (!v || v.IsNull()) return default_value;
   if (!v.IsScalar()) fail_at(key, "expected a string, got " + describe_node(v));
+  // a control character (a carriage return from a Windows editor, say) would not survive
+  // the resolved config's round trip, nor a file name
+  for (unsigned char c : v.Scalar())
+    if (c < 0x20 || c == 0x7f) fail_at(key, fmt::format("contains the control character 0x{:02x}", c));
   return v.Scalar();
 }
 

@@ -13,6 +13,7 @@
 #include "core/encodings/sinusoidal.h"
 #include "core/encodings/t5_bias.h"
 #include "core/encodings/transformer_xl.h"
+#include "core/encodings/tupe.h"
 #include "core/encodings/xpos.h"
 
 namespace pelab {
@@ -48,6 +49,7 @@ const std::vector<SchemeEntry>& scheme_registry() {
       entry<SinusoidalPositionEncodingImpl>("sinusoidal"),
       entry<T5BiasImpl>("t5_bias"),
       entry<TransformerXLImpl>("transformer_xl"),
+      entry<TupeImpl>("tupe"),
       entry<XposImpl>("xpos"),
   };
   return table;
