@@ -7,6 +7,11 @@
 #include "core/model/flops.h"
 #include "core/model/gelu.h"
 #include "core/model/layer_norm.h"
+#include "core/encodings/layer_mix.h"
+#include "core/run/run.h"
+#include "core/train/trainer.h"
+#include "core/encodings/registry.h"
+#include "data/task_registry.h"
 #include "tests/support.h"
 
 #include <ATen/record_function.h>
@@ -87,6 +92,56 @@ CATCH_TEST_CASE("pre-LN, post-LN, GELU and ReLU all build and differ", "[encoder
   // post-LN: every layer output is normalised (zero mean, unit variance per token)
   auto hidden = forward(test::tiny_config({"model.norm=post"}), b).hidden_states.back();
   CATCH_CHECK(hidden.mean(-1).abs().max().item<float>() < 1e-4);
+}
+
+CATCH_TEST_CASE("encoding_mix: blocks every-1, 2 every-1, ... use the other scheme, hook by hook", "[encoder][mix]") {
+  auto task = test::default_task("reverse_string");
+  auto config = test::tiny_config({"model.num_layers=4", "encoding.name=rope", "encoding_mix.name=alibi",
+                                   "encoding_mix.every=2"});
+  Encoder model = build_model(config, *task);
+  auto& mix = dynamic_cast<LayerMixImpl&>(model->encoding());
+  CATCH_CHECK((!mix.mixed_at(kInputLayer) && !mix.mixed_at(0) && mix.mixed_at(1) && !mix.mixed_at(2) &&
+               mix.mixed_at(3)));
+  torch::manual_seed(5);
+  auto q = torch::randn({1, 4, 6, 8}), k = torch::randn({1, 4, 6, 8}), w = torch::randn({96, 32}), b = torch::randn({96});
+  const Positions positions = contiguous_positions(1, 6);
+  const AttentionContext rope_block{positions, 0, w, b}, alibi_block{positions, 1, w, b};
+  CATCH_CHECK_FALSE(mix.score_bias(q, k, rope_block).defined());  // rope: a rotation, no bias
+  CATCH_CHECK_FALSE(torch::equal(mix.rotate(q, k, rope_block).first, q));
+  CATCH_CHECK(mix.score_bias(q, k, alibi_block).defined());  // alibi: a bias, no rotation
+  CATCH_CHECK(torch::equal(mix.rotate(q, k, alibi_block).first, q));
+  // the resolved config says so, and reads back
+  const std::string yaml = to_yaml(config);
+  CATCH_CHECK_THAT(yaml, test::ContainsText("encoding_mix:\n  name: alibi\n  every: 2\n"));
+  CATCH_CHECK(to_yaml(parse_run_config(yaml, "resolved.yaml", {}, scheme_catalog(), task_catalog())) == yaml);
+
+  // a mix whose other scheme no block uses is the main scheme itself
+  auto rope = test::tiny_config({"encoding.name=rope"});
+  auto unused = test::tiny_config({"encoding.name=rope", "encoding_mix.every=8"});  // 2 blocks: none mixed
+  Rng rng(3);
+  const Batch batch = task->sample(2, 5, rng);
+  auto logits = [&](const RunConfig& c) {
+    Encoder m = build_model(c, *task);
+    m->eval();
+    const auto p = contiguous_positions(batch.tokens.size(0), batch.tokens.size(1));
+    return m->forward(batch.tokens, batch.padding, p, batch.segments).logits;
+  };
+  CATCH_CHECK(torch::equal(logits(rope), logits(unused)));
+
+  // parameters by scheme, every one trained; schemes that scale scores apart are refused
+  auto tables = test::tiny_config({"encoding.name=learned", "encoding_mix.name=t5_bias", "encoding_mix.every=2",
+                                   "train.steps=6", "train.unused_parameters_steps=3"});
+  Encoder with_tables = build_model(tables, *task);
+  auto names = with_tables->named_parameters();
+  CATCH_CHECK((names.contains("position_encoding.main.table") &&
+               names.contains("position_encoding.mixed.relative_attention_bias")));
+  Trainer trainer(tables, with_tables, *task, torch::kCPU);
+  std::ostringstream log;
+  trainer.train(log, false);
+  CATCH_CHECK(trainer.trained_rows().size() == 2u);
+  CATCH_CHECK_THROWS_WITH(build_model(test::tiny_config({"encoding.name=tupe", "encoding_mix.name=rope",
+                                                         "encoding_mix.every=2"}), *task),
+                          test::ContainsText("encoding_mix: 'tupe' and 'rope' scale the scores differently"));
 }
 
 CATCH_TEST_CASE("segment embeddings are optional and used when present", "[encoder]") {

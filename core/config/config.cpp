@@ -171,6 +171,14 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
         if (e.causal_only && !c.model.causal)
           reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");
       });
+  int64_t mix_every = 0;
+  c.encoding_mix.encoding = read_named_section<EncodingConfig>(
+      r.child("encoding_mix"), "encoding", schemes, "none", [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
+        mix_every = reader.get_int("every", 0, 0, 1 << 16);
+        if (e.causal_only && !c.model.causal)
+          reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");
+      });
+  c.encoding_mix.every = mix_every;
   c.positions = read_positions(r.child("positions"));
   c.train = read_train(r.child("train"));
   c.eval = read_eval(r.child("eval"));
@@ -204,11 +212,12 @@ void emit_value(YAML::Emitter& out, const OptionValue& v) {
   else out << std::get<std::string>(v);
 }
 
+// `extra`: keys of the section's own after the name (task.format, encoding_mix.every)
 void emit_named(YAML::Emitter& out, const std::string& key, const std::string& name,
-                const OptionValues& options, const std::string& format = "") {
+                const OptionValues& options, const std::vector<std::pair<std::string, std::string>>& extra = {}) {
   out << YAML::Key << key << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << name;
-  if (!format.empty()) out << YAML::Key << "format" << YAML::Value << format;
+  for (const auto& [k, v] : extra) out << YAML::Key << k << YAML::Value << v;
   for (const auto& [k, v] : options.all()) {
     out << YAML::Key << k << YAML::Value;
     emit_value(out, v);
@@ -227,7 +236,9 @@ std::string to_yaml(const RunConfig& c) {
   out << YAML::Key << "threads" << YAML::Value << c.threads;
   out << YAML::Key << "device" << YAML::Value << c.device;
   out << YAML::Key << "precision" << YAML::Value << c.precision;
-  emit_named(out, "task", c.task.name, c.task.options, c.task.format);
+  emit_named(out, "task", c.task.name, c.task.options,
+             c.task.format.empty() ? std::vector<std::pair<std::string, std::string>>{}
+                                   : std::vector<std::pair<std::string, std::string>>{{"format", c.task.format}});
   const ModelConfig& m = c.model;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap
       << YAML::Key << "d_model" << YAML::Value << m.d_model
@@ -244,6 +255,8 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "layer_norm_eps" << YAML::Value << m.layer_norm_eps
       << YAML::EndMap;
   emit_named(out, "encoding", c.encoding.name, c.encoding.options);
+  emit_named(out, "encoding_mix", c.encoding_mix.encoding.name, c.encoding_mix.encoding.options,
+             {{"every", std::to_string(c.encoding_mix.every)}});
   const TrainConfig& t = c.train;
   out << YAML::Key << "train" << YAML::Value << YAML::BeginMap
       << YAML::Key << "steps" << YAML::Value << t.steps

@@ -48,6 +48,13 @@ struct EncodingConfig {
   OptionValues options;                 // the scheme's declared options, defaults filled in
 };
 
+// Some blocks with another scheme: SmolLM3 and Llama 4 drop RoPE from every fourth layer
+// (Yang et al. 2025, "RoPE to NoRoPE and Back Again").
+struct EncodingMixConfig {
+  int64_t every = 0;                    // blocks every-1, 2 every-1, ... use `encoding`; 0: none
+  EncodingConfig encoding;              // the other scheme (none by default), options beside it
+};
+
 struct PositionsConfig {
   std::string sampler = "contiguous";   // contiguous (0..T-1) | random_offset | randomized (Ruoss et al.)
   int64_t max_length = 2048;            // L_max: random_offset and randomized draw from [0, max_length)
@@ -119,6 +126,7 @@ struct RunConfig {
   TaskConfig task;
   ModelConfig model;
   EncodingConfig encoding;
+  EncodingMixConfig encoding_mix;
   PositionsConfig positions;
   TrainConfig train;
   EvalConfig eval;

@@ -1,5 +1,6 @@
 #include "core/model/encoder.h"
 
+#include "core/encodings/layer_mix.h"
 #include "core/encodings/registry.h"
 #include "core/model/gelu.h"
 #include "core/model/layer_norm.h"
@@ -35,7 +36,7 @@ torch::Tensor BlockImpl::forward(torch::Tensor x, const AttentionMask& mask, con
 }
 
 EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encoding, int64_t vocab_size,
-                         int64_t num_classes)
+                         int64_t num_classes, const EncodingMixConfig& mix)
     : config_(model) {
   token_embedding_ = register_module(
       "token_embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab_size, model.d_model)
@@ -47,8 +48,14 @@ EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encodin
     embedding_norm_ = register_module("embedding_norm", torch::nn::LayerNorm(norm_options));
   dropout_ = register_module("dropout", torch::nn::Dropout(model.dropout));
   EncodingContext context{model.d_model, model.num_heads, model.num_layers, model.causal, encoding.name};
-  position_encoding_ = register_module("position_encoding",
-                                       make_position_encoding(encoding.name, context, encoding.options));
+  PositionEncoding scheme = make_position_encoding(encoding.name, context, encoding.options);
+  if (mix.every > 0) {
+    EncodingContext mixed_context = context;
+    mixed_context.scheme = mix.encoding.name;
+    scheme = PositionEncoding(std::shared_ptr<PositionEncodingImpl>(std::make_shared<LayerMixImpl>(
+        context, scheme, make_position_encoding(mix.encoding.name, mixed_context, mix.encoding.options), mix.every)));
+  }
+  position_encoding_ = register_module("position_encoding", scheme);
   blocks_ = register_module("blocks", torch::nn::ModuleList());
   for (int64_t l = 0; l < model.num_layers; ++l) blocks_->push_back(Block(model, l));
   if (model.norm == "pre") final_norm_ = register_module("final_norm", torch::nn::LayerNorm(norm_options));

@@ -45,8 +45,9 @@ struct EncoderOutput {
 
 class EncoderImpl : public torch::nn::Module {
  public:
+  // `mix`: some blocks with another scheme (encoding_mix; core/encodings/layer_mix.h)
   EncoderImpl(const ModelConfig& model, const EncodingConfig& encoding, int64_t vocab_size,
-              int64_t num_classes);
+              int64_t num_classes, const EncodingMixConfig& mix = {});
 
   // tokens: (B, T) int64; padding: (B, T) bool, true at padding; segments: (B, T) int64 or
   // undefined (all zero). -> logits (B, T, C) and what `request` asks for.

@@ -63,7 +63,7 @@ void configure_cpu_math() {
 
 Encoder build_model(const RunConfig& config, const Task& task) {
   torch::manual_seed(config.seed);
-  return Encoder(config.model, config.encoding, task.vocab_size(), task.num_classes());
+  return Encoder(config.model, config.encoding, task.vocab_size(), task.num_classes(), config.encoding_mix);
 }
 
 void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model) {

@@ -1,0 +1,40 @@
+// Two schemes across depth (encoding_mix): blocks every-1, 2 every-1, ... use `mixed`, the
+// other blocks and the token embeddings `main`. SmolLM3 and Llama 4 drop RoPE from every
+// fourth layer (Yang et al. 2025, "RoPE to NoRoPE and Back Again"): `rope` with `none`
+// every 4. Every hook goes to the scheme of the block it is called for; the two must scale
+// scores alike (attention_scale() has no layer). Not registered: the encoder builds it.
+#pragma once
+
+#include "core/encodings/position_encoding.h"
+
+namespace pelab {
+
+class LayerMixImpl : public PositionEncodingImpl {
+ public:
+  LayerMixImpl(const EncodingContext& context, PositionEncoding main, PositionEncoding mixed, int64_t every);
+
+  // The scheme block `layer` uses (kInputLayer: the main one).
+  bool mixed_at(int64_t layer) const { return layer != kInputLayer && (layer + 1) % every_ == 0; }
+
+  void check_positions(const Positions& positions) const override;
+  torch::Tensor embed(torch::Tensor x, const Positions& positions, int64_t layer) override;
+  std::pair<torch::Tensor, torch::Tensor> rotate(torch::Tensor q, torch::Tensor k,
+                                                 const AttentionContext& attention) override;
+  torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) override;
+  RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  bool has_value_term() const override { return main_->has_value_term() || mixed_->has_value_term(); }
+  double attention_scale() const override { return main_->attention_scale(); }
+  bool supports_extrapolation() const override;
+  void set_extrapolation(const std::string& method, double factor) override;
+  bool shift_invariant() const override { return main_->shift_invariant() && mixed_->shift_invariant(); }
+  std::vector<PositionTable> position_tables() const override;
+
+ private:
+  PositionEncodingImpl& at(int64_t layer) { return mixed_at(layer) ? *mixed_ : *main_; }
+
+  PositionEncoding main_, mixed_;
+  int64_t every_;
+};
+
+}  // namespace pelab
