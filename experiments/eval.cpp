@@ -53,16 +53,16 @@ RunConfig evaluation_config(const EvalArguments& a, const RunRecord& record, con
 // Evaluates one run file and adds what it made; returns a line saying what was done.
 std::string evaluate_run_file(const EvalArguments& a, const std::string& run_file, std::ostream& out) {
   const auto start = std::chrono::steady_clock::now();
-  const RunRecord record = read_run_file(run_file, /*with_checkpoint=*/false);
+  const RunRecord record = read_run_file(run_file);  // with the parameters: read once
   const RunConfig config = evaluation_config(a, record, run_file);
   PreparedRun run = prepare_run(config);
-  load_checkpoint(run_file, *run.model, a.step == record.train_steps ? -1 : a.step);  // the final step: /checkpoint
+  load_checkpoint(record, run_file, *run.model, a.step);
   check_lengths_fit(config, *run.task, *run.model);
+  const int64_t step = a.step >= 0 ? a.step : record.train_steps;
   Trainer trainer(config, run.model, *run.task, run.device);
-  trainer.set_evaluated_step(a.step >= 0 ? a.step : record.train_steps);
+  trainer.set_evaluated_step(step);
   trainer.set_trained_rows(record.trained_rows);
   const auto [sampler, sampler_max_length] = evaluation_sampler(config.positions);
-  const int64_t step = a.step >= 0 ? a.step : record.train_steps;
 
   RunFileAdditions added;
   added.attention_float16 = !a.float32;
@@ -85,9 +85,13 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
       added.evaluation.push_back(trainer.evaluate_length(length, config.eval.samples, method));
     }
   for (int64_t length : a.probes) {
-    const bool present = std::any_of(record.probes.begin(), record.probes.end(), [&](const ProbeResult& p) {
-      return p.length == length && p.step == step && p.sampler == sampler && p.positions_max_length == sampler_max_length;
-    });
+    ProbeResult wanted;
+    wanted.length = length;
+    wanted.step = step;
+    wanted.sampler = sampler;
+    wanted.positions_max_length = sampler_max_length;
+    const bool present = std::any_of(record.probes.begin(), record.probes.end(),
+                                     [&](const ProbeResult& p) { return p.same_settings(wanted); });
     if (present && !a.force) {
       ++kept;
       continue;

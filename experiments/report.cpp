@@ -44,14 +44,18 @@ double quantile(const std::vector<double>& sorted, double q) {
   return sorted[below] + (position - below) * (sorted[above] - sorted[below]);
 }
 
+double mean_of(const std::vector<double>& values) {
+  double sum = 0;
+  for (double x : values) sum += x;
+  return values.empty() ? NAN : sum / values.size();
+}
+
 Aggregate aggregate_of(std::vector<double> values, const ReportArguments& a) {
   Aggregate g;
   g.n = values.size();
   if (values.empty()) return g;
   std::sort(values.begin(), values.end());
-  double sum = 0;
-  for (double x : values) sum += x;
-  g.mean = sum / g.n;
+  g.mean = mean_of(values);
   double squares = 0;
   for (double x : values) squares += (x - g.mean) * (x - g.mean);
   g.std = g.n > 1 ? std::sqrt(squares / (g.n - 1)) : 0.0;  // the sample standard deviation
@@ -231,7 +235,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   std::map<int64_t, double> shared_chance;
   for (const auto& line : lines)
     for (const auto& [length, values] : line.chance) {
-      const double c = aggregate_of(values, ReportArguments{}).mean;
+      const double c = mean_of(values);
       auto [it, inserted] = shared_chance.emplace(length, c);
       one_chance = one_chance && (inserted || std::abs(it->second - c) < 1e-9);
     }
@@ -268,7 +272,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
         continue;
       }
       const Aggregate g = aggregate_of(found->second, a);
-      const double chance = aggregate_of(line.chance.at(L), ReportArguments{}).mean;
+      const double chance = mean_of(line.chance.at(L));
       const bool in_summary =
           std::find(line.summary_lengths.begin(), line.summary_lengths.end(), L) != line.summary_lengths.end();
       std::string cell = format_cell(g, a) + (L > line.train_max ? "*" : "");

@@ -25,6 +25,11 @@ struct ProbeResult {
   int64_t step = 0;                // the training step probed
   std::string sampler = "contiguous";  // the positions the probed sequences had
   int64_t positions_max_length = 0;
+  // Rows of one probing: the same length and settings (the layers differ).
+  bool same_settings(const ProbeResult& other) const {
+    return length == other.length && step == other.step && sampler == other.sampler &&
+           positions_max_length == other.positions_max_length;
+  }
 };
 
 // Closed-form ridge regression with a bias: W = (X'X + lambda I)^-1 X'Y with lambda =

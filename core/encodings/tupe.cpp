@@ -46,9 +46,10 @@ std::vector<OptionSpec> TupeImpl::options() {
 
 void TupeImpl::check_positions(const Positions& positions) const {
   if (positions.query.numel() == 0) return;
-  const int64_t largest = std::max(positions.query.max().item<int64_t>(), positions.key.max().item<int64_t>());
-  TORCH_CHECK(positions.query.min().item<int64_t>() >= 0 && positions.key.min().item<int64_t>() >= 0,
-              "tupe: negative positions");
+  const auto all = torch::cat({positions.query.reshape(-1), positions.key.reshape(-1)});
+  const auto bounds = torch::stack({all.min(), all.max()}).cpu();  // one read-back: smallest, largest
+  const int64_t largest = bounds[1].item<int64_t>();
+  TORCH_CHECK(bounds[0].item<int64_t>() >= 0, "tupe: negative positions");
   TORCH_CHECK(largest < max_positions_, "tupe: position ", largest, " does not fit the table of max_positions = ",
               max_positions_, " rows; raise encoding.max_positions to at least ", largest + 1,
               " or evaluate shorter lengths");

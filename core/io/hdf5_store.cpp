@@ -108,11 +108,6 @@ std::vector<ProbeResult> read_probes(const H5::Group& probes) {
   return rows;
 }
 
-// Probe rows of one probing (length and settings; layers differ).
-bool same_probe_settings(const ProbeResult& a, const ProbeResult& b) {
-  return a.length == b.length && a.step == b.step && a.sampler == b.sampler &&
-         a.positions_max_length == b.positions_max_length;
-}
 }  // namespace
 
 // The evaluation table's columns (the run file's /evaluation and /evaluation_curve).
@@ -423,7 +418,7 @@ void add_to_run_file(const std::string& path, const RunFileAdditions& added) {
       std::vector<ProbeResult> probes;
       for (const auto& p : before.probes) {
         bool replaced = false;
-        for (const auto& q : added.probes) replaced = replaced || same_probe_settings(p, q);
+        for (const auto& q : added.probes) replaced = replaced || p.same_settings(q);
         if (!replaced) probes.push_back(p);
       }
       probes.insert(probes.end(), added.probes.begin(), added.probes.end());
@@ -471,8 +466,11 @@ void write_sweep_index(const std::string& path, const std::string& sweep_name,
 }
 
 void load_checkpoint(const std::string& path, torch::nn::Module& model, int64_t step) {
-  const RunRecord record = read_run_file(path);
-  if (step < 0) return load_named_tensors(model, record.checkpoint, path);
+  load_checkpoint(read_run_file(path), path, model, step);
+}
+
+void load_checkpoint(const RunRecord& record, const std::string& path, torch::nn::Module& model, int64_t step) {
+  if (step < 0 || step == record.train_steps) return load_named_tensors(model, record.checkpoint, path);
   std::vector<std::string> kept;
   for (const auto& [kept_step, tensors] : record.snapshots) {
     if (kept_step == step) return load_named_tensors(model, tensors, path + ":/snapshots/step_" + std::to_string(step));

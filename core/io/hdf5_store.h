@@ -81,8 +81,10 @@ struct SweepIndexEntry {
 void write_sweep_index(const std::string& path, const std::string& sweep_name,
                        const std::vector<SweepIndexEntry>& entries);
 // Copies the checkpoint of a run file into `model` (same config); names and shapes must
-// match. step >= 0: the snapshot of that step (output.keep_checkpoints) instead; the error
-// lists the steps kept.
+// match. step >= 0 but the final one: the snapshot of that step (output.keep_checkpoints)
+// instead; the error lists the steps kept.
 void load_checkpoint(const std::string& path, torch::nn::Module& model, int64_t step = -1);
+// The same from a record read with its checkpoint (read_run_file) of the file at `path`.
+void load_checkpoint(const RunRecord& record, const std::string& path, torch::nn::Module& model, int64_t step = -1);
 
 }  // namespace pelab

@@ -5,8 +5,6 @@
 #include <H5Cpp.h>
 #include <torch/torch.h>
 
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <type_traits>
 #include <vector>

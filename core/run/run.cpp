@@ -270,8 +270,9 @@ std::string format_evaluation_table(const std::vector<EvalResult>& results, int6
   for (const auto& r : results) {
     std::string beyond = r.length > train_max_length ? "  (beyond training)" : "";
     if (!r.untrained.empty()) {
-      if (std::find(untrained.begin(), untrained.end(), r.untrained) == untrained.end()) untrained.push_back(r.untrained);
-      beyond += fmt::format("  !{}", std::find(untrained.begin(), untrained.end(), r.untrained) - untrained.begin() + 1);
+      auto note = std::find(untrained.begin(), untrained.end(), r.untrained);
+      if (note == untrained.end()) note = untrained.insert(note, r.untrained);
+      beyond += fmt::format("  !{}", note - untrained.begin() + 1);
     }
     if (text) {
       out += fmt::format("{:>13} {:>8} {:>8} {:>10.4f} {:>9.4f} {:>9.3f} {:>9.3f} {:>9.2f}% {:>8.2f}%{}\n", r.method,

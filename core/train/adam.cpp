@@ -87,21 +87,28 @@ void AdamStep::load_state(const std::vector<std::pair<std::string, torch::Tensor
   }
 }
 
-torch::Tensor gradient_norm(const std::vector<torch::Tensor>& parameters) {
+namespace {
+
+// The global 2-norm of the gradients as torch::nn::utils::clip_grad_norm_ computes it (the
+// norm of the per-parameter norms), in their dtype; undefined without any gradient.
+torch::Tensor total_gradient_norm(const std::vector<torch::Tensor>& parameters) {
   std::vector<torch::Tensor> norms;
   for (const auto& p : parameters)
     if (p.grad().defined()) norms.push_back(p.grad().norm(2));
-  if (norms.empty()) return torch::zeros({}, torch::kFloat64);
-  return torch::stack(norms).norm(2).to(torch::kFloat64);
+  return norms.empty() ? torch::Tensor() : torch::stack(norms).norm(2);
+}
+
+}  // namespace
+
+torch::Tensor gradient_norm(const std::vector<torch::Tensor>& parameters) {
+  const auto total = total_gradient_norm(parameters);
+  return total.defined() ? total.to(torch::kFloat64) : torch::zeros({}, torch::kFloat64);
 }
 
 torch::Tensor clip_gradients(const std::vector<torch::Tensor>& parameters, double max_norm) {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> norms;
-  for (const auto& p : parameters)
-    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
-  if (norms.empty()) return torch::zeros({}, torch::kFloat64);
-  const auto total = torch::stack(norms).norm(2);
+  const auto total = total_gradient_norm(parameters);
+  if (!total.defined()) return torch::zeros({}, torch::kFloat64);
   const auto scale = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);  // as clip_grad_norm_
   for (const auto& p : parameters)
     if (p.grad().defined()) p.grad().mul_(scale);

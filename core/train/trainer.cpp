@@ -64,8 +64,8 @@ Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch
     tables_.push_back({"position_encoding." + t.parameter, t.row_kind, t.first_row_value, table,
                        torch::zeros({table.size(0)}, torch::TensorOptions(torch::kBool).device(table.device()))});
   }
-  for (const auto& p : model_->parameters())
-    gradient_seen_.push_back(torch::zeros({}, torch::TensorOptions(torch::kBool).device(p.device())));
+  gradient_seen_ = torch::zeros({static_cast<int64_t>(model_->parameters().size())},
+                                torch::TensorOptions(torch::kBool).device(device_));
 }
 
 std::pair<std::string, int64_t> evaluation_sampler(const PositionsConfig& positions) {
@@ -77,6 +77,16 @@ namespace {
 
 // grad: (rows, ...) -> (rows,) bool: the rows with a nonzero entry
 torch::Tensor rows_with_gradient(const torch::Tensor& grad) { return grad.ne(0).reshape({grad.size(0), -1}).any(1); }
+
+// flags: (n,) bool on any device <-> n bytes on the host (what checkpoints and run files store)
+std::vector<uint8_t> flags_on_host(const torch::Tensor& flags) {
+  const auto bytes = flags.to(torch::kCPU, torch::kUInt8).contiguous();
+  return std::vector<uint8_t>(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
+}
+
+torch::Tensor flags_on_device(std::vector<uint8_t> bytes, torch::Device device) {
+  return torch::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, torch::kUInt8).to(device, torch::kBool);
+}
 
 // 3, 4, 5, 9 -> "3..5, 9"
 std::string value_ranges(const std::vector<int64_t>& sorted_values) {
@@ -100,15 +110,16 @@ void Trainer::record_gradients(int64_t step) {
   ++progress_.gradient_steps;
   const auto parameters = model_->parameters();
   for (size_t i = 0; i < parameters.size(); ++i)
-    if (parameters[i].grad().defined()) gradient_seen_[i].logical_or_(parameters[i].grad().ne(0).any());
+    if (parameters[i].grad().defined()) gradient_seen_[i].logical_or_(parameters[i].grad().ne(0).any());  // a view
 }
 
 void Trainer::check_unused_parameters(std::ostream& log) const {
   if (progress_.gradient_steps == 0) return;  // every step skipped (train.nonfinite: skip): nothing to judge
   std::vector<std::string> unused;
+  const auto seen = flags_on_host(gradient_seen_);  // one read-back
   size_t i = 0;
   for (const auto& p : model_->named_parameters())
-    if (!gradient_seen_[i++].item<bool>()) unused.push_back(p.key());
+    if (!seen[i++]) unused.push_back(p.key());
   if (unused.empty()) return;
   const std::string what = fmt::format(
       "parameter(s) with no gradient, or an exactly zero one, at each of the first {} steps: {}. Every parameter a "
@@ -127,11 +138,7 @@ std::vector<std::string> Trainer::parameter_names() const {
 
 std::vector<TrainedRows> Trainer::trained_rows() const {
   std::vector<TrainedRows> rows;
-  for (const auto& t : tables_) {
-    const auto mask = t.trained.to(torch::kCPU, torch::kUInt8).contiguous();
-    rows.push_back({t.parameter, t.row_kind, t.first_row_value,
-                    std::vector<uint8_t>(mask.data_ptr<uint8_t>(), mask.data_ptr<uint8_t>() + mask.numel())});
-  }
+  for (const auto& t : tables_) rows.push_back({t.parameter, t.row_kind, t.first_row_value, flags_on_host(t.trained)});
   return rows;
 }
 
@@ -142,9 +149,7 @@ void Trainer::set_trained_rows(const std::vector<TrainedRows>& rows) {
         if (static_cast<int64_t>(r.trained.size()) != t.trained.size(0))
           throw std::runtime_error(fmt::format("trained rows of {}: {} rows stored, the table has {}", t.parameter,
                                                r.trained.size(), t.trained.size(0)));
-        std::vector<uint8_t> copy = r.trained;
-        t.trained = torch::from_blob(copy.data(), {static_cast<int64_t>(copy.size())}, torch::kUInt8)
-                        .to(t.trained.device(), torch::kBool);
+        t.trained = flags_on_device(r.trained, t.trained.device());
       }
 }
 
@@ -394,7 +399,7 @@ TrainingCheckpoint Trainer::checkpoint() const {
   c.threads = torch::get_num_threads();
   c.progress = progress_;
   c.progress.trained_rows = trained_rows();
-  for (const auto& seen : gradient_seen_) c.progress.gradient_seen.push_back(seen.item<bool>());
+  c.progress.gradient_seen = flags_on_host(gradient_seen_);
   std::ostringstream data, positions;
   data << data_rng_;
   positions << position_rng_;
@@ -420,9 +425,9 @@ void Trainer::restore(const TrainingCheckpoint& c) {
     set_generator_state(at::globalContext().defaultGenerator(device_), c.cuda_rng);
   progress_ = c.progress;
   set_trained_rows(c.progress.trained_rows);
-  if (c.progress.gradient_seen.size() != gradient_seen_.size())
+  if (static_cast<int64_t>(c.progress.gradient_seen.size()) != gradient_seen_.numel())
     throw std::runtime_error("the checkpoint's gradient record does not match the model's parameters");
-  for (size_t i = 0; i < gradient_seen_.size(); ++i) gradient_seen_[i].fill_(bool(c.progress.gradient_seen[i]));
+  gradient_seen_ = flags_on_device(c.progress.gradient_seen, device_);
   progress_.trained_rows.clear();
   progress_.gradient_seen.clear();
 }

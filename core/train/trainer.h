@@ -152,7 +152,7 @@ class Trainer {
   };
   std::vector<TableRows> tables_;
   bool stop_checks_ = true;  // evaluate_length stops at a stop signal (not inside a curve point)
-  std::vector<torch::Tensor> gradient_seen_;  // per parameter, bool on the device
+  torch::Tensor gradient_seen_;  // (parameters,) bool on the device
   std::string checkpoint_path_;
   int64_t checkpoint_every_ = 0;
 };
