@@ -252,6 +252,15 @@ CATCH_TEST_CASE("TUPE: the untied position term on a hand-computed case, TUPE-R'
     }
   CATCH_CHECK(torch::allclose(relative->score_bias(x, x, at(shifted)), r));
   CATCH_CHECK(relative->position_tables().size() == 2u);
+
+  // per_layer: a projection per block (the reference's shared one by default)
+  const EncodingContext two_blocks{2, 1, 2, false};
+  CATCH_CHECK(make("tupe", two_blocks)->named_parameters().contains("projection.0.weight"));
+  CATCH_CHECK_FALSE(make("tupe", two_blocks)->named_parameters().contains("projection.1.weight"));
+  auto per_layer = make("tupe", two_blocks, {{"per_layer", true}});
+  CATCH_REQUIRE(per_layer->named_parameters().contains("projection.1.weight"));
+  const AttentionContext block0{first, 0, x, x}, block1{first, 1, x, x};
+  CATCH_CHECK_FALSE(torch::allclose(per_layer->score_bias(x, x, block0), per_layer->score_bias(x, x, block1)));
 }
 
 CATCH_TEST_CASE("DeBERTa log buckets match make_log_bucket_position", "[relative][deberta]") {
