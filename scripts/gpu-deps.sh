@@ -34,8 +34,11 @@ export LD_LIBRARY_PATH="$d/usr/lib/x86_64-linux-gnu:$d/usr/lib/x86_64-linux-gnu/
 # which the bundle lacks: name the headers and libraries
 hdf5_lib="$d/usr/lib/x86_64-linux-gnu/hdf5/serial"
 hdf5_include="$d/usr/include/hdf5/serial"
+# Catch2 by its folder: a machine's own Catch2 (another version, or built with LTO by another
+# compiler; seen on 2026-11-25) would otherwise be found first, and its library not link
 export CMAKE_ARGS="-DHDF5_C_INCLUDE_DIR=$hdf5_include -DHDF5_CXX_INCLUDE_DIR=$hdf5_include \
--DHDF5_hdf5_LIBRARY_RELEASE=$hdf5_lib/libhdf5.so -DHDF5_hdf5_cpp_LIBRARY_RELEASE=$hdf5_lib/libhdf5_cpp.so"
+-DHDF5_hdf5_LIBRARY_RELEASE=$hdf5_lib/libhdf5.so -DHDF5_hdf5_cpp_LIBRARY_RELEASE=$hdf5_lib/libhdf5_cpp.so \
+-DCatch2_DIR=$d/usr/lib/cmake/Catch2"
 command -v make >/dev/null || export CMAKE_GENERATOR=Ninja  # CMake's default needs make
 export PELAB_SKIP_SETUP=1     # scripts/dev: nothing to install (there is no registry)
 export PELAB_PYTHON=python3   # tests: the Python with h5py (torch's)

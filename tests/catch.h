@@ -6,7 +6,9 @@
 #ifndef CATCH_CONFIG_PREFIX_ALL
 #define CATCH_CONFIG_PREFIX_ALL
 #endif
-#if __has_include(<catch2/catch_all.hpp>)
+// PELAB_CATCH2_MAJOR: the version CMake found and links (tests/CMakeLists.txt), whose headers
+// must be the ones included even where the other version's are on the include path too
+#if defined(PELAB_CATCH2_MAJOR) ? PELAB_CATCH2_MAJOR >= 3 : __has_include(<catch2/catch_all.hpp>)
 #include <catch2/catch_all.hpp>
 #define PELAB_CATCH2_VERSION 3
 using Catch::Approx;  // in the global namespace, as Catch2 2 has it

@@ -3,8 +3,10 @@
 # with `device: cuda`, in float32 and under `precision: bf16`, against the same run on the
 # CPU. Skipped (exit 77) where pelab has no CUDA device: Debian's LibTorch is CPU-only, so
 # this runs only on a machine built against a CUDA LibTorch (docs/gpu.md).
+# CUDA_PATHS_PARTS (default "devices resume graphs") picks parts, for scarce GPU time.
 set -euo pipefail
 source_dir="$1"; work="$2"
+parts=" ${CUDA_PATHS_PARTS:-devices resume graphs} "
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py (a GPU machine: its own python3)
 config="$source_dir/tests/fixtures/learning.yaml"
@@ -18,6 +20,7 @@ if ! "$PELAB" train "$config" "${common[@]}" --set device=cuda --set train.steps
   cat probe.log; exit 1
 fi
 
+if [[ $parts == *" devices "* ]]; then
 # causal:SCHEME: a causal model (SDPA with is_causal for none and rope, whose batches have no
 # padding; the causal triangle added to alibi's bias)
 for variant in none alibi relative_key shaw causal:none causal:rope causal:alibi; do
@@ -55,6 +58,9 @@ print(scheme, "cpu", c[-1], "cuda", g[-1], "bf16", b[-1])
 PY
 done
 
+fi
+
+if [[ $parts == *" resume "* ]]; then
 echo "== resumed on the GPU with dropout: the CUDA generator's state comes back (rng/cuda)"
 # long enough to be stopped by a signal in the middle (a GPU step of this model takes
 # milliseconds); "stripped" resumes the same checkpoint without rng/cuda, so its dropout masks
@@ -89,3 +95,44 @@ assert near < 1e-4 * np.abs(straight).max(), ("resumed", near)
 assert far > 100 * max(near, 1e-7), ("without rng/cuda", far, near)
 print("resume on the GPU: max |loss - straight| with rng/cuda", near, "without", far)
 PY
+
+fi
+
+[[ $parts == *" graphs "* ]] || exit 0
+echo "== CUDA graphs (train.cuda_graphs): the losses of the ungraphed steps"
+# One graph per step shape, over a curriculum of lengths 1-6, with dropout: rope's steps
+# under randomized positions are replayed, and t5_bias's under contiguous ones; relative_key
+# under randomized positions finds its offsets on the device (a read-back), so its steps run
+# eagerly and the log says so; bf16 too.
+graphs=("$PELAB" train "$config" "${common[@]}" --set device=cuda --set model.dropout=0.1
+        --set train.log_every=5 --set positions.max_length=32)
+for spec in "rope randomized fp32" "relative_key randomized fp32" "t5_bias contiguous fp32" "rope randomized bf16"; do
+  read -r scheme sampler precision <<< "$spec"
+  name=${scheme}_${sampler}_$precision
+  for mode in on off; do
+    "${graphs[@]}" --set encoding.name=$scheme --set positions.sampler=$sampler --set precision=$precision \
+      --set train.cuda_graphs=$mode --out graphs_${mode}_$name > graphs_${mode}_$name.log 2>&1 ||
+      { cat graphs_${mode}_$name.log; exit 1; }
+  done
+  summary=$(grep "cuda graphs:" graphs_on_$name.log) || { cat graphs_on_$name.log; echo "no cuda graphs line"; exit 1; }
+  if grep -q "cuda graphs:" graphs_off_$name.log; then echo "cuda_graphs: off still used graphs"; exit 1; fi
+  echo "$name: $summary"
+  if [[ $scheme == relative_key ]]; then
+    grep -q "run without a CUDA graph: they read values back" graphs_on_$name.log ||
+      { cat graphs_on_$name.log; echo "relative_key under randomized positions should run eagerly"; exit 1; }
+  else
+    [[ $summary =~ ", 0 run eagerly; "[1-9][0-9]*" steps replayed" ]] ||
+      { cat graphs_on_$name.log; echo "expected replayed steps only"; exit 1; }
+  fi
+  "$py" - "$name" "$precision" << 'PY'
+import sys, h5py, numpy as np
+name, precision = sys.argv[1:]
+on, off = (h5py.File(f"graphs_{m}_{name}/run.h5")["training/loss"][()] for m in ("on", "off"))
+assert on.shape == off.shape == (8,), (on.shape, off.shape)
+# the same data and dropout masks: float rounding apart (Adam's graphed step divides where
+# the other multiplies)
+tolerance = 1e-4 if precision == "fp32" else 2e-2
+assert np.allclose(on, off, rtol=tolerance), (name, on, off)
+print(name, "graphs on", on[-1], "off", off[-1], "max relative difference", np.max(np.abs(on - off) / np.abs(off)))
+PY
+done

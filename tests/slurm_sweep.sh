@@ -8,7 +8,11 @@ set -euo pipefail
 source_dir="$1"; work="$2"
 if [[ $(id -u) -ne 0 ]]; then echo "skipped: the test cluster needs root"; exit 77; fi
 for tool in munged slurmctld slurmd sbatch squeue; do
-  command -v "$tool" > /dev/null || { echo "missing $tool: run scripts/setup-deps.sh test"; exit 1; }
+  if ! command -v "$tool" > /dev/null; then
+    # a machine without a package registry (PELAB_SKIP_SETUP: a GPU machine) cannot install it
+    if [[ -n "${PELAB_SKIP_SETUP:-}" ]]; then echo "skipped: no $tool and no registry"; exit 77; fi
+    echo "missing $tool: run scripts/setup-deps.sh test"; exit 1
+  fi
 done
 rm -rf "$work"; mkdir -p "$work"/{state,spool,munge,munge-run}
 work="$(cd "$work" && pwd)"

@@ -208,6 +208,9 @@ CATCH_TEST_CASE("command-line overrides (--set) change values, and errors name t
   CATCH_CHECK(error_of("valid.yaml", {"model.d_model.x=1"}) ==
               "--set model.d_model.x=1: 'model.d_model' is not a mapping, cannot set 'model.d_model.x'");
   CATCH_CHECK(error_of("valid.yaml", {"seed.x=1"}) == "--set seed.x=1: seed: expected an integer, got a mapping");
+  CATCH_CHECK(load_fixture("valid.yaml", {"train.cuda_graphs=off"}).train.cuda_graphs == "off");
+  CATCH_CHECK_THAT(error_of("valid.yaml", {"train.nonfinite=skip", "train.cuda_graphs=on"}),
+                   test::ContainsText("cuda_graphs: on does not combine with nonfinite: skip"));
 }
 
 CATCH_TEST_CASE("the resolved config round-trips through YAML", "[config]") {

@@ -126,6 +126,54 @@ CATCH_TEST_CASE("forward shapes, attention and hidden states of every scheme", "
   }
 }
 
+CATCH_TEST_CASE("what the host knows of positions and padding changes no scheme's outputs", "[registry]") {
+  // The facts (PositionFacts) and a padding left undefined (none) spare a GPU's reads back;
+  // without them the schemes inspect the tensors. Also contiguous positions from 5 on.
+  auto task = default_task("reverse_string");
+  for (const auto& c : all_cases()) {
+    CATCH_INFO(c.label());
+    RunConfig config = tiny_config_in_mode(c.causal);
+    Encoder model = model_for(config, c.variant, *task);
+    model->eval();
+    Batch b = sample_batch(*task, 3, 5, 7);
+    CATCH_REQUIRE_FALSE(b.padding.any().item<bool>());
+    const int64_t T = b.tokens.size(1);
+    std::vector<Positions> all = {positions_for(c.randomized, 3, T)};
+    if (!c.randomized) all.push_back(shared_row_positions(torch::arange(T, torch::kInt64) + 5, 3, torch::kCPU));
+    for (const auto& with_facts : all) {
+      CATCH_REQUIRE(with_facts.known_facts() != nullptr);
+      const Positions without{with_facts.query, with_facts.key};
+      CATCH_REQUIRE(without.known_facts() == nullptr);
+      const auto expected = run(model, b, without).logits;
+      CATCH_CHECK(torch::equal(model->forward(b.tokens, torch::Tensor(), with_facts, b.segments).logits, expected));
+      CATCH_CHECK(torch::equal(run(model, b, with_facts).logits, expected));
+    }
+  }
+}
+
+CATCH_TEST_CASE("positions drawn on the host carry what the host knows of them", "[registry]") {
+  const auto contiguous = shared_row_positions(torch::arange(4, torch::kInt64) + 3, 2, torch::kCPU);
+  const PositionFacts* facts = contiguous.known_facts();
+  CATCH_REQUIRE(facts != nullptr);
+  CATCH_CHECK(facts->contiguous);
+  CATCH_CHECK(facts->smallest == 3);
+  CATCH_CHECK(facts->largest == 6);
+  CATCH_CHECK(contiguous.query.stride(0) == 0);
+  const auto sparse = shared_row_positions(torch::tensor({0, 2, 9}, torch::kInt64), 2, torch::kCPU);
+  CATCH_REQUIRE(sparse.known_facts() != nullptr);
+  CATCH_CHECK_FALSE(sparse.known_facts()->contiguous);
+  CATCH_CHECK(sparse.known_facts()->largest == 9);
+  const auto from_zero = contiguous_positions(2, 5);
+  CATCH_REQUIRE(from_zero.known_facts() != nullptr);
+  CATCH_CHECK(from_zero.known_facts()->contiguous);
+  CATCH_CHECK(from_zero.known_facts()->largest == 4);
+  // shifted positions are other tensors: the facts no longer apply
+  Positions shifted = contiguous;
+  shifted.query = shifted.query + 10;
+  CATCH_CHECK(shifted.known_facts() == nullptr);
+  CATCH_CHECK(Positions(contiguous).known_facts() != nullptr);  // a copy holds the same tensors
+}
+
 CATCH_TEST_CASE("outputs at real tokens do not change with extra padding", "[registry]") {
   auto task = default_task("reverse_string");
   for (const auto& c : all_cases()) {

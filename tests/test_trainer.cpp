@@ -12,6 +12,8 @@
 #include "core/run/run.h"
 #include "core/train/adam.h"
 #include "core/train/checkpoint.h"
+#include "core/train/cuda_graph_step.h"
+#include "core/train/metrics.h"
 #include "core/train/progress.h"
 #include "core/train/schedule.h"
 #include "core/train/trainer.h"
@@ -225,6 +227,102 @@ CATCH_TEST_CASE("the multi-tensor Adam and AdamW steps equal torch::optim's bit 
   CATCH_CHECK(norm == torch::nn::utils::clip_grad_norm_(b, 0.5));
   CATCH_CHECK(norm > 0.5);
   for (size_t i = 0; i < a.size(); ++i) CATCH_CHECK(torch::equal(a[i].grad(), b[i].grad()));
+}
+
+CATCH_TEST_CASE("Adam with its per-step numbers read from a tensor (a CUDA graph's step) equals step()",
+                "[trainer][cuda_graphs]") {
+  for (const char* name : {"adam", "adamw"}) {
+    CATCH_CAPTURE(name);
+    TrainConfig t;
+    t.optimizer = name;
+    t.weight_decay = 0.1;
+    torch::manual_seed(4);
+    std::vector<torch::Tensor> ours = {torch::randn({5, 3}), torch::randn({7})}, theirs;
+    for (auto& p : ours) theirs.push_back(p.clone());
+    AdamStep direct(theirs, t), with_tensor(ours, t);
+    CATCH_CHECK(with_tensor.uniform_steps());
+    for (int step = 0; step < 6; ++step) {
+      const double lr = 1e-2 * (step + 1);
+      for (size_t i = 0; i < ours.size(); ++i) {
+        ours[i].mutable_grad() = torch::randn(ours[i].sizes());
+        theirs[i].mutable_grad() = ours[i].grad().clone();
+      }
+      const auto scalars = with_tensor.next_step_scalars(lr);
+      // [1 - lr wd, -lr / (1 - beta1^t), sqrt(1 - beta2^t)] at t = step + 1
+      CATCH_CHECK(scalars[0].item<double>() == Approx(1 - lr * 0.1).epsilon(1e-6));
+      CATCH_CHECK(scalars[1].item<double>() == Approx(-lr / (1 - std::pow(t.beta1, step + 1))).epsilon(1e-6));
+      CATCH_CHECK(scalars[2].item<double>() == Approx(std::sqrt(1 - std::pow(t.beta2, step + 1))).epsilon(1e-6));
+      direct.step(lr);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+      with_tensor.step_with(scalars);
+      with_tensor.advance_steps();
+      for (size_t i = 0; i < ours.size(); ++i) CATCH_CHECK(torch::allclose(ours[i], theirs[i], 1e-6, 1e-7));
+#else
+      CATCH_CHECK_THROWS_WITH(with_tensor.step_with(scalars), test::ContainsText("LibTorch 2.1"));
+      return;
+#endif
+    }
+    // a step count that differs between parameters (a parameter skipped once) rules graphs out
+    theirs[1].mutable_grad() = torch::Tensor();
+    theirs[0].mutable_grad() = torch::randn(theirs[0].sizes());
+    direct.step(1e-3);
+    CATCH_CHECK_FALSE(direct.uniform_steps());
+  }
+}
+
+CATCH_TEST_CASE("the loss over scored tokens: selecting them or ignoring the others agree", "[trainer][cuda_graphs]") {
+  torch::manual_seed(5);
+  Batch batch;
+  batch.tokens = torch::ones({3, 6}, torch::kInt64);
+  batch.targets = torch::randint(0, 4, {3, 6}, torch::kInt64);
+  batch.scored = torch::rand({3, 6}) < 0.5;
+  batch.scored[0][0] = true;
+  const auto logits = torch::randn({3, 6, 4});
+  const auto selected = scored_cross_entropy(logits, batch, /*select_scored=*/true);
+  const auto ignored = scored_cross_entropy(logits, batch, /*select_scored=*/false);
+  // the mean by hand: -log softmax at the target, over the scored tokens
+  const auto per_token = -torch::log_softmax(logits, -1).gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1);
+  const double expected = (per_token * batch.scored).sum().item<double>() / batch.scored.sum().item<double>();
+  CATCH_CHECK(selected.item<double>() == Approx(expected).epsilon(1e-6));
+  CATCH_CHECK(ignored.item<double>() == Approx(expected).epsilon(1e-6));
+}
+
+CATCH_TEST_CASE("a CUDA graph's static inputs keep shared rows and aliases, and refuse other shapes",
+                "[trainer][cuda_graphs]") {
+  const auto row = torch::arange(4, torch::kInt64);
+  const auto shared = row.unsqueeze(0).expand({3, 4});  // positions: one row for the batch
+  const auto tokens = torch::randint(0, 5, {3, 4}, torch::kInt64);
+  StaticInputs inputs({tokens, torch::Tensor(), shared, shared});
+  const auto& t = inputs.tensors();
+  CATCH_REQUIRE(t.size() == 4);
+  CATCH_CHECK(torch::equal(t[0], tokens));
+  CATCH_CHECK_FALSE(t[0].is_same(tokens));  // a copy, filled again before every replay
+  CATCH_CHECK_FALSE(t[1].defined());
+  CATCH_CHECK(t[2].stride(0) == 0);  // still one row: collapse_broadcast_rows finds it
+  CATCH_CHECK(t[3].is_same(t[2]));   // query and key stay one tensor
+  const auto data = t[0].data_ptr();
+  const auto shifted = (row + 7).unsqueeze(0).expand({3, 4});
+  const auto other = torch::randint(0, 5, {3, 4}, torch::kInt64);
+  inputs.fill({other, torch::Tensor(), shifted, shifted});
+  CATCH_CHECK(t[0].data_ptr() == data);  // the same memory, new values
+  CATCH_CHECK(torch::equal(t[0], other));
+  CATCH_CHECK(torch::equal(t[3], shifted));
+  CATCH_CHECK_THROWS_WITH(inputs.fill({torch::zeros({3, 5}, torch::kInt64), torch::Tensor(), shifted, shifted}),
+                          test::ContainsText("input 0 differs in shape"));
+}
+
+CATCH_TEST_CASE("train.cuda_graphs: on needs a GPU, auto runs without one", "[trainer][cuda_graphs]") {
+  RunConfig config = test::tiny_config();
+  config.train.cuda_graphs = "on";
+  const auto task = test::default_task("reverse_string");
+  CATCH_CHECK_THROWS_WITH(Trainer(config, build_model(config, *task), *task, torch::kCPU),
+                          test::ContainsText("train.cuda_graphs: on needs a CUDA device"));
+  config.train.cuda_graphs = "auto";
+  config.train.steps = 3;
+  Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
+  std::ostringstream log;
+  trainer.train(log, false);
+  CATCH_CHECK(log.str().find("cuda graphs") == std::string::npos);
 }
 
 CATCH_TEST_CASE("reading the loss back every N steps changes nothing, and a NaN still stops the run at its step",

@@ -83,6 +83,10 @@ TrainConfig read_train(YamlReader r) {
   t.nonfinite = r.get_choice("nonfinite", t.nonfinite, {"stop", "skip"});
   t.log_every = r.get_int("log_every", t.log_every, 1, 1e12);
   t.sync_every = r.get_int("sync_every", t.sync_every, 0, 1 << 20);
+  t.cuda_graphs = r.get_choice("cuda_graphs", t.cuda_graphs, {"auto", "on", "off"});
+  if (t.cuda_graphs == "on" && t.nonfinite == "skip")
+    r.fail_at("cuda_graphs", "cuda_graphs: on does not combine with nonfinite: skip, which reads each step's loss "
+                             "before updating; set cuda_graphs: auto or off");
   t.checkpoint_every = r.get_int("checkpoint_every", t.checkpoint_every, 0, 1e12);
   t.unused_parameters = r.get_choice("unused_parameters", t.unused_parameters, {"error", "warn"});
   t.unused_parameters_steps = r.get_int("unused_parameters_steps", t.unused_parameters_steps, 1, 1e12);
@@ -279,6 +283,7 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "nonfinite" << YAML::Value << t.nonfinite
       << YAML::Key << "log_every" << YAML::Value << t.log_every
       << YAML::Key << "sync_every" << YAML::Value << t.sync_every
+      << YAML::Key << "cuda_graphs" << YAML::Value << t.cuda_graphs
       << YAML::Key << "checkpoint_every" << YAML::Value << t.checkpoint_every
       << YAML::Key << "unused_parameters" << YAML::Value << t.unused_parameters
       << YAML::Key << "unused_parameters_steps" << YAML::Value << t.unused_parameters_steps
@@ -344,7 +349,7 @@ std::vector<std::string> config_differences(const std::string& before_yaml, cons
   flatten(YAML::Load(before_yaml), "", before);
   flatten(YAML::Load(after_yaml), "", after);
   const std::set<std::string> ignored = {"name", "threads", "device", "output.dir", "train.checkpoint_every",
-                                         "train.sync_every"};
+                                         "train.sync_every", "train.cuda_graphs"};
   std::set<std::string> keys;
   for (const auto& [key, value] : before) keys.insert(key);
   for (const auto& [key, value] : after) keys.insert(key);

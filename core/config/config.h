@@ -83,6 +83,8 @@ struct TrainConfig {
   int64_t sync_every = 0;               // read the loss back every N steps (the device runs ahead
                                         //   in between); 0: every step on the CPU, 16 on a GPU;
                                         //   nonfinite: skip reads every step
+  std::string cuda_graphs = "auto";     // the whole step as CUDA graphs, one per step shape:
+                                        //   auto (on a GPU in fp32, unless nonfinite: skip) | on | off
   int64_t checkpoint_every = 500;       // <output.dir>/checkpoint.h5 every N steps (0: only when
                                         //   stopped by SIGINT/SIGTERM), and when training ends
   std::string unused_parameters = "error";  // a parameter whose gradient is missing or zero at each
@@ -145,8 +147,8 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
 // The fully resolved config (every default filled in) as YAML; parses back to the same config.
 std::string to_yaml(const RunConfig& config);
 // What differs between two resolved configs (to_yaml) that would change a run's results, as
-// "key.path: A -> B" lines; name, threads, device, output.dir, train.checkpoint_every and
-// train.sync_every are left out.
+// "key.path: A -> B" lines; name, threads, device, output.dir, train.checkpoint_every,
+// train.sync_every and train.cuda_graphs are left out.
 std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml);
 
 }  // namespace pelab

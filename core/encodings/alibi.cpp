@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/encodings/host_to_device.h"
 #include "core/encodings/relative.h"
 
 namespace pelab {
@@ -36,6 +37,12 @@ AlibiImpl::AlibiImpl(const EncodingContext& context, const OptionValues& options
     log_slopes_ = register_parameter("log_slopes", alibi_slopes(biased_heads_).log());
 }
 
+const torch::Tensor& AlibiImpl::fixed_slopes(torch::Device device) {
+  if (!fixed_slopes_.defined() || fixed_slopes_.device() != device)
+    fixed_slopes_ = host_to_device(alibi_slopes(biased_heads_), device);
+  return fixed_slopes_;
+}
+
 std::string AlibiImpl::description() {
   return "ALiBi (Press et al. 2022): -m_h |query - key| per head; DeepMind variant, a subset of heads, learned slopes";
 }
@@ -54,7 +61,7 @@ torch::Tensor AlibiImpl::score_bias(const torch::Tensor& q, const torch::Tensor&
   auto distance = geometry.offsets().to(q.scalar_type());  // (W): query - key
   auto base = -distance.abs();
   if (deepmind_) base = base + 0.5 * (distance > 0).to(q.scalar_type());      // key left of the query
-  auto slopes = log_slopes_.defined() ? log_slopes_.exp().to(options) : alibi_slopes(biased_heads_).to(options);
+  auto slopes = log_slopes_.defined() ? log_slopes_.exp().to(options) : fixed_slopes(q.device()).to(options);
   if (biased_heads_ < context_.num_heads)  // the other heads: slope 0
     slopes = torch::cat({slopes, torch::zeros({context_.num_heads - biased_heads_}, options)});
   auto per_offset = slopes.unsqueeze(1) * base.unsqueeze(0);  // (H, W)

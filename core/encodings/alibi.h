@@ -34,6 +34,10 @@ class AlibiImpl : public PositionEncodingImpl {
   bool deepmind_;
   int64_t biased_heads_;     // the first heads get a bias, the others none
   torch::Tensor log_slopes_;  // (biased_heads) with learned_slopes, else undefined
+  // Press's slopes (biased_heads), float32 on `device`, copied there once (without waiting
+  // for the device) and kept: a CUDA graph cannot hold a copy from the host
+  const torch::Tensor& fixed_slopes(torch::Device device);
+  torch::Tensor fixed_slopes_;
 };
 
 }  // namespace pelab

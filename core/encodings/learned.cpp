@@ -33,8 +33,9 @@ std::vector<OptionSpec> LearnedPositionEncodingImpl::options() {
 
 void LearnedPositionEncodingImpl::check_positions(const Positions& positions) const {
   if (positions.query.numel() == 0) return;
-  const int64_t largest = positions.query.max().item<int64_t>();
-  const int64_t smallest = positions.query.min().item<int64_t>();
+  const PositionFacts* facts = positions.known_facts();
+  const int64_t largest = facts ? facts->largest : positions.query.max().item<int64_t>();
+  const int64_t smallest = facts ? facts->smallest : positions.query.min().item<int64_t>();
   TORCH_CHECK(smallest >= 0, "learned: position ", smallest, " is negative");
   TORCH_CHECK(largest < max_positions_, "learned: position ", largest,
               " does not fit the table of max_positions = ", max_positions_, " rows (sequence length ",

@@ -1,13 +1,36 @@
 #include "core/encodings/position_encoding.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "core/encodings/host_to_device.h"
 
 namespace pelab {
 
 Positions contiguous_positions(int64_t batch, int64_t length, torch::Device device) {
   auto row = torch::arange(length, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto positions = row.unsqueeze(0).expand({batch, length});
-  return {positions, positions};
+  Positions out{positions, positions};
+  out.facts = {/*contiguous=*/true, 0, std::max<int64_t>(length - 1, 0), positions, positions};
+  return out;
+}
+
+Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, torch::Device device) {
+  TORCH_CHECK(row_on_host.dim() == 1 && row_on_host.scalar_type() == torch::kInt64 && row_on_host.device().is_cpu(),
+              "shared_row_positions: a (T) int64 row on the host, got ", row_on_host.sizes(), " ", row_on_host.dtype());
+  const int64_t T = row_on_host.size(0);
+  auto positions = host_to_device(row_on_host, device).unsqueeze(0).expand({batch, T});
+  Positions out{positions, positions};
+  out.facts.query = out.facts.key = positions;
+  if (T > 0) {
+    const auto row = row_on_host.contiguous();
+    const int64_t* p = row.data_ptr<int64_t>();
+    out.facts.smallest = *std::min_element(p, p + T);
+    out.facts.largest = *std::max_element(p, p + T);
+    out.facts.contiguous = true;
+    for (int64_t i = 1; i < T && out.facts.contiguous; ++i) out.facts.contiguous = p[i] == p[0] + i;
+  }
+  return out;
 }
 
 torch::Tensor collapse_broadcast_rows(const torch::Tensor& positions) {

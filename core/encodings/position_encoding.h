@@ -18,11 +18,34 @@
 
 namespace pelab {
 
+// What the host knows of a Positions' values without reading them back, recorded where they
+// are made (contiguous_positions, the samplers). Schemes consult it before inspecting the
+// tensors: on a GPU such an inspection waits for the device, and a CUDA graph cannot hold it.
+struct PositionFacts {
+  bool contiguous = false;            // query == key, every row start, start + 1, ..., start + T - 1
+  int64_t smallest = 0, largest = 0;  // over query and key
+  torch::Tensor query, key;           // the tensors described (facts of others do not apply)
+};
+
 // Positions are explicit so that tests and samplers can shift or randomize them.
 struct Positions {
+  Positions() = default;
+  Positions(torch::Tensor query, torch::Tensor key) : query(std::move(query)), key(std::move(key)) {}
+
   torch::Tensor query;  // (B, Tq) int64
   torch::Tensor key;    // (B, Tk) int64
+  PositionFacts facts;  // set by their maker; see known_facts
+
+  // The facts when they describe these very tensors (replacing query or key, as shifting
+  // does, leaves none), else nullptr.
+  const PositionFacts* known_facts() const {
+    return facts.query.defined() && facts.query.is_same(query) && facts.key.is_same(key) ? &facts : nullptr;
+  }
 };
+
+// Positions of one (T) int64 row `row_on_host` shared by `batch` rows, on `device`, with
+// their facts (computed on the host).
+Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, torch::Device device);
 
 // 0, 1, ..., T-1 for every row: positions (B, T) on `device`.
 Positions contiguous_positions(int64_t batch, int64_t length, torch::Device device = torch::kCPU);

@@ -40,8 +40,7 @@ Positions PositionSampler::sample(int64_t batch, int64_t length, std::mt19937_64
   } else {
     row = torch::tensor(randomized(length, max_length_, rng), torch::kInt64);
   }
-  auto positions = host_to_device(row, device).unsqueeze(0).expand({batch, length});
-  return {positions, positions};
+  return shared_row_positions(row, batch, device);
 }
 
 }  // namespace pelab

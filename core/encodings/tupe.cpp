@@ -46,10 +46,17 @@ std::vector<OptionSpec> TupeImpl::options() {
 
 void TupeImpl::check_positions(const Positions& positions) const {
   if (positions.query.numel() == 0) return;
-  const auto all = torch::cat({positions.query.reshape(-1), positions.key.reshape(-1)});
-  const auto bounds = torch::stack({all.min(), all.max()}).cpu();  // one read-back: smallest, largest
-  const int64_t largest = bounds[1].item<int64_t>();
-  TORCH_CHECK(bounds[0].item<int64_t>() >= 0, "tupe: negative positions");
+  int64_t smallest, largest;
+  if (const PositionFacts* facts = positions.known_facts()) {
+    smallest = facts->smallest;
+    largest = facts->largest;
+  } else {
+    const auto all = torch::cat({positions.query.reshape(-1), positions.key.reshape(-1)});
+    const auto bounds = torch::stack({all.min(), all.max()}).cpu();  // one read-back: smallest, largest
+    smallest = bounds[0].item<int64_t>();
+    largest = bounds[1].item<int64_t>();
+  }
+  TORCH_CHECK(smallest >= 0, "tupe: negative positions");
   TORCH_CHECK(largest < max_positions_, "tupe: position ", largest, " does not fit the table of max_positions = ",
               max_positions_, " rows; raise encoding.max_positions to at least ", largest + 1,
               " or evaluate shorter lengths");

@@ -13,8 +13,11 @@ namespace pelab {
 class AttentionMask {
  public:
   AttentionMask() = default;  // nothing masked
-  // padding: (B, T) bool, true at padding keys.
+  // padding: (B, T) bool, true at padding keys (whether any is, is read back from its device).
   AttentionMask(const torch::Tensor& padding, bool causal);
+  // No key is padding (the caller knows so on the host): T keys on `device`.
+  AttentionMask(int64_t length, bool causal, torch::Device device)
+      : causal_(causal), length_(length), device_(device) {}
 
   bool causal() const { return causal_; }
   // Additive (B, 1, 1, T): 0, or -inf at padding keys; undefined when no key is padding.

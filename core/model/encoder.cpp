@@ -66,8 +66,8 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
                                    const Positions& positions, const torch::Tensor& segments,
                                    const ForwardRequest& request) {
   TORCH_CHECK(tokens.dim() == 2, "tokens must be (B, T), got ", tokens.sizes());
-  TORCH_CHECK(padding.sizes() == tokens.sizes(), "padding ", padding.sizes(), " must match tokens ",
-              tokens.sizes());
+  TORCH_CHECK(!padding.defined() || padding.sizes() == tokens.sizes(), "padding ", padding.sizes(),
+              " must match tokens ", tokens.sizes());
   TORCH_CHECK(positions.query.sizes() == tokens.sizes() && positions.key.sizes() == tokens.sizes(),
               "positions must be (B, T) like tokens ", tokens.sizes());
   position_encoding_->check_positions(positions);
@@ -82,7 +82,8 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
   x = dropout_->forward(x);
   if (request.hidden_states) out.hidden_states.push_back(x);
 
-  const AttentionMask mask(padding, config_.causal);
+  const AttentionMask mask = padding.defined() ? AttentionMask(padding, config_.causal)
+                                               : AttentionMask(tokens.size(1), config_.causal, tokens.device());
   for (int64_t l = 0; l < static_cast<int64_t>(blocks_->size()); ++l) {
     x = position_encoding_->embed(x, positions, l);
     torch::Tensor probs;

@@ -49,8 +49,9 @@ class EncoderImpl : public torch::nn::Module {
   EncoderImpl(const ModelConfig& model, const EncodingConfig& encoding, int64_t vocab_size,
               int64_t num_classes, const EncodingMixConfig& mix = {});
 
-  // tokens: (B, T) int64; padding: (B, T) bool, true at padding; segments: (B, T) int64 or
-  // undefined (all zero). -> logits (B, T, C) and what `request` asks for.
+  // tokens: (B, T) int64; padding: (B, T) bool, true at padding, or undefined when the caller
+  // knows that no token is (nothing is read back from the device to find out); segments:
+  // (B, T) int64 or undefined (all zero). -> logits (B, T, C) and what `request` asks for.
   EncoderOutput forward(const torch::Tensor& tokens, const torch::Tensor& padding,
                         const Positions& positions, const torch::Tensor& segments = {},
                         const ForwardRequest& request = {});

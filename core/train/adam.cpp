@@ -1,5 +1,6 @@
 #include "core/train/adam.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -49,6 +50,60 @@ void AdamStep::step(double learning_rate) {
   at::_foreach_div_(denominator, sqrt_bias_correction2);
   at::_foreach_add_(denominator, eps_);
   at::_foreach_addcdiv_(params, exp_avg, denominator, step_size);  // p -= lr / (1 - beta1^t) m / denominator
+}
+
+bool AdamStep::uniform_steps() const {
+  return std::all_of(steps_.begin(), steps_.end(), [&](int64_t s) { return s == steps_.front(); });
+}
+
+torch::Tensor AdamStep::next_step_scalars(double learning_rate) const {
+  const int64_t step = (steps_.empty() ? 0 : steps_.front()) + 1;
+  return torch::tensor({static_cast<float>(1 - learning_rate * weight_decay_),
+                        static_cast<float>(-learning_rate / (1 - std::pow(beta1_, step))),
+                        static_cast<float>(std::sqrt(1 - std::pow(beta2_, step)))},
+                       torch::kFloat32);
+}
+
+void AdamStep::advance_steps() {
+  for (auto& s : steps_) ++s;
+}
+
+void AdamStep::step_with(const torch::Tensor& scalars) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  torch::NoGradGuard no_grad;
+  TORCH_CHECK(scalars.dim() == 1 && scalars.size(0) == 3, "step_with: (3) scalars, got ", scalars.sizes());
+  std::vector<torch::Tensor> params, grads, exp_avg, exp_avg_sq;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const auto& p = parameters_[i];
+    TORCH_CHECK(p.grad().defined(), "step_with: every parameter needs a gradient");
+    if (!exp_avg_[i].defined()) {
+      exp_avg_[i] = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+      exp_avg_sq_[i] = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+    }
+    params.push_back(p);
+    grads.push_back(p.grad());
+    exp_avg.push_back(exp_avg_[i]);
+    exp_avg_sq.push_back(exp_avg_sq_[i]);
+  }
+  if (params.empty()) return;
+  const auto decay = scalars[0], step_size = scalars[1], sqrt_bias_correction2 = scalars[2];  // 0-dim
+  if (weight_decay_ != 0) {
+    if (decoupled_) at::_foreach_mul_(params, decay);
+    else grads = at::_foreach_add(grads, params, weight_decay_);
+  }
+  at::_foreach_mul_(exp_avg, beta1_);
+  at::_foreach_add_(exp_avg, grads, 1 - beta1_);
+  at::_foreach_mul_(exp_avg_sq, beta2_);
+  at::_foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2_);
+  auto denominator = at::_foreach_sqrt(exp_avg_sq);
+  at::_foreach_div_(denominator, sqrt_bias_correction2);
+  at::_foreach_add_(denominator, eps_);
+  at::_foreach_div_(denominator, step_size);           // (sqrt(v) / sqrt(1 - beta2^t) + eps) / step size
+  at::_foreach_addcdiv_(params, exp_avg, denominator);  // p += m / that
+#else
+  (void)scalars;
+  throw std::runtime_error("AdamStep::step_with needs LibTorch 2.1 or later (this is " TORCH_VERSION ")");
+#endif
 }
 
 void AdamStep::clear_gradients() {

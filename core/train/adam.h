@@ -27,6 +27,19 @@ class AdamStep {
   // Drops every gradient (the next backward writes them rather than adding to zeros).
   void clear_gradients();
 
+  // For a CUDA graph of the whole training step (core/train/cuda_graph_step.h), whose
+  // recorded kernels keep the numbers they were captured with. Such a step updates every
+  // parameter, so all must have taken the same number of steps (uniform_steps); the numbers
+  // that change from step to step go in a (3) float32 tensor made by next_step_scalars on the
+  // host, [decay 1 - lr wd (AdamW), step size -lr / (1 - beta1^t), sqrt(1 - beta2^t)], copied
+  // to the device before each replay. step_with is step() reading them from there (equal to
+  // float rounding: it divides by the step size rather than multiplying); advance_steps
+  // counts the step on the host. LibTorch 2 only (its _foreach_ ops taking a tensor scalar).
+  bool uniform_steps() const;
+  torch::Tensor next_step_scalars(double learning_rate) const;
+  void step_with(const torch::Tensor& scalars);
+  void advance_steps();
+
   // The state (per parameter: its step count, first and second moments) by the parameters'
   // `names` (in the order given to the constructor), and back.
   std::vector<std::pair<std::string, torch::Tensor>> state(const std::vector<std::string>& names) const;

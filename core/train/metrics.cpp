@@ -2,14 +2,23 @@
 
 namespace pelab {
 
+torch::Tensor scored_cross_entropy(const torch::Tensor& logits, const Batch& batch, bool select_scored) {
+  const int64_t C = logits.size(-1);
+  if (select_scored) {
+    auto flat_scored = batch.scored.reshape(-1);
+    auto scored_logits = logits.reshape({-1, C}).index({flat_scored});  // (N, C)
+    auto scored_targets = batch.targets.reshape(-1).index({flat_scored});
+    return torch::nn::functional::cross_entropy(scored_logits, scored_targets);
+  }
+  constexpr int64_t kIgnored = -100;
+  auto targets = batch.targets.masked_fill(~batch.scored, kIgnored).reshape(-1);  // (B T)
+  return torch::nn::functional::cross_entropy(
+      logits.reshape({-1, C}), targets, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kIgnored));
+}
+
 BatchScore score_batch(const torch::Tensor& logits, const Batch& batch, bool read_counts) {
   BatchScore s;
-  const int64_t C = logits.size(-1);
-  auto flat_scored = batch.scored.reshape(-1);
-  auto scored_logits = logits.reshape({-1, C}).index({flat_scored});  // (N, C)
-  auto scored_targets = batch.targets.reshape(-1).index({flat_scored});
-  s.loss = torch::nn::functional::cross_entropy(scored_logits, scored_targets);
-
+  s.loss = scored_cross_entropy(logits, batch, /*select_scored=*/logits.device().is_cpu());
   auto correct = (logits.argmax(-1) == batch.targets) | ~batch.scored;  // (B, T): unscored count as right
   s.counts = torch::stack({(correct & batch.scored).sum(), batch.scored.sum(), correct.all(1).sum()});
   s.sequences = batch.tokens.size(0);

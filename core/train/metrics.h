@@ -16,8 +16,15 @@ struct BatchScore {
   int64_t sequences = 0;
 };
 
-// logits: (B, T, C) -> loss and counts on batch.scored; with read_counts false the counts
-// stay in `counts` on the device (nothing waits for it) and the integers are 0.
+// The mean cross-entropy over batch.scored: logits (B, T, C) -> scalar. `select_scored` picks
+// those tokens first (the CPU's way, whose figures the tests pin); otherwise the others are
+// ignored (ignore_index), which reads nothing back from a GPU (a selection's size would be)
+// and so can be part of a CUDA graph. The two agree to float rounding.
+torch::Tensor scored_cross_entropy(const torch::Tensor& logits, const Batch& batch, bool select_scored);
+
+// logits: (B, T, C) -> loss and counts on batch.scored (scored_cross_entropy, selecting on the
+// CPU only); with read_counts false the counts stay in `counts` on the device (nothing waits
+// for it) and the integers are 0.
 BatchScore score_batch(const torch::Tensor& logits, const Batch& batch, bool read_counts = true);
 
 struct ChanceScore {

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <sstream>
 #include <stdexcept>
 
+#include "core/encodings/host_to_device.h"
 #include "core/io/hdf5_store.h"
 #include "core/train/adam.h"
 #include "core/train/checkpoint.h"
@@ -55,9 +57,9 @@ Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch
       model_(std::move(model)),
       task_(task),
       device_(device),
+      optimizer_(model_->parameters(), config.train),
       data_rng_(training_data_seed(config.seed)),
-      position_rng_(position_stream_seed(training_data_seed(config.seed))),
-      optimizer_(model_->parameters(), config.train) {
+      position_rng_(position_stream_seed(training_data_seed(config.seed))) {
   auto scheme_parameters = model_->encoding().named_parameters();
   for (const auto& t : model_->encoding().position_tables()) {
     const torch::Tensor table = scheme_parameters[t.parameter];
@@ -66,6 +68,16 @@ Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch
   }
   gradient_seen_ = torch::zeros({static_cast<int64_t>(model_->parameters().size())},
                                 torch::TensorOptions(torch::kBool).device(device_));
+  const std::string& graphs = config_.train.cuda_graphs;
+  if (graphs == "on" && !(device_.is_cuda() && cuda_graphs_available()))
+    throw std::runtime_error(fmt::format("train.cuda_graphs: on needs a CUDA device and a LibTorch with CUDA; this "
+                                         "run is on {}{} (set train.cuda_graphs: auto or off)",
+                                         device_.str(), cuda_graphs_available() ? "" : " and this LibTorch has none"));
+  // auto leaves bf16 out: a bf16 relative_key run failed in cuBLAS under graphs (2026-11-25,
+  // H100, LibTorch 2.11: CUBLAS_STATUS_EXECUTION_FAILED), not yet understood (docs/gpu.md)
+  use_graphs_ = device_.is_cuda() && cuda_graphs_available() && config_.train.nonfinite != "skip" &&
+                (graphs == "on" || (graphs == "auto" && config_.precision != "bf16"));
+  if (use_graphs_) graph_stream_ = std::make_unique<SideStream>();
 }
 
 std::pair<std::string, int64_t> evaluation_sampler(const PositionsConfig& positions) {
@@ -217,6 +229,99 @@ int64_t Trainer::sync_every() const {
   return device_.is_cuda() ? 16 : 1;  // on the CPU reading a value back costs nothing
 }
 
+namespace {
+
+// What a captured step bakes in beyond its input tensors' values (cuda_graph_step.h): the
+// shapes, whether any token is padding, and what the host knows of the positions.
+std::string graph_key(const Batch& batch, bool padded, const Positions& positions) {
+  const PositionFacts* facts = positions.known_facts();
+  return fmt::format("{}x{} padded {} segments {} positions {} {} {}", batch.tokens.size(0), batch.tokens.size(1),
+                     padded, batch.segments.defined(), positions.query.stride(0) == 0,
+                     positions.query.is_same(positions.key), facts ? (facts->contiguous ? "contiguous" : "known") : "-");
+}
+
+// A step that cannot be a graph, found while running it eagerly (no gradient for a parameter).
+struct NotCapturable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
+bool Trainer::graph_step(StepRecord& record, const Batch& batch, bool padded, const Positions& positions,
+                         std::ostream& log) {
+  if (!optimizer_.uniform_steps()) return false;  // a graph updates every parameter
+  const std::string key = graph_key(batch, padded, positions);
+  GraphEntry& entry = graphs_[key];
+  if (entry.eager) return false;
+  const TrainConfig& t = config_.train;
+  const auto parameters = model_->parameters();
+  model_->encoding().check_positions(positions);  // a replay runs none of the forward pass's host code
+  // inputs: tokens, padding, targets, scored, segments, query and key positions, Adam's numbers
+  const std::vector<torch::Tensor> inputs = {
+      batch.tokens,    padded ? batch.padding : torch::Tensor(), batch.targets, batch.scored, batch.segments,
+      positions.query, positions.key, host_to_device(optimizer_.next_step_scalars(record.learning_rate), device_)};
+  const PositionFacts* facts = positions.known_facts();
+  const PositionFacts step_facts = facts ? *facts : PositionFacts{};
+  auto body = [&, step_facts](const std::vector<torch::Tensor>& in) {
+    Batch b;
+    b.tokens = in[0], b.padding = in[1], b.targets = in[2], b.scored = in[3], b.segments = in[4];
+    Positions p{in[5], in[6]};
+    if (step_facts.query.defined()) {  // the same facts, of the tensors the body is given
+      p.facts = step_facts;
+      p.facts.query = in[5], p.facts.key = in[6];
+    }
+    BatchScore score = [&] {
+      const auto scope = autocast();
+      return score_batch(model_->forward(b.tokens, b.padding, p, b.segments).logits, b, /*read_counts=*/false);
+    }();
+    score.loss.backward();
+    auto norm = t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters);
+    std::vector<torch::Tensor> out = {score.loss.detach(), score.counts, norm};
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      if (!parameters[i].grad().defined())
+        throw NotCapturable(fmt::format("parameter {} has no gradient", parameter_names()[i]));
+      out.push_back(parameters[i].grad());
+    }
+    optimizer_.step_with(in[7]);
+    return out;
+  };
+  std::vector<torch::Tensor> outputs;
+  optimizer_.clear_gradients();
+  if (!entry.probed) {  // this key's first step: eagerly, with every read back from the device an error
+    // a failed try must not have drawn dropout masks: the eager step draws the same ones
+    const auto rng = generator_state(at::globalContext().defaultGenerator(device_));
+    try {
+      SyncCheck no_reads;
+      outputs = body(inputs);
+    } catch (const std::exception& e) {
+      if (!SyncCheck::is_sync_error(e) && !dynamic_cast<const NotCapturable*>(&e)) throw;
+      entry.eager = true;
+      log << fmt::format("steps of shape {} run without a CUDA graph: {}\n", key,
+                         dynamic_cast<const NotCapturable*>(&e) ? e.what() : "they read values back from the GPU");
+      optimizer_.clear_gradients();
+      set_generator_state(at::globalContext().defaultGenerator(device_), rng);
+      return false;
+    }
+    entry.probed = true;
+  } else {
+    if (!entry.graph) {
+      entry.graph = std::make_unique<CudaGraphStep>(inputs, body, graph_pool_owner_);
+      if (!graph_pool_owner_) graph_pool_owner_ = entry.graph.get();
+    }
+    outputs = entry.graph->replay(inputs);
+    ++graph_replays_;
+    // the step's values outlive the next replay; its gradients are the graph's
+    for (size_t i = 0; i < parameters.size(); ++i) parameters[i].mutable_grad() = outputs[3 + i];
+    for (size_t i = 0; i < 3; ++i) outputs[i] = outputs[i].clone();
+  }
+  optimizer_.advance_steps();
+  record_gradients(record.step);
+  record.device_loss = outputs[0];
+  record.device_counts = outputs[1];
+  record.device_gradient_norm = outputs[2];
+  return true;
+}
+
 // The host's part of a step once its numbers are read back: the log window's sums, the
 // progress line and the curve row.
 void Trainer::account(const StepRecord& r, ProgressReporter& progress) {
@@ -293,6 +398,8 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
   };
   const int64_t read_every = sync_every();
   const auto parameters = model_->parameters();
+  std::optional<SideStream::Scope> on_graph_stream;
+  if (graph_stream_) on_graph_stream.emplace(*graph_stream_);
 
   while (p.step < until) {
     const int64_t step = p.step;
@@ -300,60 +407,67 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
     record.step = step;
     record.start = std::chrono::steady_clock::now();
     record.length = curriculum_length(t, step, data_rng_);
-    Batch batch = task_.sample(t.batch_size, record.length, data_rng_).to(device_);
+    Batch batch = task_.sample(t.batch_size, record.length, data_rng_);
+    const bool padded = batch.padding.any().item<bool>();  // on the host: the model need not ask the device
+    batch = batch.to(device_);
     record.tokens = batch.tokens.numel();
     record.learning_rate = learning_rate_at(t, step);
     optimizer_.clear_gradients();
     auto positions = sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng_, device_);
-    BatchScore score = [&] {  // autocast over the forward pass only: backward follows its dtypes
-      const auto scope = autocast();
-      return score_batch(model_->forward(batch.tokens, batch.padding, positions, batch.segments).logits, batch,
-                         /*read_counts=*/read_every == 1);
-    }();
-    if (read_every > 1) {
-      // nothing read back: the step runs whole (a non-finite one too) and is checked when read
-      score.loss.backward();
-      record.device_gradient_norm = t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters);
-      record_gradients(step);
-      optimizer_.step(record.learning_rate);
-      record.device_loss = score.loss.detach();
-      record.device_counts = score.counts;
+    if (use_graphs_ && graph_step(record, batch, padded, positions, log)) {
       pending_.push_back(std::move(record));
     } else {
-      record.loss = score.loss.item<double>();
-      record.correct_tokens = score.correct_tokens;
-      record.scored_tokens = score.scored_tokens;
-      if (std::isfinite(record.loss)) {
+      BatchScore score = [&] {  // autocast over the forward pass only: backward follows its dtypes
+        const auto scope = autocast();
+        return score_batch(
+            model_->forward(batch.tokens, padded ? batch.padding : torch::Tensor(), positions, batch.segments).logits,
+            batch, /*read_counts=*/read_every == 1);
+      }();
+      if (read_every > 1) {
+        // nothing read back: the step runs whole (a non-finite one too) and is checked when read
         score.loss.backward();
-        record.gradient_norm = (t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters))
-                                   .item<double>();
-      }
-      const double loss = record.loss, gradient_norm = record.gradient_norm;
-      if (!std::isfinite(loss) || !std::isfinite(gradient_norm)) {
-        const std::string what = fmt::format(
-            "non-finite {} at step {} (length {}): loss = {}, gradient norm = {}{}", std::isfinite(loss) ? "gradient" : "loss",
-            step + 1, record.length, loss, std::isfinite(loss) ? fmt::format("{}", gradient_norm) : "not computed",
-            std::isfinite(loss) ? "; not finite in: " + nonfinite_gradients() : "");
-        // the parameters themselves non-finite (an update went wrong): no later step can recover
-        const std::string broken = std::isfinite(loss) ? std::string() : nonfinite_tensors(/*gradients=*/false);
-        if (!broken.empty())
-          throw std::runtime_error(fmt::format(
-              "{}; the parameters are not finite ({}) {}, which no skipped step can undo{}", what, broken,
-              step == 0 ? std::string("before training") : fmt::format("since the update of step {}", step),
-              step == 0 ? "" : t.eps == 0 ? "; lower train.learning_rate or raise train.eps" : "; lower train.learning_rate"));
-        if (t.nonfinite != "skip")
-          throw std::runtime_error(what + "; lower train.learning_rate" +
-                                   (t.grad_clip > 0 ? "" : ", enable train.grad_clip") +
-                                   ", or set train.nonfinite: skip");
-        if (curve.skipped_steps++ < 3) log << "skipped " << what << "\n";
-        optimizer_.clear_gradients();
-        record.skipped = true;
-      } else {
+        record.device_gradient_norm = t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters);
         record_gradients(step);
         optimizer_.step(record.learning_rate);
-        record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - record.start).count();
+        record.device_loss = score.loss.detach();
+        record.device_counts = score.counts;
+        pending_.push_back(std::move(record));
+      } else {
+        record.loss = score.loss.item<double>();
+        record.correct_tokens = score.correct_tokens;
+        record.scored_tokens = score.scored_tokens;
+        if (std::isfinite(record.loss)) {
+          score.loss.backward();
+          record.gradient_norm = (t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters))
+                                     .item<double>();
+        }
+        const double loss = record.loss, gradient_norm = record.gradient_norm;
+        if (!std::isfinite(loss) || !std::isfinite(gradient_norm)) {
+          const std::string what = fmt::format(
+              "non-finite {} at step {} (length {}): loss = {}, gradient norm = {}{}", std::isfinite(loss) ? "gradient" : "loss",
+              step + 1, record.length, loss, std::isfinite(loss) ? fmt::format("{}", gradient_norm) : "not computed",
+              std::isfinite(loss) ? "; not finite in: " + nonfinite_gradients() : "");
+          // the parameters themselves non-finite (an update went wrong): no later step can recover
+          const std::string broken = std::isfinite(loss) ? std::string() : nonfinite_tensors(/*gradients=*/false);
+          if (!broken.empty())
+            throw std::runtime_error(fmt::format(
+                "{}; the parameters are not finite ({}) {}, which no skipped step can undo{}", what, broken,
+                step == 0 ? std::string("before training") : fmt::format("since the update of step {}", step),
+                step == 0 ? "" : t.eps == 0 ? "; lower train.learning_rate or raise train.eps" : "; lower train.learning_rate"));
+          if (t.nonfinite != "skip")
+            throw std::runtime_error(what + "; lower train.learning_rate" +
+                                     (t.grad_clip > 0 ? "" : ", enable train.grad_clip") +
+                                     ", or set train.nonfinite: skip");
+          if (curve.skipped_steps++ < 3) log << "skipped " << what << "\n";
+          optimizer_.clear_gradients();
+          record.skipped = true;
+        } else {
+          record_gradients(step);
+          optimizer_.step(record.learning_rate);
+          record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - record.start).count();
+        }
+        account(record, progress);
       }
-      account(record, progress);
     }
     ++p.step;
     const bool log_row = p.step % t.log_every == 0 || p.step == t.steps || p.step == until;
@@ -382,6 +496,12 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
   settle_pending(progress);
   progress.finish();
   update_seconds();
+  if (use_graphs_) {
+    int64_t captured = 0, eager = 0;
+    for (const auto& [key, entry] : graphs_) captured += entry.graph != nullptr, eager += entry.eager;
+    log << fmt::format("cuda graphs: {} step shapes captured, {} run eagerly; {} steps replayed\n", captured, eager,
+                       graph_replays_);
+  }
   if (p.step == t.steps && curve.skipped_steps > 0)
     log << fmt::format("skipped {} of {} steps with a non-finite loss or gradient (train.nonfinite: skip)\n",
                        curve.skipped_steps, t.steps);

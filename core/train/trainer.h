@@ -7,10 +7,12 @@
 
 #include "core/train/adam.h"
 #include "core/train/autocast.h"
+#include "core/train/cuda_graph_step.h"
 #include "core/train/progress.h"
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -126,6 +128,11 @@ class Trainer {
     torch::Tensor device_loss, device_gradient_norm, device_counts;
   };
   int64_t sync_every() const;  // steps between read-backs (train.sync_every, resolved)
+  // train.cuda_graphs: runs the step as a CUDA graph of its key (cuda_graph_step.h), or for
+  // a key's first step eagerly with reads back from the device made errors; fills `record`'s
+  // device values. false: the step must run eagerly (the key cannot be captured, or the
+  // optimizer's step counts differ between parameters), nothing done.
+  bool graph_step(StepRecord& record, const Batch& batch, bool padded, const Positions& positions, std::ostream& log);
   void account(const StepRecord& record, ProgressReporter& progress);
   void settle_pending(ProgressReporter& progress);
   std::vector<std::string> parameter_names() const;
@@ -152,6 +159,16 @@ class Trainer {
   };
   std::vector<TableRows> tables_;
   bool stop_checks_ = true;  // evaluate_length stops at a stop signal (not inside a curve point)
+  struct GraphEntry {        // train.cuda_graphs, per step key
+    bool probed = false;     //   its first step ran eagerly without reading anything back
+    bool eager = false;      //   it cannot be captured: always eager
+    std::unique_ptr<CudaGraphStep> graph;
+  };
+  bool use_graphs_ = false;
+  std::unique_ptr<SideStream> graph_stream_;  // every step of a graphed run
+  std::map<std::string, GraphEntry> graphs_;
+  const CudaGraphStep* graph_pool_owner_ = nullptr;  // the first graph: the others share its memory pool
+  int64_t graph_replays_ = 0;
   torch::Tensor gradient_seen_;  // (parameters,) bool on the device
   std::string checkpoint_path_;
   int64_t checkpoint_every_ = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Training steps per second at the tiny shape of Ruoss et al. 2023 (issue 35): reverse_string
 (binary) in the encoder format, d_model 64, 5 layers, 8 heads, d_ff 256, batch 128, a new
-input length uniform in 1-40 every step, for pelab (train.sync_every 1 and 16), PyTorch
+input length uniform in 1-40 every step, for pelab (train.sync_every 1 and 16 without CUDA
+graphs, and 16 with them: train.cuda_graphs), PyTorch
 eager (tests/benchmarks/torch_eager.py --train-steps) and, with --compile-too, the same
 eager model under torch.compile(mode="reduce-overhead"), on one device, each run in a
 process of its own.
@@ -54,14 +55,48 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHAPE = dict(d_model=64, layers=5, heads=8, d_ff=256)
-COLUMNS = ["pelab_sync1", "pelab_sync16", "eager", "compile"]
-TITLES = {"pelab_sync1": "pelab sync 1", "pelab_sync16": "pelab sync 16", "eager": "eager",
-          "compile": "compile"}
+COLUMNS = ["pelab_sync1", "pelab_sync16", "pelab_graphs", "eager", "compile"]
+TITLES = {"pelab_sync1": "pelab sync 1", "pelab_sync16": "pelab sync 16", "pelab_graphs": "pelab graphs",
+          "eager": "eager", "compile": "compile"}
+
+
+class GpuBusy:
+    """The GPU's busy fraction while a process runs: nvidia-smi's utilization.gpu (the share of
+    each 100 ms sample in which a kernel ran), averaged from the first to the last nonzero
+    sample, which leaves out the process's start-up before its first kernel and its exit."""
+
+    def __init__(self, enabled):
+        self.proc = None
+        if enabled:
+            try:
+                self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--id=0",
+                                              "--format=csv,noheader,nounits", "-lms", "100"],
+                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            except OSError:
+                self.proc = None
+
+    def stop(self):
+        """-> mean busy percent, or None."""
+        if self.proc is None:
+            return None
+        self.proc.terminate()
+        out, _ = self.proc.communicate()
+        samples = [int(x) for x in out.split() if x.strip().isdigit()]
+        nonzero = [i for i, x in enumerate(samples) if x > 0]
+        if not nonzero:
+            return None
+        kept = samples[nonzero[0]:nonzero[-1] + 1]
+        return sum(kept) / len(kept)
+
+
+BUSY = {"enabled": False, "last": None}
 
 
 def run(command, log_path, timeout):
-    """-> (exit status or 'timeout', stdout + stderr); the output also goes to log_path."""
+    """-> (exit status or 'timeout', stdout + stderr); the output also goes to log_path. On
+    cuda, BUSY["last"] is the GPU's busy percent during the process (GpuBusy)."""
     start = time.perf_counter()
+    busy = GpuBusy(BUSY["enabled"])
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
         status, out = done.returncode, done.stdout + done.stderr
@@ -69,6 +104,7 @@ def run(command, log_path, timeout):
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         out += (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
         status = "timeout"
+    BUSY["last"] = busy.stop()
     with open(log_path, "w") as f:
         f.write(f"$ {shlex.join(command)}\n# exit {status} after {time.perf_counter() - start:.1f}s\n{out}")
     return status, out
@@ -131,10 +167,11 @@ class Results:
 
         def ratio(a, b):
             return f"{a / b:.2f}x" if a and b else "n/a"
-        lines = ["| scheme | pelab sync 1 | pelab sync 16 | eager | compile | pelab / eager | pelab / compile |",
-                 "|---|---:|---:|---:|---:|---:|---:|"]
+        lines = ["| scheme | pelab sync 1 | pelab sync 16 | pelab graphs | eager | compile | pelab / eager "
+                 "| pelab / compile |",
+                 "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for s in schemes:
-            best = self.get(s, "pelab_sync16")
+            best = self.get(s, "pelab_graphs") or self.get(s, "pelab_sync16")
             lines.append(f"| {s} | " + " | ".join(cell(s, c) for c in COLUMNS) +
                          f" | {ratio(best, self.get(s, 'eager'))} | {ratio(best, self.get(s, 'compile'))} |")
         return "\n".join(lines)
@@ -156,6 +193,8 @@ def main():
     parser.add_argument("--compile-too", action="store_true", help='also torch.compile(mode="reduce-overhead")')
     parser.add_argument("--only", default="pelab,eager,compile",
                         help="which of pelab, eager, compile to run (compile also needs --compile-too)")
+    parser.add_argument("--pelab-columns", default="sync1,sync16,graphs",
+                        help="which pelab columns: sync1, sync16 (without CUDA graphs), graphs (cuda only)")
     parser.add_argument("--eager-attention", choices=["math", "sdpa"],
                         help="eager/compile attention (default: sdpa on cuda, math on cpu)")
     parser.add_argument("--pelab", default=os.path.join(ROOT, "build", "pelab"))
@@ -168,6 +207,7 @@ def main():
     args = parser.parse_args()
     schemes = args.schemes.split(",")
     only = set(args.only.split(","))
+    pelab_columns = set(args.pelab_columns.split(","))
     passes = args.length_warmup_passes if args.length_warmup_passes is not None else (3 if args.device == "cuda" else 1)
     attention = args.eager_attention or ("sdpa" if args.device == "cuda" else "math")
     logs = os.path.join(args.out, "logs")
@@ -181,9 +221,15 @@ def main():
                 f"device {args.device}, {args.threads} threads; training steps per second (higher is better). "
                 f"pelab: N / (t(2N) - t(N)) with N = {N} (start-up and first steps removed); eager and compile: "
                 f"{N} steps after {passes} passes over every length and {args.warmup} steps, attention {attention}. "
-                f"pelab / eager and pelab / compile use pelab sync 16. "
+                f"pelab sync 1 and 16: train.cuda_graphs off; pelab graphs: on, sync 16; pelab / eager and pelab / compile "
+                f"use pelab graphs (sync 16 without a GPU). "
                 f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}.\n\n"
                 f"`{shlex.join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])}`")
+
+    BUSY["enabled"] = args.device == "cuda"
+
+    def busy_note():
+        return "" if BUSY["last"] is None else f"; GPU busy {BUSY['last']:.0f}%"
 
     def timeout():
         if not args.deadline_s:
@@ -193,14 +239,15 @@ def main():
     def progress(message):
         print(f"[{time.perf_counter() - began:6.0f}s] {message}", file=sys.stderr, flush=True)
 
-    def pelab(scheme, sync):
+    def pelab(scheme, sync, graphs):
         seconds = {}
         for steps in (N, 2 * N):
-            name = f"pelab_{scheme}_sync{sync}_{steps}"
+            name = f"pelab_{scheme}_sync{sync}{'_graphs' if graphs == 'on' else ''}_{steps}"
             run_dir = os.path.join(args.out, "runs", name)
             command = [args.pelab, "train", args.config, "--set", f"train.steps={steps}",
                        "--set", f"device={args.device}", "--set", f"encoding.name={scheme}",
-                       "--set", f"train.sync_every={sync}", "--set", f"threads={args.threads}",
+                       "--set", f"train.sync_every={sync}", "--set", f"train.cuda_graphs={graphs}",
+                       "--set", f"threads={args.threads}",
                        "--set", f"precision={args.precision}", "--set", f"train.batch_size={args.batch}",
                        "--set", f"train.min_length={args.min_length}", "--set", f"train.max_length={args.max_length}",
                        "--out", run_dir]
@@ -211,7 +258,7 @@ def main():
                 return None, f"failed: exit {status}, logs/{name}.txt"
             seconds[steps], source = training_seconds(run_dir, out)
         difference = seconds[2 * N] - seconds[N]
-        note = f"single run {N / seconds[N]:.1f}" + ("" if source == "run.h5" else f"; {source}")
+        note = f"single run {N / seconds[N]:.1f}" + ("" if source == "run.h5" else f"; {source}") + busy_note()
         if difference <= 0:
             return None, f"t(2N) <= t(N): {seconds[2 * N]:.3f}s, {seconds[N]:.3f}s"
         return N / difference, note
@@ -233,10 +280,11 @@ def main():
             last = [line for line in out.strip().splitlines() if line.strip()][-1:] or [""]
             return None, f"failed: exit {status}, logs/{name}.txt: {last[0][:120]}"
         info = re.search(r"^INFO_TRAIN .*$", out, re.M)
-        note = ""
+        note = busy_note().lstrip("; ")
         if compiled and info:
             fields = dict(x.split("=", 1) for x in info.group(0).split()[2:] if "=" in x)
-            note = f"{fields.get('unique_graphs', '?')} graphs, {fields.get('cudagraph_skips', '?')} cudagraph skips"
+            note = (f"{fields.get('unique_graphs', '?')} graphs, {fields.get('cudagraph_skips', '?')} cudagraph skips"
+                + busy_note())
         return float(m.group(1)), note
 
     def record(scheme, column, result):
@@ -248,8 +296,11 @@ def main():
 
     for scheme in schemes:  # pelab and eager first, interleaved by scheme: the table the comparison needs
         if "pelab" in only:
-            for sync in (1, 16):
-                record(scheme, f"pelab_sync{sync}", pelab(scheme, sync))
+            for sync in (1, 16):  # without graphs: the steps launched one kernel at a time
+                if f"sync{sync}" in pelab_columns:
+                    record(scheme, f"pelab_sync{sync}", pelab(scheme, sync, "off"))
+            if args.device == "cuda" and "graphs" in pelab_columns:
+                record(scheme, "pelab_graphs", pelab(scheme, 16, "on"))
         if "eager" in only:
             record(scheme, "eager", eager(scheme, compiled=False))
     if args.compile_too and "compile" in only:  # then compilation, the longest part
