@@ -120,4 +120,10 @@ std::string child_error_line(const std::string& log_file, int status, std::uintm
   return fmt::format("error: exit status {} (see {})", WIFEXITED(status) ? WEXITSTATUS(status) : -1, log_file);
 }
 
+int64_t threads_per_child(int64_t requested, int64_t jobs) {
+  if (requested > 0) return requested;
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max<int64_t>(1, cores / std::max<int64_t>(1, jobs));
+}
+
 }  // namespace pelab

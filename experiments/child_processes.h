@@ -35,6 +35,10 @@ size_t run_child_processes(const std::vector<ChildProcess>& children, const std:
                            const std::function<void(const ChildEnd&)>& on_end, const std::string& stopping_what,
                            std::ostream& out);
 
+// Intra-op threads of each of `jobs` children run side by side: `requested` when set (> 0),
+// else the machine's cores shared out, at least 1.
+int64_t threads_per_child(int64_t requested, int64_t jobs);
+
 // The last line starting "error:" that a child wrote to its log from `from` on, or what its
 // exit status says.
 std::string child_error_line(const std::string& log_file, int status, std::uintmax_t from);

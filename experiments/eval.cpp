@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "core/config/yaml_reader.h"
 #include "core/encodings/registry.h"
@@ -67,35 +66,30 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
   RunFileAdditions added;
   added.attention_float16 = !a.float32;
   int64_t kept = 0, probed = 0;
+  // whether `rows` (evaluation rows or probes) hold one of `wanted`'s settings at this step and
+  // sampler, kept unless --force (counted in `kept`)
+  auto kept_already = [&](const auto& rows, auto wanted) {
+    wanted.step = step;
+    wanted.sampler = sampler;
+    wanted.positions_max_length = sampler_max_length;
+    const bool keep = !a.force && std::any_of(rows.begin(), rows.end(),
+                                              [&](const auto& row) { return row.same_settings(wanted); });
+    kept += keep;
+    return keep;
+  };
   for (const auto& method : config.eval.extrapolation)
     for (int64_t length : config.eval.lengths) {
       EvalResult wanted;
       wanted.method = method;
       wanted.length = length;
       wanted.samples = run.task->evaluation_size(length, config.eval.samples);
-      wanted.step = step;
-      wanted.sampler = sampler;
-      wanted.positions_max_length = sampler_max_length;
-      const bool present = std::any_of(record.evaluation.begin(), record.evaluation.end(),
-                                       [&](const EvalResult& row) { return row.same_settings(wanted); });
-      if (present && !a.force) {
-        ++kept;
-        continue;
-      }
+      if (kept_already(record.evaluation, wanted)) continue;
       added.evaluation.push_back(trainer.evaluate_length(length, config.eval.samples, method));
     }
   for (int64_t length : a.probes) {
     ProbeResult wanted;
     wanted.length = length;
-    wanted.step = step;
-    wanted.sampler = sampler;
-    wanted.positions_max_length = sampler_max_length;
-    const bool present = std::any_of(record.probes.begin(), record.probes.end(),
-                                     [&](const ProbeResult& p) { return p.same_settings(wanted); });
-    if (present && !a.force) {
-      ++kept;
-      continue;
-    }
+    if (kept_already(record.probes, wanted)) continue;
     trainer.stop_if_requested();
     const auto probes = trainer.probes(length);
     ++probed;
@@ -158,9 +152,8 @@ int evaluate_sweep(const EvalArguments& a, const std::string& pelab, std::ostrea
   std::vector<SweepDirectoryRun> complete;
   for (const auto& run : runs)
     if (run.state == "complete") complete.push_back(run);
-  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   const int64_t jobs = std::max<int64_t>(1, std::min<int64_t>(a.jobs, std::max<size_t>(1, complete.size())));
-  const int64_t threads = a.threads > 0 ? a.threads : std::max<int64_t>(1, cores / jobs);
+  const int64_t threads = threads_per_child(a.threads, jobs);
   out << fmt::format("pelab eval {}: {} complete runs of {}; {} at a time x {} threads; output in runs/<id>/eval-log.txt\n",
                      a.target, complete.size(), runs.size(), jobs, threads);
   out.flush();

@@ -370,7 +370,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   else if (a.format == "latex") out << tex.str();
   else out << text.str();
   try {
-    update_sweep_index(a.sweep_dir);
+    update_sweep_index(a.sweep_dir, runs);
   } catch (const std::exception& e) {
     err << "warning: could not write the sweep index: " << e.what() << "\n";
   }

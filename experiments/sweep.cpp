@@ -17,7 +17,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "experiments/child_processes.h"
 #include "core/encodings/registry.h"
@@ -101,20 +100,31 @@ const char* state_name(RunState state) {
   }
 }
 
-void write_index(const std::string& sweep_dir, const std::string& name, const std::vector<ManifestRow>& rows) {
-  std::vector<SweepIndexEntry> entries;
+// The runs of `rows` in sweep_dir as they stand (SweepDirectoryRun).
+std::vector<SweepDirectoryRun> directory_runs(const std::string& sweep_dir, const std::vector<ManifestRow>& rows) {
+  std::vector<SweepDirectoryRun> runs;
   for (const auto& row : rows) {
-    const std::string dir = sweep_dir + "/runs/" + row.id;
-    const RunState state = state_of(dir);
-    SweepIndexEntry e;
-    e.id = row.id;
-    e.overrides = row.overrides;
-    e.status = state == RunState::Resumable ? "pending" : state_name(state);
+    SweepDirectoryRun run{row.id, row.overrides, sweep_dir + "/runs/" + row.id, "", ""};
+    const RunState state = state_of(run.dir);
+    run.state = state_name(state);
     if (state == RunState::Failed) {
-      e.error = read_text(dir + "/" + kFailedFile);
-      while (!e.error.empty() && e.error.back() == '\n') e.error.pop_back();
+      run.error = read_text(run.dir + "/" + kFailedFile);
+      while (!run.error.empty() && run.error.back() == '\n') run.error.pop_back();
     }
-    e.run_file = "runs/" + row.id + "/" + schema::kRunFileName;
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+void write_index(const std::string& sweep_dir, const std::string& name, const std::vector<SweepDirectoryRun>& runs) {
+  std::vector<SweepIndexEntry> entries;
+  for (const auto& run : runs) {
+    SweepIndexEntry e;
+    e.id = run.id;
+    e.overrides = run.overrides;
+    e.status = run.state == "resumable" ? "pending" : run.state;
+    e.error = run.error;
+    e.run_file = "runs/" + run.id + "/" + schema::kRunFileName;
     entries.push_back(e);
   }
   write_sweep_index(sweep_dir + "/" + schema::kSweepIndexFileName, name, entries);
@@ -268,22 +278,11 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
 }  // namespace
 
 std::vector<SweepDirectoryRun> sweep_directory_runs(const std::string& sweep_dir) {
-  std::vector<SweepDirectoryRun> runs;
-  for (const auto& row : read_manifest(sweep_dir)) {
-    SweepDirectoryRun run{row.id, row.overrides, sweep_dir + "/runs/" + row.id, "", ""};
-    const RunState state = state_of(run.dir);
-    run.state = state_name(state);
-    if (state == RunState::Failed) {
-      run.error = read_text(run.dir + "/" + kFailedFile);
-      while (!run.error.empty() && run.error.back() == '\n') run.error.pop_back();
-    }
-    runs.push_back(run);
-  }
-  return runs;
+  return directory_runs(sweep_dir, read_manifest(sweep_dir));
 }
 
-void update_sweep_index(const std::string& sweep_dir) {
-  write_index(sweep_dir, fs::path(sweep_dir).filename().string(), read_manifest(sweep_dir));
+void update_sweep_index(const std::string& sweep_dir, const std::vector<SweepDirectoryRun>& runs) {
+  write_index(sweep_dir, fs::path(sweep_dir).filename().string(), runs);
 }
 
 int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostream& out, std::ostream& err) {
@@ -361,9 +360,8 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   for (int64_t k = 0; k < a.runs_per_gpu; ++k)
     for (int64_t gpu : a.gpus) slots.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(gpu));
   if (a.gpus.empty()) slots.assign(std::max<int64_t>(1, std::min<int64_t>(a.jobs, std::max<size_t>(1, todo.size()))), "");
-  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   const int64_t jobs = std::min<int64_t>(slots.size(), std::max<size_t>(1, todo.size()));
-  const int64_t threads = a.threads > 0 ? a.threads : std::max<int64_t>(1, cores / jobs);
+  const int64_t threads = threads_per_child(a.threads, jobs);
   std::vector<std::string> gpu_names;
   for (int64_t gpu : a.gpus) gpu_names.push_back(std::to_string(gpu));
   out << fmt::format("sweep '{}': {} runs, {} complete, {} to run{}{}; {} at a time x {} threads{}; in {}\n", sweep.name,
@@ -417,7 +415,7 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   std::vector<ManifestRow> rows;
   for (const auto& r : runs) rows.push_back({r.index, r.id, join(r.overrides, " ")});
   if (!array_task) {
-    write_index(sweep.output, sweep.name, rows);
+    write_index(sweep.output, sweep.name, directory_runs(sweep.output, rows));
     out << fmt::format("{} of {} runs complete{}; index {}/{}; table: pelab report {}\n", complete + done, runs.size(),
                        failed ? fmt::format(", {} failed (runs/<id>/failed.txt, log.txt)", failed) : std::string(),
                        sweep.output, schema::kSweepIndexFileName, sweep.output);

@@ -45,7 +45,8 @@ struct SweepDirectoryRun {
   std::string error;          // a failed run's error line
 };
 std::vector<SweepDirectoryRun> sweep_directory_runs(const std::string& sweep_dir);
-// Writes the sweep index (sweep.h5) of a sweep directory anew, from its runs' states now.
-void update_sweep_index(const std::string& sweep_dir);
+// Writes the sweep index (sweep.h5) of a sweep directory anew, from its runs
+// (sweep_directory_runs).
+void update_sweep_index(const std::string& sweep_dir, const std::vector<SweepDirectoryRun>& runs);
 
 }  // namespace pelab

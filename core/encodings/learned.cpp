@@ -33,9 +33,8 @@ std::vector<OptionSpec> LearnedPositionEncodingImpl::options() {
 
 void LearnedPositionEncodingImpl::check_positions(const Positions& positions) const {
   if (positions.query.numel() == 0) return;
-  const PositionFacts* facts = positions.known_facts();
-  const int64_t largest = facts ? facts->largest : positions.query.max().item<int64_t>();
-  const int64_t smallest = facts ? facts->smallest : positions.query.min().item<int64_t>();
+  const PositionBounds bounds = position_bounds(positions);
+  const int64_t largest = bounds.query_max, smallest = bounds.query_min;
   TORCH_CHECK(smallest >= 0, "learned: position ", smallest, " is negative");
   TORCH_CHECK(largest < max_positions_, "learned: position ", largest,
               " does not fit the table of max_positions = ", max_positions_, " rows (sequence length ",

@@ -33,6 +33,16 @@ Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, 
   return out;
 }
 
+PositionBounds position_bounds(const Positions& positions) {
+  if (const PositionFacts* facts = positions.known_facts())  // query and key are one tensor
+    return {facts->smallest, facts->largest, facts->smallest, facts->largest};
+  const auto bounds = torch::stack({positions.query.min(), positions.query.max(), positions.key.min(),
+                                    positions.key.max()})
+                          .cpu();
+  const int64_t* b = bounds.data_ptr<int64_t>();
+  return {b[0], b[1], b[2], b[3]};
+}
+
 torch::Tensor collapse_broadcast_rows(const torch::Tensor& positions) {
   return positions.size(0) > 1 && positions.stride(0) == 0 ? positions.narrow(0, 0, 1) : positions;
 }

@@ -43,6 +43,13 @@ struct Positions {
   }
 };
 
+// The smallest and largest query and key positions (of non-empty positions): from the facts
+// when known, else read back from the device in one transfer. For the schemes' checks.
+struct PositionBounds {
+  int64_t query_min, query_max, key_min, key_max;
+};
+PositionBounds position_bounds(const Positions& positions);
+
 // Positions of one (T) int64 row `row_on_host` shared by `batch` rows, on `device`, with
 // their facts (computed on the host).
 Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, torch::Device device);

@@ -1,5 +1,7 @@
 #include "core/encodings/relative_key.h"
 
+#include <algorithm>
+
 #include "core/encodings/relative.h"
 
 namespace pelab {
@@ -38,10 +40,8 @@ std::vector<OptionSpec> RelativeKeyImpl::options() {
 
 void RelativeKeyImpl::check_positions(const Positions& positions) const {
   if (clip_ > 0 || positions.query.numel() == 0) return;
-  const PositionFacts* facts = positions.known_facts();  // query == key: the span is largest - smallest
-  const int64_t span = facts ? facts->largest - facts->smallest
-                             : std::max((positions.query.max() - positions.key.min()).item<int64_t>(),
-                                        (positions.key.max() - positions.query.min()).item<int64_t>());
+  const PositionBounds b = position_bounds(positions);
+  const int64_t span = std::max(b.query_max - b.key_min, b.key_max - b.query_min);
   const std::string scheme = context_.scheme.empty() ? "relative_key" : context_.scheme;  // or relative_key_query
   TORCH_CHECK(span <= max_positions_ - 1, scheme, ": distance ", span, " is beyond the table of max_positions = ",
               max_positions_, " (distances up to ", max_positions_ - 1,

@@ -27,14 +27,25 @@ torch::Tensor t5_relative_bucket(const torch::Tensor& key_minus_query, bool bidi
   return bucket + torch::where(n < max_exact, n, large);
 }
 
+void check_t5_max_distance(const std::string& scheme, bool causal, int64_t num_buckets, int64_t max_distance) {
+  const int64_t exact = causal ? num_buckets / 2 : num_buckets / 4;
+  TORCH_CHECK(max_distance > exact, scheme, ": max_distance (", max_distance,
+              ") must exceed the range of exact buckets, ", exact);
+}
+
+torch::Tensor t5_bucket_bias(const torch::Tensor& table, const Positions& positions, bool causal,
+                             int64_t num_buckets, int64_t max_distance) {
+  const RelativeGeometry geometry(positions);
+  auto buckets = t5_relative_bucket(-geometry.offsets(), !causal, num_buckets, max_distance);  // (W)
+  return geometry.bias(table.t().index_select(1, buckets));  // (H, W) -> (B'|1, H, Tq, Tk)
+}
+
 T5BiasImpl::T5BiasImpl(const EncodingContext& context, const OptionValues& options)
     : PositionEncodingImpl(context),
       num_buckets_(options.get_int("num_buckets")),
       max_distance_(options.get_int("max_distance")),
       scaled_(options.get_string("scale") == "sqrt") {
-  const int64_t exact = context.causal ? num_buckets_ / 2 : num_buckets_ / 4;
-  TORCH_CHECK(max_distance_ > exact, "t5_bias: max_distance (", max_distance_,
-              ") must exceed the range of exact buckets, ", exact);
+  check_t5_max_distance("t5_bias", context.causal, num_buckets_, max_distance_);
   // HF: N(0, (factor * d_model)^-1/2) with factor 1
   table_ = register_parameter("relative_attention_bias",
                               torch::randn({num_buckets_, context.num_heads}) / std::sqrt(double(context.d_model)));
@@ -56,9 +67,7 @@ std::vector<OptionSpec> T5BiasImpl::options() {
 double T5BiasImpl::attention_scale() const { return scaled_ ? PositionEncodingImpl::attention_scale() : 1.0; }
 
 torch::Tensor T5BiasImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
-  const RelativeGeometry geometry(attention.positions);
-  auto buckets = t5_relative_bucket(-geometry.offsets(), !context_.causal, num_buckets_, max_distance_);  // (W)
-  return geometry.bias(table_.t().index_select(1, buckets));  // (H, W) -> (B'|1, H, Tq, Tk)
+  return t5_bucket_bias(table_, attention.positions, context_.causal, num_buckets_, max_distance_);
 }
 
 }  // namespace pelab

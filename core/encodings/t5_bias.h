@@ -17,6 +17,14 @@ namespace pelab {
 torch::Tensor t5_relative_bucket(const torch::Tensor& key_minus_query, bool bidirectional, int64_t num_buckets,
                                  int64_t max_distance);
 
+// Refuses a max_distance within the exact buckets; `scheme` names the scheme in the message.
+void check_t5_max_distance(const std::string& scheme, bool causal, int64_t num_buckets, int64_t max_distance);
+
+// table (num_buckets, H) looked up by the bucket of every (query, key) pair of `positions`
+// -> (B'|1, H, Tq, Tk)
+torch::Tensor t5_bucket_bias(const torch::Tensor& table, const Positions& positions, bool causal,
+                             int64_t num_buckets, int64_t max_distance);
+
 class T5BiasImpl : public PositionEncodingImpl {
  public:
   T5BiasImpl(const EncodingContext& context, const OptionValues& options);

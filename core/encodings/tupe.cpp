@@ -1,8 +1,8 @@
 #include "core/encodings/tupe.h"
 
+#include <algorithm>
 #include <cmath>
 
-#include "core/encodings/relative.h"
 #include "core/encodings/t5_bias.h"
 
 namespace pelab {
@@ -20,9 +20,7 @@ TupeImpl::TupeImpl(const EncodingContext& context, const OptionValues& options)
   projections_ = register_module("projection", torch::nn::ModuleList());
   for (int64_t l = 0; l < (per_layer_ ? context.num_layers : 1); ++l) projections_->push_back(torch::nn::Linear(D, 2 * D));
   if (options.get_bool("relative")) {
-    const int64_t exact = context.causal ? num_buckets_ / 2 : num_buckets_ / 4;
-    TORCH_CHECK(max_distance_ > exact, "tupe: max_distance (", max_distance_,
-                ") must exceed the range of exact buckets, ", exact);
+    check_t5_max_distance("tupe", context.causal, num_buckets_, max_distance_);
     relative_bias_ = register_parameter("relative_attention_bias",
                                         torch::randn({num_buckets_, context.num_heads}) * init_std);
   }
@@ -46,16 +44,8 @@ std::vector<OptionSpec> TupeImpl::options() {
 
 void TupeImpl::check_positions(const Positions& positions) const {
   if (positions.query.numel() == 0) return;
-  int64_t smallest, largest;
-  if (const PositionFacts* facts = positions.known_facts()) {
-    smallest = facts->smallest;
-    largest = facts->largest;
-  } else {
-    const auto all = torch::cat({positions.query.reshape(-1), positions.key.reshape(-1)});
-    const auto bounds = torch::stack({all.min(), all.max()}).cpu();  // one read-back: smallest, largest
-    smallest = bounds[0].item<int64_t>();
-    largest = bounds[1].item<int64_t>();
-  }
+  const PositionBounds b = position_bounds(positions);
+  const int64_t smallest = std::min(b.query_min, b.key_min), largest = std::max(b.query_max, b.key_max);
   TORCH_CHECK(smallest >= 0, "tupe: negative positions");
   TORCH_CHECK(largest < max_positions_, "tupe: position ", largest, " does not fit the table of max_positions = ",
               max_positions_, " rows; raise encoding.max_positions to at least ", largest + 1,
@@ -84,11 +74,8 @@ torch::Tensor TupeImpl::score_bias(const torch::Tensor& q, const torch::Tensor& 
   const auto key = collapse_broadcast_rows(attention.positions.key);      // (B'|1, Tk)
   auto bias = torch::matmul(projected(query, attention.layer, 0) * attention_scale(),
                             projected(key, attention.layer, 1).transpose(-2, -1));  // (B'|1, H, Tq, Tk)
-  if (relative_bias_.defined()) {
-    const RelativeGeometry geometry(attention.positions);
-    auto buckets = t5_relative_bucket(-geometry.offsets(), !context_.causal, num_buckets_, max_distance_);  // (W)
-    bias = bias + geometry.bias(relative_bias_.t().index_select(1, buckets));
-  }
+  if (relative_bias_.defined())
+    bias = bias + t5_bucket_bias(relative_bias_, attention.positions, context_.causal, num_buckets_, max_distance_);
   return bias.to(q.scalar_type());
 }
 

@@ -18,38 +18,49 @@ AdamStep::AdamStep(std::vector<torch::Tensor> parameters, const TrainConfig& tra
       weight_decay_(train.weight_decay),
       decoupled_(train.optimizer == "adamw") {}
 
-void AdamStep::step(double learning_rate) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> params, grads, exp_avg, exp_avg_sq;
-  std::vector<c10::Scalar> sqrt_bias_correction2, step_size;
+AdamStep::Update AdamStep::gather(bool every) {
+  Update u;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const auto& p = parameters_[i];
+    TORCH_CHECK(p.grad().defined() || !every, "step_with: every parameter needs a gradient");
     if (!p.grad().defined()) continue;
     if (!exp_avg_[i].defined()) {
       exp_avg_[i] = torch::zeros_like(p, torch::MemoryFormat::Preserve);
       exp_avg_sq_[i] = torch::zeros_like(p, torch::MemoryFormat::Preserve);
     }
+    u.params.push_back(p);
+    u.grads.push_back(p.grad());
+    u.exp_avg.push_back(exp_avg_[i]);
+    u.exp_avg_sq.push_back(exp_avg_sq_[i]);
+    u.index.push_back(i);
+  }
+  return u;
+}
+
+std::vector<torch::Tensor> AdamStep::update_moments(Update& u) {
+  if (weight_decay_ != 0 && !decoupled_) u.grads = at::_foreach_add(u.grads, u.params, weight_decay_);  // g + wd p
+  at::_foreach_mul_(u.exp_avg, beta1_);  // m = beta1 m + (1 - beta1) g
+  at::_foreach_add_(u.exp_avg, u.grads, 1 - beta1_);
+  at::_foreach_mul_(u.exp_avg_sq, beta2_);  // v = beta2 v + (1 - beta2) g^2
+  at::_foreach_addcmul_(u.exp_avg_sq, u.grads, u.grads, 1 - beta2_);
+  return at::_foreach_sqrt(u.exp_avg_sq);
+}
+
+void AdamStep::step(double learning_rate) {
+  torch::NoGradGuard no_grad;
+  Update u = gather(/*every=*/false);
+  if (u.params.empty()) return;
+  std::vector<c10::Scalar> sqrt_bias_correction2, step_size;
+  for (size_t i : u.index) {
     const int64_t step = ++steps_[i];
-    params.push_back(p);
-    grads.push_back(p.grad());
-    exp_avg.push_back(exp_avg_[i]);
-    exp_avg_sq.push_back(exp_avg_sq_[i]);
     sqrt_bias_correction2.emplace_back(std::sqrt(1 - std::pow(beta2_, step)));
     step_size.emplace_back(-learning_rate / (1 - std::pow(beta1_, step)));
   }
-  if (params.empty()) return;
-  if (weight_decay_ != 0) {
-    if (decoupled_) at::_foreach_mul_(params, 1 - learning_rate * weight_decay_);  // AdamW: p *= 1 - lr wd
-    else grads = at::_foreach_add(grads, params, weight_decay_);                 // Adam: g + wd p
-  }
-  at::_foreach_mul_(exp_avg, beta1_);  // m = beta1 m + (1 - beta1) g
-  at::_foreach_add_(exp_avg, grads, 1 - beta1_);
-  at::_foreach_mul_(exp_avg_sq, beta2_);  // v = beta2 v + (1 - beta2) g^2
-  at::_foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2_);
-  auto denominator = at::_foreach_sqrt(exp_avg_sq);  // sqrt(v) / sqrt(1 - beta2^t) + eps
+  if (weight_decay_ != 0 && decoupled_) at::_foreach_mul_(u.params, 1 - learning_rate * weight_decay_);  // AdamW
+  auto denominator = update_moments(u);  // sqrt(v) / sqrt(1 - beta2^t) + eps
   at::_foreach_div_(denominator, sqrt_bias_correction2);
   at::_foreach_add_(denominator, eps_);
-  at::_foreach_addcdiv_(params, exp_avg, denominator, step_size);  // p -= lr / (1 - beta1^t) m / denominator
+  at::_foreach_addcdiv_(u.params, u.exp_avg, denominator, step_size);  // p -= lr / (1 - beta1^t) m / denominator
 }
 
 bool AdamStep::uniform_steps() const {
@@ -72,34 +83,15 @@ void AdamStep::step_with(const torch::Tensor& scalars) {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   torch::NoGradGuard no_grad;
   TORCH_CHECK(scalars.dim() == 1 && scalars.size(0) == 3, "step_with: (3) scalars, got ", scalars.sizes());
-  std::vector<torch::Tensor> params, grads, exp_avg, exp_avg_sq;
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    const auto& p = parameters_[i];
-    TORCH_CHECK(p.grad().defined(), "step_with: every parameter needs a gradient");
-    if (!exp_avg_[i].defined()) {
-      exp_avg_[i] = torch::zeros_like(p, torch::MemoryFormat::Preserve);
-      exp_avg_sq_[i] = torch::zeros_like(p, torch::MemoryFormat::Preserve);
-    }
-    params.push_back(p);
-    grads.push_back(p.grad());
-    exp_avg.push_back(exp_avg_[i]);
-    exp_avg_sq.push_back(exp_avg_sq_[i]);
-  }
-  if (params.empty()) return;
+  Update u = gather(/*every=*/true);
+  if (u.params.empty()) return;
   const auto decay = scalars[0], step_size = scalars[1], sqrt_bias_correction2 = scalars[2];  // 0-dim
-  if (weight_decay_ != 0) {
-    if (decoupled_) at::_foreach_mul_(params, decay);
-    else grads = at::_foreach_add(grads, params, weight_decay_);
-  }
-  at::_foreach_mul_(exp_avg, beta1_);
-  at::_foreach_add_(exp_avg, grads, 1 - beta1_);
-  at::_foreach_mul_(exp_avg_sq, beta2_);
-  at::_foreach_addcmul_(exp_avg_sq, grads, grads, 1 - beta2_);
-  auto denominator = at::_foreach_sqrt(exp_avg_sq);
+  if (weight_decay_ != 0 && decoupled_) at::_foreach_mul_(u.params, decay);
+  auto denominator = update_moments(u);
   at::_foreach_div_(denominator, sqrt_bias_correction2);
   at::_foreach_add_(denominator, eps_);
-  at::_foreach_div_(denominator, step_size);           // (sqrt(v) / sqrt(1 - beta2^t) + eps) / step size
-  at::_foreach_addcdiv_(params, exp_avg, denominator);  // p += m / that
+  at::_foreach_div_(denominator, step_size);               // (sqrt(v) / sqrt(1 - beta2^t) + eps) / step size
+  at::_foreach_addcdiv_(u.params, u.exp_avg, denominator);  // p += m / that
 #else
   (void)scalars;
   throw std::runtime_error("AdamStep::step_with needs LibTorch 2.1 or later (this is " TORCH_VERSION ")");

@@ -47,6 +47,17 @@ class AdamStep {
                   const std::vector<std::string>& names);
 
  private:
+  // The parameters that have a gradient (with `every`, all of them, or an error), their
+  // gradients and moments (made at a parameter's first step), and their indices.
+  struct Update {
+    std::vector<torch::Tensor> params, grads, exp_avg, exp_avg_sq;
+    std::vector<size_t> index;
+  };
+  Update gather(bool every);
+  // Adam's moments, m = beta1 m + (1 - beta1) g and v = beta2 v + (1 - beta2) g^2, with Adam's
+  // (coupled) weight decay added to g first -> sqrt(v)
+  std::vector<torch::Tensor> update_moments(Update& update);
+
   std::vector<torch::Tensor> parameters_;
   std::vector<torch::Tensor> exp_avg_, exp_avg_sq_;  // undefined until a parameter's first step
   std::vector<int64_t> steps_;

@@ -91,8 +91,8 @@ void write_training_checkpoint(const std::string& path, const TrainingCheckpoint
     H5::Group snapshots = file.createGroup(kSnapshots);
     write_snapshots(snapshots, p.snapshots);
     H5::Group trained = file.createGroup(kTrainedRows);
-    write_trained_rows(trained, p.trained_rows);
-    write_bytes(root, kGradientSeen, p.gradient_seen.data(), p.gradient_seen.size());
+    write_trained_rows(trained, c.trained_rows);
+    write_bytes(root, kGradientSeen, c.gradient_seen.data(), c.gradient_seen.size());
   });
 }
 
@@ -138,8 +138,8 @@ TrainingCheckpoint read_training_checkpoint(const std::string& path) {
 
     p.evaluation_curve = read_evaluation_rows(file.openGroup(kEvaluationCurve));
     p.snapshots = read_snapshots(file.openGroup(kSnapshots));
-    p.trained_rows = read_trained_rows(file.openGroup(kTrainedRows));
-    p.gradient_seen = read_bytes(root, kGradientSeen);
+    c.trained_rows = read_trained_rows(file.openGroup(kTrainedRows));
+    c.gradient_seen = read_bytes(root, kGradientSeen);
     return c;
   });
 }

@@ -30,6 +30,9 @@ struct TrainingCheckpoint {
                                     // draws dropout there; undefined for a run on the CPU
   std::vector<std::pair<std::string, torch::Tensor>> model;  // parameters and buffers (CPU)
   std::vector<std::pair<std::string, torch::Tensor>> optimizer;  // AdamStep::state (CPU)
+  std::vector<TrainedRows> trained_rows;  // position tables' rows updated so far
+  std::vector<uint8_t> gradient_seen;     // per parameter: a nonzero gradient in the first
+                                          //   train.unused_parameters_steps steps
 };
 
 // Writes `path` atomically; throws std::runtime_error naming the file and the cause.

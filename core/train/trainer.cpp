@@ -115,12 +115,11 @@ std::string value_ranges(const std::vector<int64_t>& sorted_values) {
 
 }  // namespace
 
-void Trainer::record_gradients(int64_t step) {
+void Trainer::record_gradients(int64_t step, const std::vector<torch::Tensor>& parameters) {
   for (auto& t : tables_)
     if (t.table.grad().defined()) t.trained.logical_or_(rows_with_gradient(t.table.grad()));
   if (step >= config_.train.unused_parameters_steps) return;
   ++progress_.gradient_steps;
-  const auto parameters = model_->parameters();
   for (size_t i = 0; i < parameters.size(); ++i)
     if (parameters[i].grad().defined()) gradient_seen_[i].logical_or_(parameters[i].grad().ne(0).any());  // a view
 }
@@ -233,10 +232,10 @@ namespace {
 
 // What a captured step bakes in beyond its input tensors' values (cuda_graph_step.h): the
 // shapes, whether any token is padding, and what the host knows of the positions.
-std::string graph_key(const Batch& batch, bool padded, const Positions& positions) {
+std::string graph_key(const Batch& batch, const torch::Tensor& padding, const Positions& positions) {
   const PositionFacts* facts = positions.known_facts();
   return fmt::format("{}x{} padded {} segments {} positions {} {} {}", batch.tokens.size(0), batch.tokens.size(1),
-                     padded, batch.segments.defined(), positions.query.stride(0) == 0,
+                     padding.defined(), batch.segments.defined(), positions.query.stride(0) == 0,
                      positions.query.is_same(positions.key), facts ? (facts->contiguous ? "contiguous" : "known") : "-");
 }
 
@@ -247,18 +246,27 @@ struct NotCapturable : std::runtime_error {
 
 }  // namespace
 
-bool Trainer::graph_step(StepRecord& record, const Batch& batch, bool padded, const Positions& positions,
-                         std::ostream& log) {
+BatchScore Trainer::forward_and_score(const Batch& batch, const torch::Tensor& padding, const Positions& positions,
+                                      bool read_counts) {
+  const auto scope = autocast();
+  return score_batch(model_->forward(batch.tokens, padding, positions, batch.segments).logits, batch, read_counts);
+}
+
+torch::Tensor Trainer::clip_or_measure(const std::vector<torch::Tensor>& parameters) const {
+  const double clip = config_.train.grad_clip;
+  return clip > 0 ? clip_gradients(parameters, clip) : gradient_norm(parameters);
+}
+
+bool Trainer::graph_step(StepRecord& record, const Batch& batch, const torch::Tensor& padding,
+                         const Positions& positions, const std::vector<torch::Tensor>& parameters, std::ostream& log) {
   if (!optimizer_.uniform_steps()) return false;  // a graph updates every parameter
-  const std::string key = graph_key(batch, padded, positions);
+  const std::string key = graph_key(batch, padding, positions);
   GraphEntry& entry = graphs_[key];
   if (entry.eager) return false;
-  const TrainConfig& t = config_.train;
-  const auto parameters = model_->parameters();
   model_->encoding().check_positions(positions);  // a replay runs none of the forward pass's host code
   // inputs: tokens, padding, targets, scored, segments, query and key positions, Adam's numbers
   const std::vector<torch::Tensor> inputs = {
-      batch.tokens,    padded ? batch.padding : torch::Tensor(), batch.targets, batch.scored, batch.segments,
+      batch.tokens,    padding, batch.targets, batch.scored, batch.segments,
       positions.query, positions.key, host_to_device(optimizer_.next_step_scalars(record.learning_rate), device_)};
   const PositionFacts* facts = positions.known_facts();
   const PositionFacts step_facts = facts ? *facts : PositionFacts{};
@@ -270,13 +278,9 @@ bool Trainer::graph_step(StepRecord& record, const Batch& batch, bool padded, co
       p.facts = step_facts;
       p.facts.query = in[5], p.facts.key = in[6];
     }
-    BatchScore score = [&] {
-      const auto scope = autocast();
-      return score_batch(model_->forward(b.tokens, b.padding, p, b.segments).logits, b, /*read_counts=*/false);
-    }();
+    BatchScore score = forward_and_score(b, b.padding, p, /*read_counts=*/false);
     score.loss.backward();
-    auto norm = t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters);
-    std::vector<torch::Tensor> out = {score.loss.detach(), score.counts, norm};
+    std::vector<torch::Tensor> out = {score.loss.detach(), score.counts, clip_or_measure(parameters)};
     for (size_t i = 0; i < parameters.size(); ++i) {
       if (!parameters[i].grad().defined())
         throw NotCapturable(fmt::format("parameter {} has no gradient", parameter_names()[i]));
@@ -315,7 +319,7 @@ bool Trainer::graph_step(StepRecord& record, const Batch& batch, bool padded, co
     for (size_t i = 0; i < 3; ++i) outputs[i] = outputs[i].clone();
   }
   optimizer_.advance_steps();
-  record_gradients(record.step);
+  record_gradients(record.step, parameters);
   record.device_loss = outputs[0];
   record.device_counts = outputs[1];
   record.device_gradient_norm = outputs[2];
@@ -410,24 +414,20 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
     Batch batch = task_.sample(t.batch_size, record.length, data_rng_);
     const bool padded = batch.padding.any().item<bool>();  // on the host: the model need not ask the device
     batch = batch.to(device_);
+    const torch::Tensor padding = padded ? batch.padding : torch::Tensor();
     record.tokens = batch.tokens.numel();
     record.learning_rate = learning_rate_at(t, step);
     optimizer_.clear_gradients();
     auto positions = sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng_, device_);
-    if (use_graphs_ && graph_step(record, batch, padded, positions, log)) {
+    if (use_graphs_ && graph_step(record, batch, padding, positions, parameters, log)) {
       pending_.push_back(std::move(record));
     } else {
-      BatchScore score = [&] {  // autocast over the forward pass only: backward follows its dtypes
-        const auto scope = autocast();
-        return score_batch(
-            model_->forward(batch.tokens, padded ? batch.padding : torch::Tensor(), positions, batch.segments).logits,
-            batch, /*read_counts=*/read_every == 1);
-      }();
+      BatchScore score = forward_and_score(batch, padding, positions, /*read_counts=*/read_every == 1);
       if (read_every > 1) {
         // nothing read back: the step runs whole (a non-finite one too) and is checked when read
         score.loss.backward();
-        record.device_gradient_norm = t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters);
-        record_gradients(step);
+        record.device_gradient_norm = clip_or_measure(parameters);
+        record_gradients(step, parameters);
         optimizer_.step(record.learning_rate);
         record.device_loss = score.loss.detach();
         record.device_counts = score.counts;
@@ -438,8 +438,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
         record.scored_tokens = score.scored_tokens;
         if (std::isfinite(record.loss)) {
           score.loss.backward();
-          record.gradient_norm = (t.grad_clip > 0 ? clip_gradients(parameters, t.grad_clip) : gradient_norm(parameters))
-                                     .item<double>();
+          record.gradient_norm = clip_or_measure(parameters).item<double>();
         }
         const double loss = record.loss, gradient_norm = record.gradient_norm;
         if (!std::isfinite(loss) || !std::isfinite(gradient_norm)) {
@@ -462,7 +461,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
           optimizer_.clear_gradients();
           record.skipped = true;
         } else {
-          record_gradients(step);
+          record_gradients(step, parameters);
           optimizer_.step(record.learning_rate);
           record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - record.start).count();
         }
@@ -518,8 +517,8 @@ TrainingCheckpoint Trainer::checkpoint() const {
   c.config_yaml = to_yaml(config_);
   c.threads = torch::get_num_threads();
   c.progress = progress_;
-  c.progress.trained_rows = trained_rows();
-  c.progress.gradient_seen = flags_on_host(gradient_seen_);
+  c.trained_rows = trained_rows();
+  c.gradient_seen = flags_on_host(gradient_seen_);
   std::ostringstream data, positions;
   data << data_rng_;
   positions << position_rng_;
@@ -544,12 +543,10 @@ void Trainer::restore(const TrainingCheckpoint& c) {
   if (device_.is_cuda() && c.cuda_rng.defined())
     set_generator_state(at::globalContext().defaultGenerator(device_), c.cuda_rng);
   progress_ = c.progress;
-  set_trained_rows(c.progress.trained_rows);
-  if (static_cast<int64_t>(c.progress.gradient_seen.size()) != gradient_seen_.numel())
+  set_trained_rows(c.trained_rows);
+  if (static_cast<int64_t>(c.gradient_seen.size()) != gradient_seen_.numel())
     throw std::runtime_error("the checkpoint's gradient record does not match the model's parameters");
-  gradient_seen_ = flags_on_device(c.progress.gradient_seen, device_);
-  progress_.trained_rows.clear();
-  progress_.gradient_seen.clear();
+  gradient_seen_ = flags_on_device(c.gradient_seen, device_);
 }
 
 void Trainer::write_checkpoint() const { write_training_checkpoint(checkpoint_path_, checkpoint()); }

@@ -8,6 +8,7 @@
 #include "core/train/adam.h"
 #include "core/train/autocast.h"
 #include "core/train/cuda_graph_step.h"
+#include "core/train/metrics.h"
 #include "core/train/progress.h"
 
 #include <chrono>
@@ -39,10 +40,7 @@ struct TrainerProgress {
   double training_seconds = 0, total_tokens = 0;
   std::vector<EvalResult> evaluation_curve;  // eval.every rows so far
   std::vector<std::pair<int64_t, std::vector<std::pair<std::string, torch::Tensor>>>> snapshots;  // keep_checkpoints
-  std::vector<TrainedRows> trained_rows;     // position tables' rows updated so far (at checkpoints)
-  std::vector<uint8_t> gradient_seen;        // per parameter: a nonzero gradient in the first
-  int64_t gradient_steps = 0;                //   train.unused_parameters_steps steps, and how many
-                                             //   of those were not skipped
+  int64_t gradient_steps = 0;  // of the first train.unused_parameters_steps steps, those not skipped
 };
 
 struct TrainingCheckpoint;
@@ -110,7 +108,7 @@ class Trainer {
   // bf16 autocast on the run's device for a forward pass when `precision: bf16`, else nothing
   AutocastScope autocast() const { return AutocastScope(config_.precision == "bf16", device_); }
   // After a backward pass: which parameters and table rows got a nonzero gradient.
-  void record_gradients(int64_t step);
+  void record_gradients(int64_t step, const std::vector<torch::Tensor>& parameters);
   void check_unused_parameters(std::ostream& log) const;  // train.unused_parameters
   // The rows of position tables that a forward pass over `batch` uses (a nonzero gradient)
   // and training never updated, described for EvalResult::untrained; empty: none.
@@ -132,7 +130,15 @@ class Trainer {
   // a key's first step eagerly with reads back from the device made errors; fills `record`'s
   // device values. false: the step must run eagerly (the key cannot be captured, or the
   // optimizer's step counts differ between parameters), nothing done.
-  bool graph_step(StepRecord& record, const Batch& batch, bool padded, const Positions& positions, std::ostream& log);
+  // `padding`: the batch's, or undefined when no token is padding.
+  bool graph_step(StepRecord& record, const Batch& batch, const torch::Tensor& padding, const Positions& positions,
+                  const std::vector<torch::Tensor>& parameters, std::ostream& log);
+  // The forward pass (under autocast: backward follows its dtypes) scored (score_batch).
+  BatchScore forward_and_score(const Batch& batch, const torch::Tensor& padding, const Positions& positions,
+                               bool read_counts);
+  // After backward: the global gradient norm, the gradients clipped to train.grad_clip first
+  // when it is set; a scalar on the device.
+  torch::Tensor clip_or_measure(const std::vector<torch::Tensor>& parameters) const;
   void account(const StepRecord& record, ProgressReporter& progress);
   void settle_pending(ProgressReporter& progress);
   std::vector<std::string> parameter_names() const;
