@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/encodings/alibi.h"
+#include "core/encodings/cope.h"
 #include "core/encodings/deberta.h"
 #include "core/encodings/deberta_buckets.h"
 #include "core/encodings/fire.h"
@@ -261,6 +262,40 @@ CATCH_TEST_CASE("TUPE: the untied position term on a hand-computed case, TUPE-R'
   CATCH_REQUIRE(per_layer->named_parameters().contains("projection.1.weight"));
   const AttentionContext block0{first, 0, x, x}, block1{first, 1, x, x};
   CATCH_CHECK_FALSE(torch::allclose(per_layer->score_bias(x, x, block0), per_layer->score_bias(x, x, block1)));
+}
+
+CATCH_TEST_CASE("CoPE: counted positions and interpolated embeddings on a hand-computed case", "[relative][cope]") {
+  // D = 2, one head, one block. q_i = (1, 0), k_j = (0, 1): every gate is sigmoid(0) = 1/2, so
+  // p_ij = (i - j + 1) / 2; the table e[r] = (r^2, 0) makes q . e[p] the interpolation of r^2.
+  auto q = torch::tensor({1.0f, 0.0f}).expand({1, 1, 4, 2}).contiguous();
+  auto k = torch::tensor({0.0f, 1.0f}).expand({1, 1, 4, 2}).contiguous();
+  const Positions positions = contiguous_positions(1, 4);
+  const AttentionContext at{positions, 0, q, q};
+  auto squares = [](const torch::Tensor& table, int64_t first_row) {
+    torch::NoGradGuard no_grad;
+    for (int64_t r = 0; r < table.size(0); ++r) table[r][0] = double((r - first_row) * (r - first_row));
+  };
+  for (const bool causal : {true, false}) {
+    CATCH_INFO("causal " << causal);
+    auto cope = make("cope", EncodingContext{2, 1, 1, causal}, {{"npos_max", int64_t(8)}});
+    CATCH_CHECK(param(cope, "table_0").size(0) == (causal ? 8 : 15));  // bidirectional: rows -7 .. 7
+    CATCH_CHECK(param(cope, "table_0").abs().sum().item<float>() == 0.0f);  // zeros, as the reference
+    squares(param(cope, "table_0"), causal ? 0 : 7);
+    auto bias = cope->score_bias(q, k, at);  // (1, 1, 4, 4)
+    // p = 0.5 -> (0 + 1) / 2, p = 1 -> 1, p = 1.5 -> (1 + 4) / 2, p = 2 -> 4
+    const std::vector<float> by_distance = {0.5f, 1.0f, 2.5f, 4.0f};
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j <= i; ++j) CATCH_CHECK(bias[0][0][i][j].item<float>() == Approx(by_distance[i - j]));
+    if (!causal)  // keys after the query count negatively: p_ij = -(j - i + 1) / 2, squares alike
+      for (int i = 0; i < 4; ++i)
+        for (int j = i + 1; j < 4; ++j) CATCH_CHECK(bias[0][0][i][j].item<float>() == Approx(by_distance[j - i]));
+  }
+  // npos_max = 2: counts stop at 1, so p = 1.5 and 2 embed as 1
+  auto clamped = make("cope", EncodingContext{2, 1, 1, true}, {{"npos_max", int64_t(2)}});
+  squares(param(clamped, "table_0"), 0);
+  auto bias = clamped->score_bias(q, k, at);
+  CATCH_CHECK(bias[0][0][3][0].item<float>() == Approx(1.0f));
+  CATCH_CHECK(bias[0][0][3][1].item<float>() == Approx(1.0f));
 }
 
 CATCH_TEST_CASE("DeBERTa log buckets match make_log_bucket_position", "[relative][deberta]") {
@@ -547,6 +582,40 @@ CATCH_TEST_CASE("kerple equals -r1 log(1 + r2 |i-j|) and -r1 |i-j|^r2", "[relati
           naive[0][h][i][j] = variant == "log" ? -a * std::log(1 + b * d) : -a * std::pow(d, b);
         }
     CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(0)), naive));
+  }
+}
+
+CATCH_TEST_CASE("cope equals the sums of sigmoid gates and the interpolated rows of Golovneva et al.",
+                "[relative][naive]") {
+  for (const bool causal : {true, false}) {
+    CATCH_INFO("causal " << causal);
+    Fixture f(causal);
+    const int64_t npos = 3;  // small: the clamp is reached
+    auto scheme = make("cope", f.context, {{"npos_max", npos}, {"init", std::string("normal")}});
+    auto table = param(scheme, "table_1").detach();
+    const int64_t zero_row = causal ? 0 : npos - 1;
+    auto q = f.q.clone().requires_grad_(), k = f.k.clone().requires_grad_();
+    auto bias = scheme->score_bias(q, k, f.at(1));
+    auto naive = torch::zeros({f.B, 2, f.T, f.T});
+    for (int64_t b = 0; b < f.B; ++b)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t i = 0; i < f.T; ++i)
+          for (int64_t j = 0; j < f.T; ++j) {
+            if (causal && j > i) continue;  // masked keys: any value
+            double count = 0;
+            for (int64_t t = std::min(i, j); t <= std::max(i, j); ++t)
+              count += 1 / (1 + std::exp(-f.scale() * (f.q[b][h][i] * f.k[b][h][t]).sum().item<double>()));
+            const double p = std::min(count, double(npos - 1)) * (j > i ? -1 : 1);
+            const double lower = std::floor(p), w = p - lower;
+            auto row = [&](double r) { return (f.q[b][h][i] * table[int64_t(r) + zero_row]).sum().item<double>(); };
+            naive[b][h][i][j] = w * row(std::ceil(p)) + (1 - w) * row(lower);
+          }
+    if (causal) bias = bias * torch::ones({f.T, f.T}).tril();
+    CATCH_CHECK(close(bias, naive));
+    // gradients reach q and k through the interpolation weights, and the table
+    bias.sum().backward();
+    CATCH_CHECK(k.grad().abs().sum().item<float>() > 0);
+    CATCH_CHECK(q.grad().abs().sum().item<float>() > 0);
   }
 }
 

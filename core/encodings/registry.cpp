@@ -1,6 +1,7 @@
 #include "core/encodings/registry.h"
 
 #include "core/encodings/alibi.h"
+#include "core/encodings/cope.h"
 #include "core/encodings/deberta.h"
 #include "core/encodings/fire.h"
 #include "core/encodings/kerple.h"
@@ -37,6 +38,7 @@ SchemeEntry entry(const std::string& name) {
 const std::vector<SchemeEntry>& scheme_registry() {
   static const std::vector<SchemeEntry> table = {
       entry<AlibiImpl>("alibi"),
+      entry<CopeImpl>("cope"),
       entry<DebertaImpl>("deberta"),
       entry<FireImpl>("fire"),
       entry<KerpleImpl>("kerple"),
