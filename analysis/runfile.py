@@ -25,6 +25,7 @@ ATTENTION_STATISTICS = ["mean_distance", "entropy", "diagonal", "first", "last"]
 PROBE_DATASETS = ["length", "layer", "position_accuracy", "position_chance", "position_r2", "order_accuracy",
                   "distance_r2", "step", "sampler", "positions_max_length"]
 STRING_DATASETS = {"method", "sampler", "untrained"}  # of evaluation, evaluation_curve and probes
+TERM_DATASETS = ["mean_abs", "correlation", "scores_mean_abs"]  # attention/length_<L>/terms/*, with names
 ROW_KINDS = ["position", "offset", "bucket"]  # trained_rows/<parameter> attribute row_kind
 
 
@@ -98,6 +99,13 @@ def check(f):
         for attr in ["length", "examples"]:
             if attr not in group.attrs:
                 raise SchemaError(f"attention/{name} attribute '{attr}' is missing")
+        if "terms" in group:
+            terms = group["terms"]
+            names = terms["names"].shape[0] if "names" in terms else None
+            for member in TERM_DATASETS:
+                expected = (layers, heads) if member == "scores_mean_abs" else (layers, heads, names)
+                if member not in terms or terms[member].shape != expected:
+                    raise SchemaError(f"attention/{name}/terms/{member} is missing or not of shape {expected}")
     if "probes" in f:
         _check_equal_shapes(f, "probes", PROBE_DATASETS)
     checkpoint = f["checkpoint"]
@@ -259,6 +267,19 @@ def attention_maps(path, length):
     with h5py.File(path, "r") as f:
         group = f["attention"][f"length_{length}"]
         return group["probs"][()].astype(np.float32), group["tokens"][()], group["positions"][()]
+
+
+def score_terms(path, length):
+    """The attention terms stored at `length` (docs/analysis.md, "Attention terms"): a dict of
+    names (list of str), mean_abs and correlation (layers, heads, terms), scores_mean_abs
+    (layers, heads); None when the file has maps but no terms at that length (older files)."""
+    with h5py.File(path, "r") as f:
+        group = f["attention"][f"length_{length}"]
+        if "terms" not in group:
+            return None
+        terms = group["terms"]
+        return dict(names=[_text(n) for n in terms["names"][()]],
+                    **{k: terms[k][()].astype(np.float64) for k in TERM_DATASETS})
 
 
 def sweep_runs(sweep_dir):

@@ -15,7 +15,9 @@ test -s new/folder/probes.png && test -s new/folder/probes.csv
 run=sweep-out/runs/encoding-alibi_seed-0_max_length-8_lengths-4-8/run.h5
 $py "$analysis/summarize_run.py" --check "$run"
 $py "$analysis/plot_attention.py" "$run" --out attention.png
-for f in lengths probes attention; do
+$py "$analysis/plot_terms.py" sweep-out --out terms.png
+grep -q '^"encoding=alibi [^"]*",1,position bias,' terms.csv
+for f in lengths probes attention terms; do
   test -s "$f.png"
   test "$(head -c 4 "$f.png" | tail -c 3)" = "PNG"
   test "$(wc -l < "$f.csv")" -gt 1
@@ -41,6 +43,10 @@ with h5py.File(sys.argv[1]) as f:
     stats = f["evaluation/attention"]
     assert stats["entropy"].shape == (f["evaluation/length"].shape[0], 2, 4)
     assert f["probes/layer"][()].tolist() == [0, 1, 2]
+    terms = g["terms"]  # alibi: q.k and its bias, per layer and head
+    assert [n.decode() for n in terms["names"][()]] == ["content-content", "position bias"], terms["names"][()]
+    assert terms["mean_abs"].shape == (2, 4, 2) and terms["correlation"].shape == (2, 4, 2)
+    assert terms["scores_mean_abs"].shape == (2, 4) and (terms["mean_abs"][()] > 0).all()
 print("exported maps ok")
 PY
 # arguments that select nothing: an error naming what there is, not a traceback or an empty plot
@@ -55,6 +61,7 @@ fails_with "no evaluation rows with method 'ntk'; the runs have: none" \
 fails_with "no probes at length 7; probed lengths: \[6, 8\]" $py "$analysis/plot_probes.py" sweep-out --length 7 --out none.png
 fails_with "\-\-example 2: 2 examples are stored at length 12 (0-1)" \
   $py "$analysis/plot_attention.py" "$run" --length 12 --example 2 --out none.png
+fails_with "no attention maps at length 7; stored lengths: \[5, 8, 12\]" $py "$analysis/plot_terms.py" "$run" --length 7 --out none.png
 $py "$analysis/plot_attention.py" "$run" --length 12 --out attention12.png 2> note.txt
 grep -q "length 12 is not an evaluation length of this run" note.txt
 # a run file without its parameters: export-attention says so

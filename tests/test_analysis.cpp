@@ -6,6 +6,7 @@
 
 #include "core/analysis/attention_summary.h"
 #include "core/analysis/probes.h"
+#include "core/analysis/score_terms.h"
 #include "core/io/hdf5_store.h"
 #include "core/run/run.h"
 #include "core/train/trainer.h"
@@ -126,4 +127,117 @@ CATCH_TEST_CASE("a run stores attention statistics, maps and probes, and reads t
   CATCH_CHECK(record.probes[2].layer == 2);
   CATCH_CHECK(record.probes[0].length == 6);
   CATCH_CHECK(attention_map_lengths(config, *test::default_task("reverse_string")) == std::vector<int64_t>{6, 8});
+}
+
+// ---------------------------------------------------------------- the attention terms
+
+namespace {
+
+// The model's forwards the analysis takes: with score parts, and for an additive scheme the
+// content-only one. Returns {parts, content}.
+std::pair<std::vector<AttentionRecord>, std::vector<AttentionRecord>> score_parts_of(Encoder& model, const Batch& b,
+                                                                                     const Positions& positions) {
+  ForwardRequest request;
+  request.attentions = true;
+  request.score_parts = true;
+  auto parts = model->forward(b.tokens, b.padding, positions, b.segments, request).score_parts;
+  std::vector<AttentionRecord> content;
+  if (model->encoding().adds_to_residual()) {
+    ForwardRequest without;
+    without.score_parts = true;
+    without.position_embeddings = false;
+    content = model->forward(b.tokens, b.padding, positions, b.segments, without).score_parts;
+  }
+  return {parts, content};
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("the attention terms of every scheme add up to its scores", "[analysis][terms][registry]") {
+  auto task = test::default_task("reverse_string");
+  for (const auto& mode : test::in_each_mode(test::all_scheme_variants())) {
+    CATCH_INFO(mode.label());
+    Encoder model = test::model_for(test::tiny_config_in_mode(mode.causal), mode.variant, *task);
+    Rng rng(5);
+    Batch b = task->sample(2, 4, rng).padded(2);  // padding keys: the softmax's mask
+    const int64_t T = b.tokens.size(1);
+    torch::NoGradGuard no_grad;
+    const auto [parts, content] = score_parts_of(model, b, contiguous_positions(2, T));
+    const AttentionMask mask(b.padding, mode.causal);
+    for (size_t l = 0; l < parts.size(); ++l) {
+      auto terms = layer_score_terms(parts[l], content.empty() ? nullptr : &content[l]);
+      auto scores = torch::zeros({2, 4, T, T});
+      for (const auto& t : terms) scores = scores + t.value;
+      CATCH_CHECK(torch::allclose(torch::softmax(scores + mask.additive(), -1), parts[l].probs, 1e-5, 1e-6));
+      const bool split = model->encoding().adds_to_residual() && !parts[l].rotated;
+      CATCH_CHECK(terms.front().name == (split ? "content-content" : parts[l].rotated ? "rotated q.k" : "content-content"));
+      CATCH_CHECK(terms.size() == parts[l].bias_terms.size() + (split ? 4 : 1));
+    }
+  }
+}
+
+CATCH_TEST_CASE("attention terms vanish with a zero position table and a zero bias", "[analysis][terms]") {
+  auto task = test::default_task("reverse_string");
+  Rng rng(7);
+  Batch b = task->sample(3, 5, rng);
+  const auto positions = contiguous_positions(3, 10);
+  auto statistics = [&](const std::string& scheme, const std::string& zeroed) {
+    Encoder model = test::model_for(test::tiny_config(), test::scheme_variant(scheme, {}), *task);
+    torch::NoGradGuard no_grad;
+    if (!zeroed.empty()) model->encoding().named_parameters()[zeroed].zero_();
+    const auto [parts, content] = score_parts_of(model, b, positions);
+    return score_term_statistics(parts, content, b.padding, false);
+  };
+  auto column = [](const ScoreTermStatistics& s, const std::string& name) {
+    const auto n = std::find(s.names.begin(), s.names.end(), name) - s.names.begin();
+    CATCH_REQUIRE(n < static_cast<int64_t>(s.names.size()));
+    return std::make_pair(s.mean_abs.select(2, n), s.correlation.select(2, n));  // (layers, heads)
+  };
+  const std::vector<std::string> four = {"content-content", "content-position", "position-content",
+                                         "position-position"};
+  // learned with a zero table: the position part of every layer's input is exactly zero
+  const auto zero_table = statistics("learned", "table");
+  CATCH_CHECK(zero_table.names == four);
+  CATCH_CHECK(torch::allclose(column(zero_table, "content-content").first, zero_table.scores_mean_abs));
+  CATCH_CHECK(column(zero_table, "content-content").second.min().item<double>() == Approx(1.0));
+  for (const char* name : {"content-position", "position-content", "position-position"}) {
+    CATCH_CHECK(column(zero_table, name).first.abs().max().item<double>() == 0.0);
+    CATCH_CHECK(torch::isnan(column(zero_table, name).second).all().item<bool>());  // a constant has no r
+  }
+  // sinusoidal: every term is there
+  const auto sinusoidal = statistics("sinusoidal", "");
+  for (const auto& name : four) CATCH_CHECK(column(sinusoidal, name).first.min().item<double>() > 0.0);
+  // t5_bias with a zero table: the bias is there and weighs nothing
+  const auto zero_bias = statistics("t5_bias", "relative_attention_bias");
+  CATCH_CHECK(zero_bias.names == std::vector<std::string>{"content-content", "position bias"});
+  CATCH_CHECK(column(zero_bias, "position bias").first.abs().max().item<double>() == 0.0);
+  CATCH_CHECK(statistics("t5_bias", "").mean_abs.select(2, 1).min().item<double>() > 0.0);
+  // the relative family keeps its own terms; rotary mixes them
+  CATCH_CHECK(statistics("deberta", "").names ==
+              std::vector<std::string>{"content-content", "content-position", "position-content"});
+  CATCH_CHECK(statistics("transformer_xl", "").names ==
+              std::vector<std::string>{"content-content", "content-position", "global content", "global position"});
+  CATCH_CHECK(statistics("rope", "").names == std::vector<std::string>{"rotated q.k"});
+}
+
+CATCH_TEST_CASE("attention-term statistics of a hand-computed layer", "[analysis][terms]") {
+  // one head, T = 2, Dh = 1, scale 1: q = (1, 2), k = (1, -1) give q.k = [[1, -1], [2, -2]];
+  // a bias of -q.k / 2 makes the scores q.k / 2
+  AttentionRecord layer;
+  layer.q = torch::tensor({1.0, 2.0}).view({1, 1, 2, 1});
+  layer.k = torch::tensor({1.0, -1.0}).view({1, 1, 2, 1});
+  layer.scale = 1.0;
+  layer.bias_terms = {{"position bias", torch::tensor({{-0.5, 0.5}, {-1.0, 1.0}}).view({1, 1, 2, 2})}};
+  const auto all_pairs = score_term_statistics({layer}, {}, torch::Tensor(), false);
+  CATCH_CHECK(all_pairs.mean_abs[0][0][0].item<double>() == Approx(1.5));    // (1 + 1 + 2 + 2) / 4
+  CATCH_CHECK(all_pairs.mean_abs[0][0][1].item<double>() == Approx(0.75));
+  CATCH_CHECK(all_pairs.scores_mean_abs[0][0].item<double>() == Approx(0.75));
+  CATCH_CHECK(all_pairs.correlation[0][0][0].item<double>() == Approx(1.0));
+  CATCH_CHECK(all_pairs.correlation[0][0][1].item<double>() == Approx(-1.0));
+  // causal: the pair (0, 1) is not scored; padding the second token leaves the pair (0, 0)
+  const auto causal = score_term_statistics({layer}, {}, torch::Tensor(), true);
+  CATCH_CHECK(causal.mean_abs[0][0][0].item<double>() == Approx(5.0 / 3));  // (1 + 2 + 2) / 3
+  const auto padded = score_term_statistics({layer}, {}, torch::tensor({false, true}).view({1, 2}), false);
+  CATCH_CHECK(padded.mean_abs[0][0][0].item<double>() == Approx(1.0));
+  CATCH_CHECK(std::isnan(padded.correlation[0][0][0].item<double>()));  // one pair: no spread
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/score_terms.h"
 #include "core/encodings/position_encoding.h"
 #include "core/model/encoder.h"
 #include "data/task.h"
@@ -46,6 +47,7 @@ struct AttentionMaps {
   int64_t step = 0;         // the settings they were made under, as an evaluation row's
   std::string sampler = "contiguous";
   int64_t positions_max_length = 0;
+  ScoreTermStatistics terms;  // the attention terms of these examples (score_terms.h)
 };
 
 }  // namespace pelab

@@ -20,6 +20,7 @@ class AdditivePositionEncodingImpl : public PositionEncodingImpl {
   // x: (B, T, D) -> x + position_vectors at the layers this scheme injects at.
   torch::Tensor embed(torch::Tensor x, const Positions& positions, int64_t layer) override;
   bool shift_invariant() const override { return false; }  // a vector per absolute position
+  bool adds_to_residual() const override { return true; }
 
  protected:
   // positions: (B, T) int64 -> (B, T, D) float32, for block `layer` (kInputLayer: the

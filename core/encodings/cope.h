@@ -30,6 +30,11 @@ class CopeImpl : public PositionEncodingImpl {
 
   // q, k: (B, H, T, Dh) -> (B, H, T, T): q_i . e[p_ij]
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  // q . e[p] as content-position (p counted from the context)
+  std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) override {
+    return {{"content-position", score_bias(q, k, attention)}};
+  }
 
   // The contextual positions p_ij of q, k: (B, H, T, Dh) -> (B, H, T, T), clamped to the table.
   torch::Tensor contextual_positions(const torch::Tensor& q, const torch::Tensor& k) const;

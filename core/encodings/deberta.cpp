@@ -80,12 +80,18 @@ DebertaImpl::ProjectedRows DebertaImpl::projected_rows(const AttentionContext& a
 }
 
 torch::Tensor DebertaImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
+  const auto terms = score_terms(q, k, attention);
+  return terms[0].value + terms[1].value;  // c2p + p2c
+}
+
+std::vector<ScoreTerm> DebertaImpl::score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                                const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
   const auto projected = projected_rows(attention, table_row(geometry.offsets()));
   auto per_offset = [&](const torch::Tensor& x) { return x.index_select(1, projected.run); };  // (H, W, Dh)
   const double scale = attention_scale();  // on q and k (T x Dh), not on the (T, T) terms
-  return geometry.query_scores(q * scale, per_offset(projected.key)) +
-         geometry.key_scores(k * scale, per_offset(projected.query));  // c2p + p2c
+  return {{"content-position", geometry.query_scores(q * scale, per_offset(projected.key))},   // c2p
+          {"position-content", geometry.key_scores(k * scale, per_offset(projected.query))}};  // p2c
 }
 
 RelativeRows DebertaImpl::relative_rows(const torch::Tensor& q, const torch::Tensor& k,

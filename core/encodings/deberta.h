@@ -31,6 +31,9 @@ class DebertaImpl : public PositionEncodingImpl {
   static std::vector<OptionSpec> options();
 
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  // c2p as content-position, p2c as position-content
+  std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) override;
   double attention_scale() const override;
   // rows are relative buckets -span .. span - 1
   std::vector<PositionTable> position_tables() const override { return {{"rel_embeddings", "bucket", -span_}}; }

@@ -35,6 +35,11 @@ torch::Tensor LayerMixImpl::score_bias(const torch::Tensor& q, const torch::Tens
   return at(attention.layer).score_bias(q, k, attention);
 }
 
+std::vector<ScoreTerm> LayerMixImpl::score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                                 const AttentionContext& attention) {
+  return at(attention.layer).score_terms(q, k, attention);
+}
+
 torch::Tensor LayerMixImpl::value_term(const torch::Tensor& probs, const AttentionContext& attention) {
   return at(attention.layer).value_term(probs, attention);
 }

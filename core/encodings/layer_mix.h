@@ -21,12 +21,15 @@ class LayerMixImpl : public PositionEncodingImpl {
   std::pair<torch::Tensor, torch::Tensor> rotate(torch::Tensor q, torch::Tensor k,
                                                  const AttentionContext& attention) override;
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) override;
   torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) override;
   RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   bool has_value_term() const override { return main_->has_value_term() || mixed_->has_value_term(); }
   double attention_scale() const override { return main_->attention_scale(); }
   bool supports_extrapolation() const override;
   void set_extrapolation(const std::string& method, double factor) override;
+  bool adds_to_residual() const override { return main_->adds_to_residual() || mixed_->adds_to_residual(); }
   bool shift_invariant() const override { return main_->shift_invariant() && mixed_->shift_invariant(); }
   std::vector<PositionTable> position_tables() const override;
 

@@ -57,6 +57,13 @@ RelativeRows PositionEncodingImpl::checked_relative_rows(const torch::Tensor& q,
   return rows;
 }
 
+std::vector<ScoreTerm> PositionEncodingImpl::score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                                        const AttentionContext& attention) {
+  auto bias = score_bias(q, k, attention);
+  if (!bias.defined()) return {};
+  return {{"position bias", bias}};
+}
+
 double PositionEncodingImpl::attention_scale() const {
   return 1.0 / std::sqrt(static_cast<double>(context_.head_dim()));
 }

@@ -80,6 +80,13 @@ struct PositionTable {
   int64_t first_row_value = 0;  // the position, offset or bucket of row 0
 };
 
+// A named part of a scheme's score bias, for the attention-term analysis
+// (core/analysis/score_terms.h). value: (B|1, H|1, Tq, Tk).
+struct ScoreTerm {
+  std::string name;
+  torch::Tensor value;
+};
+
 // `layer` value of the embed hook at the token embeddings (before the embedding LayerNorm).
 constexpr int64_t kInputLayer = -1;
 
@@ -116,6 +123,14 @@ class PositionEncodingImpl : public torch::nn::Module {
     return {};
   }
 
+  // The parts of score_bias that the scheme's paper names, whose sum is score_bias, for the
+  // attention-term analysis (docs/analysis.md, "Attention terms"): e.g. DeBERTa's c2p and
+  // p2c. Names follow the four-term vocabulary where they fit (content-position: query
+  // against a position vector; position-content: key against one; position-position).
+  // By default one part, "position bias", or none when score_bias adds nothing.
+  virtual std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                             const AttentionContext& attention);
+
   // Relative value terms (Shaw). probs: (B, H, Tq, Tk) -> (B, H, Tq, Dh), or undefined for none.
   virtual torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) {
     return {};
@@ -147,6 +162,10 @@ class PositionEncodingImpl : public torch::nn::Module {
   virtual void set_extrapolation(const std::string& method, double factor) {
     TORCH_CHECK(method == "none", "this position encoding has no extrapolation method '", method, "'");
   }
+
+  // Whether embed adds position vectors to the residual stream (the additive absolute
+  // schemes): the attention-term analysis then splits q.k into its four terms.
+  virtual bool adds_to_residual() const { return false; }
 
   // Whether the scheme sees positions only through offsets query - key, so that shifting
   // every position changes nothing (the registry-wide tests check it, both ways). True for

@@ -71,13 +71,19 @@ RelativeRows RelativeKeyImpl::relative_rows(const torch::Tensor& q, const torch:
 
 torch::Tensor RelativeKeyImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k,
                                           const AttentionContext& attention) {
+  const auto terms = score_terms(q, k, attention);
+  return key_term_ ? terms[0].value + terms[1].value : terms[0].value;
+}
+
+std::vector<ScoreTerm> RelativeKeyImpl::score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                                    const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);
   auto rows = tables_[attention.layer].index_select(0, table_row(geometry.offsets()));  // (W, Dh)
   // HF adds these before dividing by sqrt(Dh): scale q and k (T x Dh) rather than the (T, T) sum
   const double scale = attention_scale();
-  auto bias = geometry.query_scores(q * scale, rows);  // (B, H, Tq, Tk)
-  if (key_term_) bias = bias + geometry.key_scores(k * scale, rows);
-  return bias;
+  std::vector<ScoreTerm> terms = {{"content-position", geometry.query_scores(q * scale, rows)}};  // (B, H, Tq, Tk)
+  if (key_term_) terms.push_back({"position-content", geometry.key_scores(k * scale, rows)});
+  return terms;
 }
 
 }  // namespace pelab

@@ -26,6 +26,9 @@ class RelativeKeyImpl : public PositionEncodingImpl {
   // one (offsets) table per layer; row 0 is offset -clip, or -(max_positions - 1) unclipped
   std::vector<PositionTable> position_tables() const override;
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  // q . E as content-position, relative_key_query's k . E as position-content
+  std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) override;
   // contiguous positions: the table rows of the offsets -(T - 1) .. T - 1 as the query
   // (and for relative_key_query the key) rows of the fused attention
   RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;

@@ -21,6 +21,11 @@ class ShawImpl : public PositionEncodingImpl {
   static std::vector<OptionSpec> options();
 
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  // q . aK as content-position
+  std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) override {
+    return {{"content-position", score_bias(q, k, attention)}};
+  }
   torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) override;
   bool has_value_term() const override { return !value_tables_.empty(); }
   // the key (and value) tables of every layer; row 0 is offset -clip

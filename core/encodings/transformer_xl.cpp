@@ -50,6 +50,17 @@ torch::Tensor TransformerXLImpl::score_bias(const torch::Tensor& q, const torch:
   return position_terms + content_bias_term(k);
 }
 
+std::vector<ScoreTerm> TransformerXLImpl::score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                                     const AttentionContext& attention) {
+  const RelativeGeometry geometry(attention.positions);
+  auto rows = projected_relative_table(attention.layer, geometry.offsets());  // (H, W, Dh)
+  const int64_t H = context_.num_heads, Dh = context_.head_dim();
+  const double scale = attention_scale();
+  return {{"content-position", geometry.query_scores(q * scale, rows)},                                // (b)
+          {"global content", content_bias_term(k)},                                                    // (c)
+          {"global position", geometry.query_scores((v_.view({1, H, 1, Dh}) * scale).expand_as(q), rows)}};  // (d)
+}
+
 RelativeRows TransformerXLImpl::relative_rows(const torch::Tensor& q, const torch::Tensor& k,
                                               const AttentionContext& attention) {
   const RelativeGeometry geometry(attention.positions);

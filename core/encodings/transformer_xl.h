@@ -29,6 +29,9 @@ class TransformerXLImpl : public PositionEncodingImpl {
   const torch::Tensor& content_bias() const { return u_; }
   // term (c), s k_j . u: k (B, H, T, Dh) -> (B, H, 1, T)
   torch::Tensor content_bias_term(const torch::Tensor& k) const;
+  // Dai et al.'s (b) content-position, (c) global content, (d) global position
+  std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) override;
   const torch::Tensor& position_bias() const { return v_; }
 
  private:

@@ -70,13 +70,21 @@ torch::Tensor TupeImpl::projected(const torch::Tensor& positions, int64_t layer,
 }
 
 torch::Tensor TupeImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
+  const auto terms = score_terms(q, k, attention);
+  return (terms.size() == 2 ? terms[0].value + terms[1].value : terms[0].value).to(q.scalar_type());
+}
+
+std::vector<ScoreTerm> TupeImpl::score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                             const AttentionContext& attention) {
   const auto query = collapse_broadcast_rows(attention.positions.query);  // (B'|1, Tq)
   const auto key = collapse_broadcast_rows(attention.positions.key);      // (B'|1, Tk)
-  auto bias = torch::matmul(projected(query, attention.layer, 0) * attention_scale(),
-                            projected(key, attention.layer, 1).transpose(-2, -1));  // (B'|1, H, Tq, Tk)
+  std::vector<ScoreTerm> terms = {
+      {"position-position", torch::matmul(projected(query, attention.layer, 0) * attention_scale(),
+                                          projected(key, attention.layer, 1).transpose(-2, -1))}};  // (B'|1, H, Tq, Tk)
   if (relative_bias_.defined())
-    bias = bias + t5_bucket_bias(relative_bias_, attention.positions, context_.causal, num_buckets_, max_distance_);
-  return bias.to(q.scalar_type());
+    terms.push_back({"relative bias", t5_bucket_bias(relative_bias_, attention.positions, context_.causal,
+                                                     num_buckets_, max_distance_)});
+  return terms;
 }
 
 }  // namespace pelab

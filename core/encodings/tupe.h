@@ -24,6 +24,9 @@ class TupeImpl : public PositionEncodingImpl {
   void check_positions(const Positions& positions) const override;
   // q: (B, H, Tq, Dh), k: (B, H, Tk, Dh) -> (B'|1, H, Tq, Tk): the position term (+ TUPE-R's bias)
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  // the untied position-position term, and TUPE-R's "relative bias"
+  std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) override;
   double attention_scale() const override;  // 1 / sqrt(2 Dh)
   bool shift_invariant() const override { return false; }
   std::vector<PositionTable> position_tables() const override;

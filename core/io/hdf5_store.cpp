@@ -65,6 +65,13 @@ void write_attention_maps(H5::H5File& file, const std::vector<AttentionMaps>& ma
     write_scalar_attribute<int64_t>(group, s::kEvalStep, m.step);
     write_string_attribute(group, s::kEvalSampler, m.sampler);
     write_scalar_attribute<int64_t>(group, s::kEvalPositionsMaxLength, m.positions_max_length);
+    if (!m.terms.empty()) {
+      H5::Group terms = group.createGroup(s::kTerms);
+      write_strings(terms, s::kTermNames, m.terms.names);
+      write_tensor(terms, s::kTermMeanAbs, m.terms.mean_abs);
+      write_tensor(terms, s::kTermCorrelation, m.terms.correlation);
+      write_tensor(terms, s::kScoresMeanAbs, m.terms.scores_mean_abs);
+    }
   }
 }
 

@@ -77,6 +77,11 @@ constexpr const char* kProbs = "probs";                    // (N, layers, heads,
 constexpr const char* kTokens = "tokens";                  // (N, T) int64
 constexpr const char* kPositions = "positions";            // (N, T) int64, key positions
 constexpr const char* kExamples = "examples";              // attribute (and kLength)
+constexpr const char* kTerms = "terms";                    // subgroup of length_<L>: the attention terms
+constexpr const char* kTermNames = "names";                //   string (terms,)
+constexpr const char* kTermMeanAbs = "mean_abs";           //   float32 (layers, heads, terms)
+constexpr const char* kTermCorrelation = "correlation";    //   float32 (layers, heads, terms)
+constexpr const char* kScoresMeanAbs = "scores_mean_abs";  //   float32 (layers, heads)
 
 constexpr const char* kProbes = "probes";                  // group; 1-D datasets, one row per length x layer
                                                            //   (with kEvalStep, kEvalSampler, kEvalPositionsMaxLength):

@@ -27,7 +27,7 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_head
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionMask& mask,
                                               const Positions& positions, PositionEncodingImpl& encoding,
-                                              torch::Tensor* probs_out) {
+                                              AttentionRecord* record) {
   const int64_t B = x.size(0), T = x.size(1), D = x.size(2), H = num_heads_, Dh = D / H;
   // project: (B, T, 3D) -> 3 x (B, H, T, Dh), views. (Split, not indexed: the backward of an
   // index makes a zero (B, T, 3D) gradient for each of q, k, v and adds them; a split's
@@ -40,11 +40,21 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   const AttentionContext hooks{positions, layer_, qkv_->weight, qkv_->bias};
   std::tie(q, k) = encoding.rotate(q, k, hooks);
   const bool rotated = !q.is_same(projected_q) || !k.is_same(projected_k);
+  if (record && record->keep_scores) {
+    record->input = x;
+    record->qkv_weight = qkv_->weight;
+    record->qkv_bias = qkv_->bias;
+    record->q = q;
+    record->k = k;
+    record->rotated = rotated;
+    record->scale = encoding.attention_scale();
+    record->bias_terms = encoding.score_terms(q, k, hooks);
+  }
 
   // The fused CPU kernel keeps no probabilities for callers and has no dropout; it computes
   // a value term only from a scheme's relative rows.
   const bool dropout_active = is_training() && dropout_->options.p() > 0.0;
-  const bool fusable = !probs_out && !dropout_active && fused_attention_supports(q) && !sdpa_on_cpu.load();
+  const bool fusable = !record && !dropout_active && fused_attention_supports(q) && !sdpa_on_cpu.load();
   const auto relative = fusable ? encoding.checked_relative_rows(q, k, hooks) : RelativeRows();
   const bool fused = fusable && (relative.defined() || !encoding.has_value_term());
   const auto bias = relative.defined() ? relative.bias : encoding.score_bias(q, k, hooks);
@@ -56,7 +66,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     context = rotated ? fused_attention(q, k, v, encoding.attention_scale(), bias, mask, relative)
                       : fused_attention_packed(projection, H, encoding.attention_scale(), bias, mask, relative);
 #if TORCH_VERSION_MAJOR >= 2
-  } else if (!probs_out && !encoding.has_value_term() && (!q.device().is_cpu() || sdpa_on_cpu.load())) {
+  } else if (!record && !encoding.has_value_term() && (!q.device().is_cpu() || sdpa_on_cpu.load())) {
     // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask
     // as one additive mask, or, causal with nothing else to add, is_causal (the flash
     // kernel accepts that, not a mask). SDPA scales by 1/sqrt(Dh): q is pre-scaled to give
@@ -79,7 +89,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     if (bias.defined()) scores.add_(bias);  // in place: no backward needs the raw scores
     if (mask.any()) scores.add_(mask.additive());
     auto probs = torch::softmax(scores, -1);
-    if (probs_out) *probs_out = probs;
+    if (record) record->probs = probs;
 
     auto attended = dropout_->forward(probs);
     context = batch_parallel_matmul(attended, v);

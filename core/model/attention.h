@@ -8,14 +8,29 @@
 
 namespace pelab {
 
+// What a forward keeps of one attention layer for analysis, when asked (ForwardRequest).
+struct AttentionRecord {
+  bool keep_scores = false;  // asked: keep the parts of the scores below, not only probs
+  torch::Tensor probs;       // (B, H, T, T)
+  // The parts of the scores (core/analysis/score_terms.h): scores = q k^T * scale + the
+  // sum of bias_terms, before the mask.
+  torch::Tensor input;                 // (B, T, D): what the attention projected (after pre-LN)
+  torch::Tensor qkv_weight, qkv_bias;  // (3D, D), (3D)
+  torch::Tensor q, k;                  // (B, H, T, Dh), after rotate
+  bool rotated = false;                // whether rotate changed q or k
+  double scale = 1.0;
+  std::vector<ScoreTerm> bias_terms;   // the scheme's score_terms
+};
+
 class MultiHeadAttentionImpl : public torch::nn::Module {
  public:
   MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads, double attention_dropout, int64_t layer);
 
   // x: (B, T, D); mask: which keys each query may not see; -> (B, T, D).
-  // When `probs_out` is given it receives the attention probabilities (B, H, T, T).
+  // When `record` is given it receives the attention probabilities (and the parts of the
+  // scores, when it asks).
   torch::Tensor forward(const torch::Tensor& x, const AttentionMask& mask, const Positions& positions,
-                        PositionEncodingImpl& encoding, torch::Tensor* probs_out = nullptr);
+                        PositionEncodingImpl& encoding, AttentionRecord* record = nullptr);
 
  private:
   int64_t num_heads_, layer_;

@@ -20,7 +20,7 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer)
 }
 
 torch::Tensor BlockImpl::forward(torch::Tensor x, const AttentionMask& mask, const Positions& positions,
-                                 PositionEncodingImpl& encoding, torch::Tensor* probs_out) {
+                                 PositionEncodingImpl& encoding, AttentionRecord* record) {
   auto feed_forward = [&](const torch::Tensor& h) {
     // GELU takes ff_in's bias into its own pass (core/model/gelu.h): h W^T here, + b there
     auto hidden = gelu_ ? gelu_activation(torch::nn::functional::linear(h, ff_in_->weight), ff_in_->bias)
@@ -28,10 +28,10 @@ torch::Tensor BlockImpl::forward(torch::Tensor x, const AttentionMask& mask, con
     return dropout_->forward(ff_out_->forward(hidden));
   };
   if (pre_norm_) {
-    x = x + dropout_->forward(attention_->forward(layer_norm(norm1_, x), mask, positions, encoding, probs_out));
+    x = x + dropout_->forward(attention_->forward(layer_norm(norm1_, x), mask, positions, encoding, record));
     return x + feed_forward(layer_norm(norm2_, x));
   }
-  x = layer_norm(norm1_, x + dropout_->forward(attention_->forward(x, mask, positions, encoding, probs_out)));
+  x = layer_norm(norm1_, x + dropout_->forward(attention_->forward(x, mask, positions, encoding, record)));
   return layer_norm(norm2_, x + feed_forward(x));
 }
 
@@ -77,7 +77,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
   if (segment_embedding_) {
     x = x + segment_embedding_->forward(segments.defined() ? segments : torch::zeros_like(tokens));
   }
-  x = position_encoding_->embed(x, positions, kInputLayer);
+  if (request.position_embeddings) x = position_encoding_->embed(x, positions, kInputLayer);
   if (embedding_norm_) x = layer_norm(embedding_norm_, x);
   x = dropout_->forward(x);
   if (request.hidden_states) out.hidden_states.push_back(x);
@@ -85,11 +85,13 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
   const AttentionMask mask = padding.defined() ? AttentionMask(padding, config_.causal)
                                                : AttentionMask(tokens.size(1), config_.causal, tokens.device());
   for (int64_t l = 0; l < static_cast<int64_t>(blocks_->size()); ++l) {
-    x = position_encoding_->embed(x, positions, l);
-    torch::Tensor probs;
-    x = blocks_[l]->as<Block>()->forward(x, mask, positions, *position_encoding_,
-                                         request.attentions ? &probs : nullptr);
-    if (request.attentions) out.attentions.push_back(probs);
+    if (request.position_embeddings) x = position_encoding_->embed(x, positions, l);
+    AttentionRecord record;
+    record.keep_scores = request.score_parts;
+    const bool keep = request.attentions || request.score_parts;
+    x = blocks_[l]->as<Block>()->forward(x, mask, positions, *position_encoding_, keep ? &record : nullptr);
+    if (request.attentions) out.attentions.push_back(record.probs);
+    if (request.score_parts) out.score_parts.push_back(std::move(record));
     if (request.hidden_states) out.hidden_states.push_back(x);
   }
   if (final_norm_) x = layer_norm(final_norm_, x);

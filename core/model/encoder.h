@@ -21,7 +21,7 @@ class BlockImpl : public torch::nn::Module {
   BlockImpl(const ModelConfig& config, int64_t layer);
   // x: (B, T, D) -> (B, T, D)
   torch::Tensor forward(torch::Tensor x, const AttentionMask& mask, const Positions& positions,
-                        PositionEncodingImpl& encoding, torch::Tensor* probs_out);
+                        PositionEncodingImpl& encoding, AttentionRecord* record);
 
  private:
   bool pre_norm_, gelu_;
@@ -35,12 +35,15 @@ TORCH_MODULE(Block);
 struct ForwardRequest {
   bool attentions = false;     // keep every layer's attention probabilities
   bool hidden_states = false;  // keep the embedding output and every layer's output
+  bool score_parts = false;    // keep every layer's AttentionRecord (the parts of its scores)
+  bool position_embeddings = true;  // false: skip the scheme's embed hook (the analysis's content-only forward)
 };
 
 struct EncoderOutput {
   torch::Tensor logits;                      // (B, T, num_classes)
   std::vector<torch::Tensor> attentions;     // num_layers x (B, H, T, T), when requested
   std::vector<torch::Tensor> hidden_states;  // (num_layers + 1) x (B, T, D), when requested
+  std::vector<AttentionRecord> score_parts;  // num_layers, when requested
 };
 
 class EncoderImpl : public torch::nn::Module {

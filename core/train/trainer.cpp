@@ -627,10 +627,19 @@ AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples) {
   auto [batch, positions] = evaluation_examples(length, examples, evaluation_data_seed(config_.seed, length));
   ForwardRequest request;
   request.attentions = true;
+  request.score_parts = true;
   const auto scope = autocast();
   auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
+  std::vector<AttentionRecord> content;  // additive schemes: the same forward without position vectors
+  if (model_->encoding().adds_to_residual()) {
+    ForwardRequest content_request;
+    content_request.score_parts = true;
+    content_request.position_embeddings = false;
+    content = model_->forward(batch.tokens, batch.padding, positions, batch.segments, content_request).score_parts;
+  }
   model_->train();
   AttentionMaps maps;
+  maps.terms = score_term_statistics(output.score_parts, content, batch.padding, config_.model.causal);
   maps.length = length;
   maps.step = progress_.step;
   std::tie(maps.sampler, maps.positions_max_length) = evaluation_sampler(config_.positions);
