@@ -66,7 +66,7 @@ def main():
     parser.add_argument("--metric", choices=["token", "sequence"], default="token", help="per-token or per-sequence accuracy")
     parser.add_argument("--method", default="none", help="evaluation extrapolation method to plot (default none)")
     parser.add_argument("--step", type=int, help="the training step evaluated (default: each run's final step)")
-    parser.add_argument("--sampler", choices=["contiguous", "random_offset", "randomized"],
+    parser.add_argument("--sampler", choices=["contiguous", "random_offset", "randomized", "cape", "random_float"],
                         help="the position sampler evaluation used (default: each run's own)")
     parser.add_argument("--sampler-max-length", type=int, help="that sampler's max length (default: any)")
     parser.add_argument("--samples", type=int, help="evaluation samples (default: the most at each length)")

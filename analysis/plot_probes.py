@@ -55,7 +55,7 @@ def main():
                         choices=["position_accuracy", "position_r2", "order_accuracy", "distance_r2"])
     parser.add_argument("--length", type=int, help="probed length (default: the first stored at the selected settings)")
     parser.add_argument("--step", type=int, help="the training step probed (default: each run's final step)")
-    parser.add_argument("--sampler", choices=["contiguous", "random_offset", "randomized"],
+    parser.add_argument("--sampler", choices=["contiguous", "random_offset", "randomized", "cape", "random_float"],
                         help="the position sampler the probes used (default: each run's own)")
     parser.add_argument("--sampler-max-length", type=int, help="that sampler's max length (default: any)")
     parser.add_argument("--out", help="PNG to write; the CSV goes beside it")

@@ -79,9 +79,14 @@ void command_list(std::ostream& out, bool yaml) {
       << "  contiguous         0, 1, ..., T-1 (default)\n"
       << "  random_offset      s, s+1, ..., s+T-1 with s uniform in [0, L_max - T], one draw per batch\n"
       << "  randomized         a sorted sample of T distinct positions from [0, L_max), one draw per batch "
-         "(Ruoss et al. 2023)\n\n"
+         "(Ruoss et al. 2023)\n"
+      << "  cape               real (p + shift + jitter) x scale, p = 0..T-1 (positions.global_shift, local_shift, "
+         "global_scaling; Likhomanenko et al. 2021); training only\n"
+      << "  random_float       T sorted uniform reals from [0, L_max), one draw per batch (Shimizu et al. 2026)\n"
+      << "  (real-valued positions: schemes with position tables refuse them)\n\n"
       << "evaluation-time extrapolation (eval.extrapolation, rotary schemes): none, interpolation "
-         "(positions / s), ntk (base x s^(R/(R-2))); s = test / training sequence length, in tokens\n";
+         "(positions / s), ntk (base x s^(R/(R-2))), yarn (NTK-by-parts and temperature 0.1 ln s + 1), "
+         "dynamic_ntk (base x (alpha s - alpha + 1)^(R/(R-2))); s = test / training sequence length, in tokens\n";
 }
 
 }  // namespace pelab

@@ -109,12 +109,12 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--samples", eval.samples, "sequences per length (default: the run's eval.samples)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   eval_cmd->add_option("--sampler", eval.sampler, "position sampler (default: the run's)")
-      ->check(CLI::IsMember({"contiguous", "random_offset", "randomized"}));
+      ->check(CLI::IsMember({"contiguous", "random_offset", "randomized", "cape", "random_float"}));
   eval_cmd->add_option("--sampler-max-length", eval.sampler_max_length,
                        "the sampler's max_length (default: the run's positions.max_length)")
       ->check(positive_lengths);
-  eval_cmd->add_option("--extrapolation", eval.extrapolation, "none, interpolation, ntk (default: the run's "
-                       "eval.extrapolation)")->delimiter(',')->check(CLI::IsMember({"none", "interpolation", "ntk"}));
+  eval_cmd->add_option("--extrapolation", eval.extrapolation, "none, interpolation, ntk, yarn, dynamic_ntk "
+                       "(default: the run's eval.extrapolation)")->delimiter(',')->check(CLI::IsMember(pelab::extrapolation_methods()));
   eval_cmd->add_option("--probes", eval.probes, "position probes at these lengths")->delimiter(',')
       ->check(positive_lengths);
   eval_cmd->add_option("--attention-lengths", eval.attention_lengths, "store attention maps at these lengths")
@@ -167,11 +167,11 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--sort", report.sort, "none (the sweep's order) or summary (best first by the "
                          "beyond-training column)")->capture_default_str()->check(CLI::IsMember({"none", "summary"}));
   report_cmd->add_option("--method", report.method, "only this extrapolation method's rows (default: each method a "
-                         "line)")->check(CLI::IsMember({"none", "interpolation", "ntk"}));
+                         "line)")->check(CLI::IsMember(pelab::extrapolation_methods()));
   report_cmd->add_option("--step", report.step, "rows of this training step (pelab eval --step; default: the "
                          "final step)")->check(CLI::NonNegativeNumber);
   report_cmd->add_option("--sampler", report.sampler, "rows made with this position sampler (pelab eval --sampler; "
-                         "default: each run's own)")->check(CLI::IsMember({"contiguous", "random_offset", "randomized"}));
+                         "default: each run's own)")->check(CLI::IsMember({"contiguous", "random_offset", "randomized", "cape", "random_float"}));
   report_cmd->add_option("--sampler-max-length", report.sampler_max_length, "rows with this sampler max_length")
       ->check(CLI::PositiveNumber);
   report_cmd->add_option("--samples", report.samples, "rows of this many samples (default: the most there are)")

@@ -12,6 +12,7 @@
 #include "core/train/trainer.h"
 #include "core/encodings/registry.h"
 #include "data/task_registry.h"
+#include "core/encodings/position_sampler.h"
 #include "tests/support.h"
 
 #include <ATen/record_function.h>
@@ -47,9 +48,10 @@ Encoder tiny_model(const std::vector<std::string>& overrides, const Task& task) 
 }
 // The logits on b (attention maps asked for or not: with them, the unfused path) and every
 // parameter's gradient of a fixed weighting of them.
-std::vector<torch::Tensor> logits_and_gradients(Encoder& model, const Batch& b, bool maps) {
+std::vector<torch::Tensor> logits_and_gradients(Encoder& model, const Batch& b, bool maps,
+                                                const Positions* given = nullptr) {
   model->zero_grad();
-  const auto positions = contiguous_positions(b.tokens.size(0), b.tokens.size(1));
+  const auto positions = given ? *given : contiguous_positions(b.tokens.size(0), b.tokens.size(1));
   auto logits = model->forward(b.tokens, b.padding, positions, b.segments, {maps, false}).logits;
   (logits * torch::linspace(-1, 1, logits.numel()).view(logits.sizes())).sum().backward();
   std::vector<torch::Tensor> out = {logits.detach()};
@@ -504,6 +506,29 @@ CATCH_TEST_CASE("the encoder's fused attention path equals the unfused one, valu
     Encoder model = test::model_for(test::tiny_config_in_mode(mode.causal), mode.variant, *task);
     const auto fused = logits_and_gradients(model, b, false), unfused = logits_and_gradients(model, b, true);
     check_same_logits_and_gradients(fused, unfused);
+  }
+}
+
+CATCH_TEST_CASE("real-valued positions: schemes with tables refuse them, the others run fused and unfused alike",
+                "[encoder][continuous]") {
+  Batch b = batch();
+  auto task = test::default_task("reverse_string");
+  PositionsConfig cape;
+  cape.sampler = "cape";
+  Rng rng(11);
+  const Positions real = PositionSampler(cape).sample(b.tokens.size(0), b.tokens.size(1), rng, torch::kCPU);
+  CATCH_REQUIRE(real_positions(real));
+  for (const auto& mode : test::in_each_mode(variants_for_path_tests())) {
+    CATCH_CAPTURE(mode.label());
+    Encoder model = test::model_for(test::tiny_config_in_mode(mode.causal), mode.variant, *task);
+    if (!model->encoding().position_tables().empty()) {
+      CATCH_CHECK_THROWS_WITH(model->forward(b.tokens, b.padding, real, b.segments),
+                              test::ContainsText(mode.variant.scheme + ": real-valued positions cannot index"));
+      continue;
+    }
+    const auto fused = logits_and_gradients(model, b, false, &real), unfused = logits_and_gradients(model, b, true, &real);
+    check_same_logits_and_gradients(fused, unfused);
+    CATCH_CHECK(torch::isfinite(fused[0]).all().item<bool>());
   }
 }
 

@@ -86,4 +86,13 @@ CATCH_TEST_CASE("a run whose test lengths do not fit the table fails before trai
                                                       "does not fit the table of max_positions = 12 rows"));
   config.eval.lengths = {3, 6};
   CATCH_CHECK_NOTHROW(check_lengths_fit(config, *task, *model));
+  // a continuous sampler's real positions cannot index the table: refused, naming both
+  for (const char* sampler : {"cape", "random_float"}) {
+    config.positions.sampler = sampler;
+    CATCH_CHECK_THROWS_WITH(check_lengths_fit(config, *task, *model),
+                            test::ContainsText(std::string("cannot be encoded with positions.sampler ") + sampler +
+                                               ": learned: real-valued positions cannot index its tables"));
+  }
+  auto sinusoidal = test::tiny_config({"encoding.name=sinusoidal", "positions.sampler=cape"});
+  CATCH_CHECK_NOTHROW(check_lengths_fit(sinusoidal, *task, *build_model(sinusoidal, *task)));
 }

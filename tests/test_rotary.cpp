@@ -1,7 +1,9 @@
 // Rotary schemes, position samplers and evaluation-time extrapolation.
 #include "tests/catch.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <set>
 
 #include "core/encodings/position_sampler.h"
@@ -129,23 +131,91 @@ CATCH_TEST_CASE("extrapolation: interpolation at scale 1 is plain RoPE, scale s 
   auto x = torch::randn({1, 1, 4, 8});
   auto p = at_positions({0, 3, 8, 20});
   auto plain = rope.apply(x, p);
-  rope.set_extrapolation("interpolation", 1.0);
+  rope.set_extrapolation({"interpolation", 1.0});
   CATCH_CHECK(torch::equal(rope.apply(x, p), plain));
   // interpolation by 2: the angles are those of half the positions
   auto angles = [&](RopeImpl& r, const torch::Tensor& positions) { return r.angles(positions); };
-  rope.set_extrapolation("interpolation", 2.0);
+  rope.set_extrapolation({"interpolation", 2.0});
   CATCH_CHECK(close(angles(rope, at_positions({4, 10})), make_rope(8, "interleaved").angles(at_positions({2, 5}))));
   // NTK by 2 on R = 8: base 10000 * 2^(8/6); the lowest frequency pair turns at base'^(-6/8)
-  rope.set_extrapolation("ntk", 2.0);
+  rope.set_extrapolation({"ntk", 2.0});
   const double base = 10000.0 * std::pow(2.0, 8.0 / 6.0);
   auto a = angles(rope, at_positions({100}))[0][0];
   CATCH_CHECK(a[0].item<float>() == Approx(100.0));
   CATCH_CHECK(a[3].item<float>() == Approx(100.0 * std::pow(base, -6.0 / 8.0)).epsilon(1e-5));
   // a scale below 1 (a test length shorter than training) leaves positions alone
-  rope.set_extrapolation("interpolation", 0.5);
+  rope.set_extrapolation({"interpolation", 0.5});
   CATCH_CHECK(torch::equal(rope.apply(x, p), plain));
-  CATCH_CHECK_THROWS_WITH(rope.set_extrapolation("yarn", 2.0), test::ContainsText("unknown extrapolation method 'yarn'"));
+  CATCH_CHECK_THROWS_WITH(rope.set_extrapolation({"linear", 2.0}), test::ContainsText("unknown extrapolation method 'linear'"));
+  CATCH_CHECK_THROWS_WITH(rope.set_extrapolation({"yarn", 2.0}), test::ContainsText("yarn needs the training length"));
 }
+
+CATCH_TEST_CASE("YaRN: NTK-by-parts frequencies and temperature of Peng et al. (R = 8)", "[rotary][rope]") {
+  auto rope = make_rope(8, "interleaved");
+  const double b = 10000.0;
+  // L = 16, s = 4: d(32) = 8 ln(16 / 64 pi) / (2 ln b) < 0 -> low 0; d(1) = 0.41 -> high 1: the
+  // ramp is (0, 1, 1, 1), so pair 0 keeps its frequency and the others are divided by s
+  rope.set_extrapolation({"yarn", 4.0, 16});
+  auto theta = rope.inverse_frequencies();
+  const std::vector<double> short_context = {1.0, std::pow(b, -0.25) / 4, std::pow(b, -0.5) / 4, std::pow(b, -0.75) / 4};
+  for (int i = 0; i < 4; ++i) CATCH_CHECK(theta[i].item<double>() == Approx(short_context[i]));
+  CATCH_CHECK(rope.rotation_magnitude() == Approx(0.1 * std::log(4.0) + 1));  // 1.1386
+  // L = 2048: d(32) = 1.008 -> low 1, d(1) = 2.513 -> high 3: the ramp is (0, 0, 0.5, 1), so
+  // pairs 0 and 1 are kept, pair 2 half interpolated, pair 3 interpolated
+  rope.set_extrapolation({"yarn", 4.0, 2048});
+  theta = rope.inverse_frequencies();
+  const std::vector<double> long_context = {1.0, std::pow(b, -0.25), 0.5 * std::pow(b, -0.5) * (1 + 0.25),
+                                            std::pow(b, -0.75) / 4};
+  for (int i = 0; i < 4; ++i) CATCH_CHECK(theta[i].item<double>() == Approx(long_context[i]));
+  // the temperature: rotation scales every pair by 0.1 ln s + 1, so q.k by its square
+  auto x = torch::randn({1, 1, 3, 8});
+  auto p = at_positions({0, 5, 9});
+  auto rotated = rope.apply(x, p);
+  CATCH_CHECK(close(rotated.norm(2, -1), x.norm(2, -1) * (0.1 * std::log(4.0) + 1), 1e-4));
+  // at s = 1 (a test length within training) YaRN is plain RoPE
+  rope.set_extrapolation({"yarn", 1.0, 2048});
+  CATCH_CHECK(close(rope.apply(x, p), make_rope(8, "interleaved").apply(x, p)));
+}
+
+CATCH_TEST_CASE("dynamic NTK: base x (alpha T / L - alpha + 1)^(R / (R - 2)), alpha = 1 is ntk", "[rotary][rope]") {
+  auto rope = make_rope(8, "interleaved");
+  // alpha 2 (the default), L = 16, T = 64: base x 7^(8/6)
+  rope.set_extrapolation({"dynamic_ntk", 4.0, 16});
+  const double base = 10000.0 * std::pow(7.0, 8.0 / 6.0);
+  auto theta = rope.inverse_frequencies();
+  for (int i = 0; i < 4; ++i) CATCH_CHECK(theta[i].item<double>() == Approx(std::pow(base, -2.0 * i / 8)));
+  CATCH_CHECK(rope.rotation_magnitude() == 1.0);
+  auto options = OptionValues::defaults(RopeImpl::options());
+  options.set("dynamic_ntk_factor", 1.0);
+  RopeImpl alpha_one(EncodingContext{8, 1, 1, false}, options), ntk = make_rope(8, "interleaved");
+  alpha_one.set_extrapolation({"dynamic_ntk", 3.0, 16});
+  ntk.set_extrapolation({"ntk", 3.0, 16});
+  CATCH_CHECK(close(alpha_one.inverse_frequencies(), ntk.inverse_frequencies()));
+}
+
+CATCH_TEST_CASE("xpos under each extrapolation method: the rotation changes, the decay does not", "[rotary][xpos]") {
+  XposImpl xpos(EncodingContext{8, 1, 1, true}, OptionValues::defaults(XposImpl::options()));
+  auto q = torch::randn({1, 1, 5, 8});
+  const Positions p = contiguous_positions(1, 5);
+  auto qkv = torch::zeros({24, 8}), bias = torch::zeros({24});
+  // a rotation keeps each pair's norm: the pair norms' ratio is xpos's decay (times YaRN's magnitude)
+  auto pair_norms = [](const torch::Tensor& x) { return x.view({5, 4, 2}).norm(2, -1); };
+  auto decay = [&]() {
+    auto [qr, kr] = xpos.rotate(q, q, AttentionContext{p, 0, qkv, bias});
+    return pair_norms(qr) / pair_norms(q) / xpos.rotation_magnitude();
+  };
+  const auto plain = decay();
+  for (const std::string method : {"interpolation", "ntk", "yarn", "dynamic_ntk"}) {
+    CATCH_INFO(method);
+    auto before = xpos.angles(at_positions({4}));
+    xpos.set_extrapolation({method, 3.0, 8});
+    CATCH_CHECK_FALSE(close(xpos.angles(at_positions({4})), before));
+    CATCH_CHECK(close(decay(), plain));
+    xpos.set_extrapolation({});
+  }
+}
+
+
 
 CATCH_TEST_CASE("xPos golden scale factors and decay (Sun et al. 2022)", "[rotary][xpos]") {
   XposImpl xpos(EncodingContext{4, 1, 1, true}, OptionValues::defaults(XposImpl::options()));
@@ -171,6 +241,69 @@ CATCH_TEST_CASE("xPos golden scale factors and decay (Sun et al. 2022)", "[rotar
   CATCH_CHECK(score(600, 88) == Approx(0.2857142857 * std::cos(512.0)).margin(1e-4));
   CATCH_CHECK(score(1600, 1088) == Approx(score(600, 88)).margin(1e-4));
   CATCH_CHECK(score(5, 5) == Approx(1.0).margin(1e-5));
+}
+
+CATCH_TEST_CASE("cape positions: shifted, jittered and scaled reals in order, contiguous at evaluation",
+                "[rotary][sampler]") {
+  PositionsConfig config;
+  config.sampler = "cape";  // Delta_max 5, epsilon_max 0.5, lambda_max 1.03
+  PositionSampler sampler(config);
+  CATCH_CHECK(sampler.continuous());
+  Rng a(5), b(5), c(6);
+  auto p = sampler.sample(3, 40, a, torch::kCPU);
+  CATCH_REQUIRE(p.query.scalar_type() == torch::kFloat64);
+  CATCH_CHECK(torch::equal(p.query[0], p.query[2]));  // one draw per batch
+  CATCH_CHECK(torch::equal(sampler.sample(3, 40, b, torch::kCPU).query, p.query));
+  CATCH_CHECK_FALSE(torch::equal(sampler.sample(3, 40, c, torch::kCPU).query, p.query));
+  // over many draws: steps (1 + e' - e) lambda stay in [(1 - 1) / 1.03, 2 x 1.03], order is
+  // kept, position 0 lands in [-5.5, 5.5] x 1.03, and its mean (the shift's) is near 0
+  Rng d(7);
+  double first_sum = 0, step_min = 1e9, step_max = 0;
+  const int draws = 2000;
+  for (int n = 0; n < draws; ++n) {
+    auto row = sampler.sample(1, 20, d, torch::kCPU).query[0];
+    auto steps = row.narrow(0, 1, 19) - row.narrow(0, 0, 19);
+    step_min = std::min(step_min, steps.min().item<double>());
+    step_max = std::max(step_max, steps.max().item<double>());
+    const double first = row[0].item<double>();
+    CATCH_REQUIRE(std::abs(first) <= 5.5 * 1.03);
+    first_sum += first;
+  }
+  CATCH_CHECK(step_min > 0);  // sorted: epsilon_max 0.5 keeps the order
+  CATCH_CHECK(step_max <= 2 * 1.03);
+  CATCH_CHECK(step_max > 1.8);  // the jitter is used
+  // the shift is uniform on [-5, 5] (sd 2.89) plus jitter (sd 0.29): the mean of 2000 is within 4 sd of 0
+  CATCH_CHECK(std::abs(first_sum / draws) < 4 * 2.9 / std::sqrt(double(draws)));
+  // evaluation: 0..T-1, as the paper (the augmentation is for training)
+  CATCH_CHECK(torch::equal(sampler.sample_for_evaluation(2, 6, d, torch::kCPU).query, contiguous_positions(2, 6).query));
+  CATCH_CHECK(sampler.position_range(20) == static_cast<int64_t>(std::ceil(25.5 * 1.03)));
+}
+
+CATCH_TEST_CASE("random_float positions: sorted uniform reals below L_max, also at evaluation", "[rotary][sampler]") {
+  PositionsConfig config;
+  config.sampler = "random_float";
+  config.max_length = 100;
+  PositionSampler sampler(config);
+  Rng a(5), b(5);
+  auto p = sampler.sample(2, 30, a, torch::kCPU);
+  CATCH_REQUIRE(p.query.scalar_type() == torch::kFloat64);
+  auto row = p.query[0];
+  CATCH_CHECK((row.narrow(0, 1, 29) >= row.narrow(0, 0, 29)).all().item<bool>());
+  CATCH_CHECK(row.min().item<double>() >= 0);
+  CATCH_CHECK(row.max().item<double>() < 100);
+  CATCH_CHECK(torch::equal(sampler.sample(2, 30, b, torch::kCPU).query, p.query));
+  CATCH_CHECK_FALSE(row.equal(row.floor()));  // real, not integers
+  Rng e(5);
+  CATCH_CHECK(torch::equal(sampler.sample_for_evaluation(2, 30, e, torch::kCPU).query, p.query));
+  // the draws are uniform: mean L/2 (sd of a mean of N: L / sqrt(12 N)), a quarter below L/4
+  Rng d(9);
+  std::vector<double> all;
+  for (int n = 0; n < 100; ++n)
+    for (double v : PositionSampler::random_floats(20, 100.0, d)) all.push_back(v);
+  const double N = double(all.size()), mean = std::accumulate(all.begin(), all.end(), 0.0) / N;
+  CATCH_CHECK(std::abs(mean - 50.0) < 4 * 100.0 / std::sqrt(12 * N));
+  const double below = std::count_if(all.begin(), all.end(), [](double v) { return v < 25; }) / N;
+  CATCH_CHECK(std::abs(below - 0.25) < 4 * std::sqrt(0.25 * 0.75 / N));
 }
 
 CATCH_TEST_CASE("randomized positions: sorted, unique, in range, reproducible from the seed", "[rotary][sampler]") {

@@ -14,6 +14,11 @@
 
 namespace pelab {
 
+const std::vector<std::string>& extrapolation_methods() {
+  static const std::vector<std::string> methods = {"none", "interpolation", "ntk", "yarn", "dynamic_ntk"};
+  return methods;
+}
+
 namespace {
 
 std::vector<std::string> names_of(const Catalog& catalog) {
@@ -101,9 +106,12 @@ TrainConfig read_train(YamlReader r) {
 
 PositionsConfig read_positions(YamlReader r) {
   PositionsConfig p;
-  p.sampler = r.get_choice("sampler", p.sampler, {"contiguous", "random_offset", "randomized"});
+  p.sampler = r.get_choice("sampler", p.sampler, {"contiguous", "random_offset", "randomized", "cape", "random_float"});
   p.max_length = r.get_int("max_length", p.max_length, 1, 1 << 30);
   p.evaluate_with = r.get_choice("evaluate_with", p.evaluate_with, {"sampler", "contiguous"});
+  p.global_shift = r.get_float("global_shift", p.global_shift, 0.0, 1e9);
+  p.local_shift = r.get_float("local_shift", p.local_shift, 0.0, 1e9);
+  p.global_scaling = r.get_float("global_scaling", p.global_scaling, 1.0, 1e9);
   r.finish("positions");
   return p;
 }
@@ -111,7 +119,7 @@ PositionsConfig read_positions(YamlReader r) {
 EvalConfig read_eval(YamlReader r) {
   EvalConfig e;
   e.lengths = r.get_int_list("lengths", e.lengths, 1, 1 << 24);
-  e.extrapolation = r.get_choice_list("extrapolation", e.extrapolation, {"none", "interpolation", "ntk"});
+  e.extrapolation = r.get_choice_list("extrapolation", e.extrapolation, extrapolation_methods());
   e.samples = r.get_int("samples", e.samples, 1, 1e9);
   e.batch_size = r.get_int("batch_size", e.batch_size, 1, 1 << 20);
   e.every = r.get_int("every", e.every, 0, 1e12);
@@ -291,8 +299,12 @@ std::string to_yaml(const RunConfig& c) {
   out << YAML::Key << "positions" << YAML::Value << YAML::BeginMap
       << YAML::Key << "sampler" << YAML::Value << c.positions.sampler
       << YAML::Key << "max_length" << YAML::Value << c.positions.max_length
-      << YAML::Key << "evaluate_with" << YAML::Value << c.positions.evaluate_with
-      << YAML::EndMap;
+      << YAML::Key << "evaluate_with" << YAML::Value << c.positions.evaluate_with;
+  if (c.positions.sampler == "cape")  // only then: other runs' resolved configs stay as they were
+    out << YAML::Key << "global_shift" << YAML::Value << c.positions.global_shift
+        << YAML::Key << "local_shift" << YAML::Value << c.positions.local_shift
+        << YAML::Key << "global_scaling" << YAML::Value << c.positions.global_scaling;
+  out << YAML::EndMap;
   out << YAML::Key << "eval" << YAML::Value << YAML::BeginMap
       << YAML::Key << "lengths" << YAML::Value << YAML::Flow << c.eval.lengths
       << YAML::Key << "extrapolation" << YAML::Value << YAML::Flow << c.eval.extrapolation

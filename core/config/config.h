@@ -11,6 +11,9 @@
 
 namespace pelab {
 
+// eval.extrapolation's methods (core/encodings/rotary.h): none | interpolation | ntk | yarn | dynamic_ntk
+const std::vector<std::string>& extrapolation_methods();
+
 // What the config loader needs to know of a registry (schemes or tasks): names, help and
 // declared options. The registries provide it; the loader does not depend on LibTorch.
 struct CatalogEntry {
@@ -57,8 +60,12 @@ struct EncodingMixConfig {
 
 struct PositionsConfig {
   std::string sampler = "contiguous";   // contiguous (0..T-1) | random_offset | randomized (Ruoss et al.)
-  int64_t max_length = 2048;            // L_max: random_offset and randomized draw from [0, max_length)
+                                        //   | cape | random_float (real-valued; core/encodings/position_sampler.h)
+  int64_t max_length = 2048;            // L_max: random_offset, randomized and random_float draw from [0, max_length)
   std::string evaluate_with = "sampler";  // sampler | contiguous: positions used at evaluation
+  double global_shift = 5.0;            // cape: Delta_max, the shift of a sequence's positions
+  double local_shift = 0.5;             // cape: epsilon_max, each position's jitter (<= 0.5 keeps the order)
+  double global_scaling = 1.03;         // cape: lambda_max, positions scaled by lambda, ln lambda uniform
 };
 
 struct TrainConfig {
@@ -93,7 +100,7 @@ struct TrainConfig {
 
 struct EvalConfig {
   std::vector<int64_t> lengths = {5, 10, 20, 40};  // test input lengths
-  std::vector<std::string> extrapolation = {"none"};  // per length, each of: none | interpolation | ntk
+  std::vector<std::string> extrapolation = {"none"};  // per length, each of extrapolation_methods()
   int64_t samples = 256;                // sequences per test length
   int64_t batch_size = 128;
   int64_t every = 0;                    // also evaluate every N training steps (0: never), into

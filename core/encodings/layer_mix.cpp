@@ -53,11 +53,12 @@ bool LayerMixImpl::supports_extrapolation() const {
   return main_->supports_extrapolation() || mixed_->supports_extrapolation();
 }
 
-void LayerMixImpl::set_extrapolation(const std::string& method, double factor) {
-  TORCH_CHECK(method == "none" || supports_extrapolation(), "this position encoding has no extrapolation method '",
-              method, "'");
+void LayerMixImpl::set_extrapolation(const Extrapolation& extrapolation) {
+  const bool none = extrapolation.method == "none";
+  TORCH_CHECK(none || supports_extrapolation(), "this position encoding has no extrapolation method '",
+              extrapolation.method, "'");
   for (auto* scheme : {main_.get(), mixed_.get()})  // a rotary scheme stretches, the other has nothing to
-    if (scheme->supports_extrapolation() || method == "none") scheme->set_extrapolation(method, factor);
+    if (scheme->supports_extrapolation() || none) scheme->set_extrapolation(extrapolation);
 }
 
 std::vector<PositionTable> LayerMixImpl::position_tables() const {

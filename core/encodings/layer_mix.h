@@ -28,7 +28,7 @@ class LayerMixImpl : public PositionEncodingImpl {
   bool has_value_term() const override { return main_->has_value_term() || mixed_->has_value_term(); }
   double attention_scale() const override { return main_->attention_scale(); }
   bool supports_extrapolation() const override;
-  void set_extrapolation(const std::string& method, double factor) override;
+  void set_extrapolation(const Extrapolation& extrapolation) override;
   bool adds_to_residual() const override { return main_->adds_to_residual() || mixed_->adds_to_residual(); }
   bool shift_invariant() const override { return main_->shift_invariant() && mixed_->shift_invariant(); }
   std::vector<PositionTable> position_tables() const override;

@@ -15,14 +15,25 @@ Positions contiguous_positions(int64_t batch, int64_t length, torch::Device devi
   return out;
 }
 
+void require_integer_positions(const Positions& positions, const std::string& scheme) {
+  TORCH_CHECK(!real_positions(positions), scheme, ": real-valued positions cannot index its tables; use an integer "
+              "position sampler (contiguous, random_offset, randomized), not a continuous one (cape, random_float)");
+}
+
 Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, torch::Device device) {
-  TORCH_CHECK(row_on_host.dim() == 1 && row_on_host.scalar_type() == torch::kInt64 && row_on_host.device().is_cpu(),
-              "shared_row_positions: a (T) int64 row on the host, got ", row_on_host.sizes(), " ", row_on_host.dtype());
+  const bool real = row_on_host.scalar_type() == torch::kFloat64;
+  TORCH_CHECK(row_on_host.dim() == 1 && (real || row_on_host.scalar_type() == torch::kInt64) &&
+                  row_on_host.device().is_cpu(),
+              "shared_row_positions: a (T) int64 or float64 row on the host, got ", row_on_host.sizes(), " ",
+              row_on_host.dtype());
   const int64_t T = row_on_host.size(0);
   auto positions = host_to_device(row_on_host, device).unsqueeze(0).expand({batch, T});
   Positions out{positions, positions};
   out.facts.query = out.facts.key = positions;
-  if (T > 0) {
+  if (real && T > 0) {  // never contiguous; bounds rounded outwards
+    out.facts.smallest = static_cast<int64_t>(std::floor(row_on_host.min().item<double>()));
+    out.facts.largest = static_cast<int64_t>(std::ceil(row_on_host.max().item<double>()));
+  } else if (T > 0) {
     const auto row = row_on_host.contiguous();
     const int64_t* p = row.data_ptr<int64_t>();
     out.facts.smallest = *std::min_element(p, p + T);
@@ -38,9 +49,10 @@ PositionBounds position_bounds(const Positions& positions) {
     return {facts->smallest, facts->largest, facts->smallest, facts->largest};
   const auto bounds = torch::stack({positions.query.min(), positions.query.max(), positions.key.min(),
                                     positions.key.max()})
-                          .cpu();
-  const int64_t* b = bounds.data_ptr<int64_t>();
-  return {b[0], b[1], b[2], b[3]};
+                          .to(torch::kCPU, torch::kFloat64);
+  const double* b = bounds.data_ptr<double>();  // real positions: rounded outwards
+  return {static_cast<int64_t>(std::floor(b[0])), static_cast<int64_t>(std::ceil(b[1])),
+          static_cast<int64_t>(std::floor(b[2])), static_cast<int64_t>(std::ceil(b[3]))};
 }
 
 torch::Tensor collapse_broadcast_rows(const torch::Tensor& positions) {

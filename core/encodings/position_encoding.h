@@ -23,17 +23,19 @@ namespace pelab {
 // tensors: on a GPU such an inspection waits for the device, and a CUDA graph cannot hold it.
 struct PositionFacts {
   bool contiguous = false;            // query == key, every row start, start + 1, ..., start + T - 1
-  int64_t smallest = 0, largest = 0;  // over query and key
+  int64_t smallest = 0, largest = 0;  // over query and key (real positions: floor and ceiling)
   torch::Tensor query, key;           // the tensors described (facts of others do not apply)
 };
 
-// Positions are explicit so that tests and samplers can shift or randomize them.
+// Positions are explicit so that tests and samplers can shift or randomize them. They are
+// int64, or float64 from the continuous samplers (cape, random_float): schemes defined on
+// real positions use them as they are, schemes indexing tables refuse them (real_positions).
 struct Positions {
   Positions() = default;
   Positions(torch::Tensor query, torch::Tensor key) : query(std::move(query)), key(std::move(key)) {}
 
-  torch::Tensor query;  // (B, Tq) int64
-  torch::Tensor key;    // (B, Tk) int64
+  torch::Tensor query;  // (B, Tq) int64, or float64 (real-valued)
+  torch::Tensor key;    // (B, Tk) int64, or float64
   PositionFacts facts;  // set by their maker; see known_facts
 
   // The facts when they describe these very tensors (replacing query or key, as shifting
@@ -50,8 +52,15 @@ struct PositionBounds {
 };
 PositionBounds position_bounds(const Positions& positions);
 
-// Positions of one (T) int64 row `row_on_host` shared by `batch` rows, on `device`, with
-// their facts (computed on the host).
+// Whether positions are real-valued (float64, from a continuous sampler).
+inline bool real_positions(const Positions& positions) { return positions.query.is_floating_point(); }
+
+// For the check_positions of a scheme whose tables are indexed by integer positions, offsets
+// or buckets: refuses real-valued positions, naming `scheme`.
+void require_integer_positions(const Positions& positions, const std::string& scheme);
+
+// Positions of one (T) int64 or float64 row `row_on_host` shared by `batch` rows, on `device`,
+// with their facts (computed on the host).
 Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, torch::Device device);
 
 // 0, 1, ..., T-1 for every row: positions (B, T) on `device`.
@@ -90,6 +99,13 @@ struct ScoreTerm {
 // `layer` value of the embed hook at the token embeddings (before the embedding LayerNorm).
 constexpr int64_t kInputLayer = -1;
 
+// Evaluation-time extrapolation of rotary schemes (core/encodings/rotary.h).
+struct Extrapolation {
+  std::string method = "none";  // none | interpolation | ntk | yarn | dynamic_ntk
+  double factor = 1.0;          // s: test / training sequence length, in tokens
+  int64_t training_length = 0;  // the longest training sequence, in tokens (YaRN's and dynamic NTK's L)
+};
+
 // What one attention layer hands to the attention hooks besides q and k.
 struct AttentionContext {
   const Positions& positions;
@@ -103,8 +119,15 @@ class PositionEncodingImpl : public torch::nn::Module {
   explicit PositionEncodingImpl(const EncodingContext& context) : context_(context) {}
   ~PositionEncodingImpl() override = default;
 
-  // Called once per forward pass before any hook: reject positions the scheme cannot encode.
+  // Called once per forward pass before any hook (through validate_positions): reject
+  // positions the scheme cannot encode.
   virtual void check_positions(const Positions& positions) const {}
+  // What callers use: refuses real-valued positions for a scheme with position tables
+  // (require_integer_positions), then check_positions.
+  void validate_positions(const Positions& positions) const {
+    if (real_positions(positions) && !position_tables().empty()) require_integer_positions(positions, context_.scheme);
+    check_positions(positions);
+  }
 
   // Additive input encodings. x: (B, T, D) -> (B, T, D). Called with layer = kInputLayer
   // on the token embeddings and with layer = l on the residual stream before block l.
@@ -157,10 +180,11 @@ class PositionEncodingImpl : public torch::nn::Module {
   virtual double attention_scale() const;
 
   // Evaluation-time extrapolation of rotary schemes (position interpolation, NTK-aware base
-  // scaling) by `factor` = test / training sequence length in tokens; other schemes support only "none".
+  // scaling, YaRN, dynamic NTK); other schemes support only "none".
   virtual bool supports_extrapolation() const { return false; }
-  virtual void set_extrapolation(const std::string& method, double factor) {
-    TORCH_CHECK(method == "none", "this position encoding has no extrapolation method '", method, "'");
+  virtual void set_extrapolation(const Extrapolation& extrapolation) {
+    TORCH_CHECK(extrapolation.method == "none", "this position encoding has no extrapolation method '",
+                extrapolation.method, "'");
   }
 
   // Whether embed adds position vectors to the residual stream (the additive absolute

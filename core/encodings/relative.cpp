@@ -58,7 +58,7 @@ RelativeGeometry::RelativeGeometry(const Positions& positions) {
   auto options = torch::TensorOptions().dtype(torch::kInt64).device(positions.query.device());
   if (const PositionFacts* facts = positions.known_facts()) {  // nothing read back from the device
     contiguous_ = facts->contiguous && T > 0;
-  } else if (q.size(0) == 1 && k.size(0) == 1 && T == positions.key.size(1) && T > 0) {
+  } else if (!real_positions(positions) && q.size(0) == 1 && k.size(0) == 1 && T == positions.key.size(1) && T > 0) {
     auto steps = torch::arange(T, options);
     contiguous_ = q[0].equal(k[0]) && (q[0] - q[0][0]).equal(steps);
   }

@@ -26,8 +26,8 @@ class RelativeGeometry {
  public:
   explicit RelativeGeometry(const Positions& positions);
 
-  // The distinct offsets (query - key) of this call, ascending: (W) int64; for contiguous
-  // positions every offset in [-(T-1), T-1].
+  // The distinct offsets (query - key) of this call, ascending: (W) int64 (float64 for real
+  // positions); for contiguous positions every offset in [-(T-1), T-1].
   const torch::Tensor& offsets() const { return offsets_; }
   bool contiguous() const { return contiguous_; }
 

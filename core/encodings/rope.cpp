@@ -16,20 +16,23 @@ int64_t rotated_dims(const EncodingContext& context, double fraction) {
 
 RopeImpl::RopeImpl(const EncodingContext& context, const OptionValues& options)
     : RotaryImpl(context, rotated_dims(context, options.get_float("rotary_fraction")),
-                 options.get_string("layout") == "interleaved", options.get_float("base")) {}
+                 options.get_string("layout") == "interleaved", options.get_float("base"),
+                 RotaryExtrapolationOptions::from(options)) {}
 
 std::string RopeImpl::description() {
   return "RoPE (Su et al. 2021): rotate q and k by position; interleaved or half-split pairs";
 }
 
 std::vector<OptionSpec> RopeImpl::options() {
-  return {
+  std::vector<OptionSpec> specs = {
       OptionSpec::choice("layout", "interleaved", {"interleaved", "half"},
                          "pairs (x0, x1), ... (RoFormer, x-transformers, DeepMind) or (x_i, x_{i+R/2}) (NeoX, LLaMA)"),
       OptionSpec::real("base", 10000.0, "wavelength base", 1.0, 1e12),
       OptionSpec::real("rotary_fraction", 1.0, "share of each head that is rotated, in whole pairs, at least one (the rest passes through)",
                        0.0, 1.0),
   };
+  for (auto& spec : RotaryExtrapolationOptions::specs()) specs.push_back(spec);
+  return specs;
 }
 
 }  // namespace pelab

@@ -2,7 +2,10 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
+
+#include "core/config/config.h"
 
 #include "core/encodings/heads_layout.h"
 
@@ -68,29 +71,80 @@ struct Rotation : torch::autograd::Function<Rotation> {
 
 }  // namespace
 
-RotaryImpl::RotaryImpl(const EncodingContext& context, int64_t rotary_dims, bool interleaved, double base)
-    : PositionEncodingImpl(context), rotary_dims_(rotary_dims), interleaved_(interleaved), base_(base) {
+std::vector<OptionSpec> RotaryExtrapolationOptions::specs() {
+  return {
+      OptionSpec::real("yarn_beta_fast", 32.0, "eval.extrapolation yarn: pairs turning more than this often over the "
+                       "training length are kept (YaRN's beta)", 1e-6, 1e12),
+      OptionSpec::real("yarn_beta_slow", 1.0, "eval.extrapolation yarn: pairs turning less than this often are "
+                       "interpolated (YaRN's alpha)", 1e-6, 1e12),
+      OptionSpec::real("dynamic_ntk_factor", 2.0, "eval.extrapolation dynamic_ntk: alpha in base (alpha T / L - "
+                       "alpha + 1)^(R / (R - 2)) (HF's rope_scaling factor)", 1.0, 1e6),
+  };
+}
+
+RotaryExtrapolationOptions RotaryExtrapolationOptions::from(const OptionValues& options) {
+  return {options.get_float("yarn_beta_fast"), options.get_float("yarn_beta_slow"),
+          options.get_float("dynamic_ntk_factor")};
+}
+
+RotaryImpl::RotaryImpl(const EncodingContext& context, int64_t rotary_dims, bool interleaved, double base,
+                       const RotaryExtrapolationOptions& extrapolation_options)
+    : PositionEncodingImpl(context),
+      rotary_dims_(rotary_dims),
+      interleaved_(interleaved),
+      base_(base),
+      extrapolation_options_(extrapolation_options) {
   TORCH_CHECK(rotary_dims_ >= 2 && rotary_dims_ % 2 == 0 && rotary_dims_ <= context.head_dim(),
               "rotary: the rotated part of each head must be an even number of dimensions in [2, ",
               context.head_dim(), "], got ", rotary_dims_);
 }
 
-void RotaryImpl::set_extrapolation(const std::string& method, double factor) {
-  TORCH_CHECK(method == "none" || method == "interpolation" || method == "ntk",
-              "rotary: unknown extrapolation method '", method, "'; expected none, interpolation or ntk");
-  method_ = method;
-  factor_ = std::max(1.0, factor);  // only stretch beyond the training length
+void RotaryImpl::set_extrapolation(const Extrapolation& extrapolation) {
+  const auto& method = extrapolation.method;
+  const auto& methods = extrapolation_methods();
+  TORCH_CHECK(std::find(methods.begin(), methods.end(), method) != methods.end(),
+              "rotary: unknown extrapolation method '", method,
+              "'; expected none, interpolation, ntk, yarn or dynamic_ntk");
+  TORCH_CHECK((method != "yarn" && method != "dynamic_ntk") || extrapolation.training_length > 0, "rotary: ",
+              method, " needs the training length in tokens");
+  extrapolation_ = extrapolation;
+  extrapolation_.factor = std::max(1.0, extrapolation.factor);  // only stretch beyond the training length
+}
+
+double RotaryImpl::rotation_magnitude() const {
+  return extrapolation_.method == "yarn" ? 0.1 * std::log(extrapolation_.factor) + 1.0 : 1.0;
+}
+
+torch::Tensor RotaryImpl::inverse_frequencies(torch::Device device) const {
+  const int64_t R = rotary_dims_;
+  const auto& method = extrapolation_.method;
+  const double s = extrapolation_.factor, L = static_cast<double>(extrapolation_.training_length);
+  double base = base_;
+  if (method == "ntk") base *= std::pow(s, double(R) / double(R - 2));
+  if (method == "dynamic_ntk") {
+    const double alpha = extrapolation_options_.dynamic_ntk_factor;  // T / L = s (T clamped to at least L)
+    base *= std::pow(alpha * s - (alpha - 1), double(R) / double(R - 2));
+  }
+  auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(device);
+  auto theta = torch::pow(base, -torch::arange(0, R, 2, f64) / double(R));  // (R/2)
+  if (method == "interpolation") return theta / s;
+  if (method != "yarn") return theta;
+  // YaRN: pairs that turn often over the training length keep their frequency, slow ones are
+  // interpolated, a linear ramp between (the correction range in pairs)
+  auto correction_dim = [&](double rotations) {
+    return R * std::log(L / (rotations * 2 * M_PI)) / (2 * std::log(base));
+  };
+  const double low = std::max(std::floor(correction_dim(extrapolation_options_.yarn_beta_fast)), 0.0);
+  double high = std::min(std::ceil(correction_dim(extrapolation_options_.yarn_beta_slow)), double(R - 1));
+  if (high == low) high += 0.001;
+  const auto ramp = ((torch::arange(R / 2, f64) - low) / (high - low)).clamp(0, 1);
+  const auto kept = 1 - ramp;  // g_i
+  return theta / s * (1 - kept) + theta * kept;
 }
 
 torch::Tensor RotaryImpl::angles(const torch::Tensor& positions) const {
-  const int64_t R = rotary_dims_;
-  double base = base_;
-  if (method_ == "ntk") base *= std::pow(factor_, double(R) / double(R - 2));
-  auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(positions.device());
-  auto inverse_frequency = torch::pow(base, -torch::arange(0, R, 2, f64) / double(R));  // (R/2)
-  auto p = positions.to(torch::kFloat64);
-  if (method_ == "interpolation") p = p / factor_;
-  return (p.unsqueeze(-1) * inverse_frequency).to(torch::kFloat32);  // (B'|1, T, R/2)
+  const auto p = positions.to(torch::kFloat64);
+  return (p.unsqueeze(-1) * inverse_frequencies(positions.device())).to(torch::kFloat32);  // (B'|1, T, R/2)
 }
 
 torch::Tensor RotaryImpl::apply(const torch::Tensor& x, const torch::Tensor& positions) const {
@@ -99,13 +153,15 @@ torch::Tensor RotaryImpl::apply(const torch::Tensor& x, const torch::Tensor& pos
   if (x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && x.dim() == 4 && rows.size(-1) == x.size(2) &&
       (rows.size(0) == 1 || rows.size(0) == x.size(0))) {
     const auto theta = angles(rows);  // (B'|1, T, R/2)
-    return Rotation::apply(x, theta.cos().contiguous(), theta.sin().contiguous(), R, interleaved_);
+    const double magnitude = rotation_magnitude();
+    return Rotation::apply(x, (theta.cos() * magnitude).contiguous(), (theta.sin() * magnitude).contiguous(), R,
+                           interleaved_);
   }
   // anything else (another device or dtype): LibTorch operations
   // angles in float32, rounded to x's dtype only as cosines and sines: in bfloat16 (autocast)
   // an angle of 2000 would be rounded by up to 4 radians
   auto theta = angles(rows).unsqueeze(1);  // (B'|1, 1, T, R/2)
-  auto cos = theta.cos().to(x.dtype()), sin = theta.sin().to(x.dtype());
+  auto cos = (theta.cos() * rotation_magnitude()).to(x.dtype()), sin = (theta.sin() * rotation_magnitude()).to(x.dtype());
   auto rotated = x.narrow(-1, 0, R);
   torch::Tensor x1, x2;
   if (interleaved_) {

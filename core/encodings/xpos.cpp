@@ -1,9 +1,12 @@
 #include "core/encodings/xpos.h"
 
+#include <cmath>
+
 namespace pelab {
 
 XposImpl::XposImpl(const EncodingContext& context, const OptionValues& options)
-    : RotaryImpl(context, context.head_dim(), /*interleaved=*/true, options.get_float("base")),
+    : RotaryImpl(context, context.head_dim(), /*interleaved=*/true, options.get_float("base"),
+                 RotaryExtrapolationOptions::from(options)),
       scale_base_(options.get_float("scale_base")) {
   TORCH_CHECK(context.causal, "xpos is defined for causal attention only (its scale grows for keys after the "
               "query); set model.causal: true");
@@ -14,10 +17,12 @@ std::string XposImpl::description() {
 }
 
 std::vector<OptionSpec> XposImpl::options() {
-  return {
+  std::vector<OptionSpec> specs = {
       OptionSpec::real("base", 10000.0, "rotary wavelength base", 1.0, 1e12),
       OptionSpec::real("scale_base", 512.0, "distance over which the decay zeta^(d / scale_base) acts", 1.0, 1e12),
   };
+  for (auto& spec : RotaryExtrapolationOptions::specs()) specs.push_back(spec);
+  return specs;
 }
 
 torch::Tensor XposImpl::scale(const torch::Tensor& centred) const {
@@ -32,7 +37,8 @@ std::pair<torch::Tensor, torch::Tensor> XposImpl::rotate(torch::Tensor q, torch:
                                                          const AttentionContext& attention) {
   const auto query = collapse_broadcast_rows(attention.positions.query);
   const auto key = collapse_broadcast_rows(attention.positions.key);
-  const int64_t length = key.max().item<int64_t>() + 1;
+  // real positions (continuous samplers): L = floor(largest) + 1
+  const int64_t length = static_cast<int64_t>(std::floor(key.max().item<double>())) + 1;
   const int64_t centre = (length + 1) / 2;  // torchscale: min_pos = -length // 2 = -ceil(length / 2)
   // one factor per pair, applied to both of its features: (B'|1, 1, T, Dh)
   auto per_feature = [&](const torch::Tensor& s) { return s.repeat_interleave(2, -1).unsqueeze(1).to(q.dtype()); };

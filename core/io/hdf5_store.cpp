@@ -59,7 +59,14 @@ void write_attention_maps(H5::H5File& file, const std::vector<AttentionMaps>& ma
     H5::Group group = attention.createGroup(name);
     write_maps(group, s::kProbs, m.probs, float16);
     write_int_tensor(group, s::kTokens, m.tokens);
-    write_int_tensor(group, s::kPositions, m.positions);
+    if (m.positions.is_floating_point()) {  // a continuous sampler's real-valued positions
+      auto t = m.positions.to(torch::kCPU, torch::kFloat64).contiguous();
+      std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
+      group.createDataSet(s::kPositions, H5::PredType::NATIVE_DOUBLE, H5::DataSpace(dims.size(), dims.data()))
+          .write(t.data_ptr<double>(), H5::PredType::NATIVE_DOUBLE);
+    } else {
+      write_int_tensor(group, s::kPositions, m.positions);
+    }
     write_scalar_attribute<int64_t>(group, s::kLength, m.length);
     write_scalar_attribute<int64_t>(group, s::kExamples, m.probs.size(0));
     write_scalar_attribute<int64_t>(group, s::kEvalStep, m.step);

@@ -70,7 +70,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
               " must match tokens ", tokens.sizes());
   TORCH_CHECK(positions.query.sizes() == tokens.sizes() && positions.key.sizes() == tokens.sizes(),
               "positions must be (B, T) like tokens ", tokens.sizes());
-  position_encoding_->check_positions(positions);
+  position_encoding_->validate_positions(positions);
 
   EncoderOutput out;
   auto x = token_embedding_->forward(tokens);  // (B, T, D)

@@ -83,21 +83,29 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
       throw std::runtime_error(e.what());
     }
     const int64_t T = task.sequence_length(length);
-    // training draws from the sampler; evaluation too, unless positions.evaluate_with is contiguous
-    const bool sampled = i + 1 == lengths.size() || config.positions.evaluate_with == "sampler";
-    if (sampled && config.positions.sampler != "contiguous" && T > config.positions.max_length)
+    // training draws from the sampler; evaluation too, unless positions.evaluate_with is
+    // contiguous (or the sampler is cape, an augmentation of training)
+    const bool training = i + 1 == lengths.size();
+    const bool sampled = training || (config.positions.evaluate_with == "sampler" && config.positions.sampler != "cape");
+    const bool distinct_integers = config.positions.sampler == "random_offset" || config.positions.sampler == "randomized";
+    if (sampled && distinct_integers && T > config.positions.max_length)
       throw std::runtime_error("length " + std::to_string(length) + " (" + std::to_string(T) +
                                " tokens) does not fit positions.max_length = " +
                                std::to_string(config.positions.max_length) + " of the " + config.positions.sampler +
                                " sampler; raise positions.max_length");
     // the largest position training or evaluation can use at this length
     const int64_t range = sampled ? sampler.position_range(T) : T;
+    const bool real = sampled && sampler.continuous();
+    Positions reached = contiguous_positions(1, std::max(T, range));
+    if (real) reached = Positions(reached.query.to(torch::kFloat64), reached.key.to(torch::kFloat64));
     try {
-      model.encoding().check_positions(contiguous_positions(1, std::max(T, range)));
+      model.encoding().validate_positions(reached);
     } catch (const c10::Error& e) {
       throw std::runtime_error("length " + std::to_string(length) + " (" + std::to_string(T) + " tokens" +
                                (range > T ? ", positions up to " + std::to_string(range - 1) : std::string()) +
-                               ") cannot be encoded: " + e.what_without_backtrace());
+                               ") cannot be encoded" +
+                               (real ? " with positions.sampler " + config.positions.sampler : std::string()) + ": " +
+                               e.what_without_backtrace());
     }
   }
   for (const auto& method : config.eval.extrapolation)

@@ -81,7 +81,9 @@ Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch
 }
 
 std::pair<std::string, int64_t> evaluation_sampler(const PositionsConfig& positions) {
-  if (positions.evaluate_with == "contiguous" || positions.sampler == "contiguous") return {"contiguous", 0};
+  // cape augments training only: its evaluation is contiguous (PositionSampler::sample_for_evaluation)
+  if (positions.evaluate_with == "contiguous" || positions.sampler == "contiguous" || positions.sampler == "cape")
+    return {"contiguous", 0};
   return {positions.sampler, positions.max_length};
 }
 
@@ -263,7 +265,7 @@ bool Trainer::graph_step(StepRecord& record, const Batch& batch, const torch::Te
   const std::string key = graph_key(batch, padding, positions);
   GraphEntry& entry = graphs_[key];
   if (entry.eager) return false;
-  model_->encoding().check_positions(positions);  // a replay runs none of the forward pass's host code
+  model_->encoding().validate_positions(positions);  // a replay runs none of the forward pass's host code
   // inputs: tokens, padding, targets, scored, segments, query and key positions, Adam's numbers
   const std::vector<torch::Tensor> inputs = {
       batch.tokens,    padding, batch.targets, batch.scored, batch.segments,
@@ -561,8 +563,9 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   Rng rng(evaluation_data_seed(config_.seed, length));
   Rng position_rng(position_stream_seed(evaluation_data_seed(config_.seed, length)));
   // stretch rotary schemes by test length / training length (in tokens)
-  const double factor = double(task_.sequence_length(length)) / double(task_.sequence_length(config_.train.max_length));
-  model_->encoding().set_extrapolation(method, factor);
+  const int64_t training_tokens = task_.sequence_length(config_.train.max_length);
+  model_->encoding().set_extrapolation(
+      {method, double(task_.sequence_length(length)) / double(training_tokens), training_tokens});
   EvalResult r;
   r.method = method;
   r.length = length;
@@ -594,7 +597,7 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
     chance.add(batch);
     done += n;
   }
-  model_->encoding().set_extrapolation("none", 1.0);
+  model_->encoding().set_extrapolation({});
   model_->train();
   r.samples = examples;
   r.loss = loss_sum / std::max<int64_t>(1, scored);
@@ -609,7 +612,8 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
 }
 
 Positions Trainer::evaluation_positions(int64_t batch, int64_t tokens, Rng& position_rng) {
-  if (config_.positions.evaluate_with == "sampler") return sampler_.sample(batch, tokens, position_rng, device_);
+  if (config_.positions.evaluate_with == "sampler")
+    return sampler_.sample_for_evaluation(batch, tokens, position_rng, device_);
   return contiguous_positions(batch, tokens, device_);
 }
 
