@@ -97,6 +97,13 @@ def main():
                       min(values[length][s]), max(values[length][s]), len(values[length][s])] for s in steps]
         ax.set_title(f"{label} (n={len(runs)}, trained on {train_min}-{train_max})" if sweep else
                      f"trained on lengths {train_min}-{train_max}", fontsize=9)
+        # train.phases: a dotted line where a phase starts (the first curve row of each later phase)
+        training = runs[0][1]["training"]
+        for i in range(1, len(training["phase"])):
+            if training["phase"][i] != training["phase"][i - 1]:
+                ax.axvline(training["step"][i - 1], color="grey", linestyle=":", linewidth=1)
+                ax.text(training["step"][i - 1], 1.0, f" phase {int(training['phase'][i]) + 1}", fontsize=7,
+                        color="grey", va="top", transform=ax.get_xaxis_transform())
         ax.set_xlabel("training step")
         ax.set_ylabel(ylabel)
         if args.metric != "loss":

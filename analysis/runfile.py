@@ -142,7 +142,9 @@ def load(path):
             "environment": {k: (_text(v) if isinstance(v, (bytes, str)) else v.item())
                             for k, v in f["environment"].attrs.items()},
             "parameter_counts": {k: int(v) for k, v in f["parameter_counts"].attrs.items()},
-            "training": {k: f["training"][k][()] for k in TRAINING_DATASETS},
+            "training": dict({k: f["training"][k][()] for k in TRAINING_DATASETS},
+                             phase=(f["training"]["phase"][()] if "phase" in f["training"]
+                                    else np.zeros(f["training"]["step"].shape, np.int64))),
             "evaluation": _table(f["evaluation"], EVALUATION_DATASETS),
             "evaluation_curve": (_table(f["evaluation_curve"], EVALUATION_DATASETS)
                                  if "evaluation_curve" in f else None),

@@ -11,6 +11,7 @@ Batch Batch::to(torch::Device device) const {
   b.targets = host_to_device(targets, device);
   b.scored = host_to_device(scored, device);
   b.segments = host_to_device(segments, device);
+  if (positions.defined()) b.positions = host_to_device(positions, device);
   return b;
 }
 
@@ -25,6 +26,7 @@ Batch Batch::padded(int64_t extra) const {
   b.targets = pad_with(targets, 0);
   b.scored = pad_with(scored, 0);
   b.segments = pad_with(segments, 0);
+  if (positions.defined()) b.positions = pad_with(positions, 0);
   return b;
 }
 
@@ -52,14 +54,16 @@ TaskFormat parse_format(const std::string& name) {
 
 std::string Task::evaluation_protocol() const { return format_name(format()); }
 
-int64_t Seq2SeqTask::vocab_size() const {
+int64_t Seq2SeqTask::bos_token() const {
   const bool extra_output_tokens = format() == TaskFormat::CausalLM && !outputs_are_input_symbols();
   return kFirstSymbolToken + input_symbols_ + (extra_output_tokens ? output_classes_ : 0);
 }
 
+int64_t Seq2SeqTask::vocab_size() const { return bos_token() + (bos() ? 1 : 0); }
+
 int64_t Seq2SeqTask::sequence_length(int64_t length) const {
   const int64_t separator = format() == TaskFormat::CausalLM ? 1 : 0;
-  return input_length(length) + separator + output_length(length);
+  return (bos() ? 1 : 0) + input_length(length) + separator + output_length(length);
 }
 
 int64_t Seq2SeqTask::output_token(int64_t output_class) const {
@@ -68,7 +72,8 @@ int64_t Seq2SeqTask::output_token(int64_t output_class) const {
 
 std::string Seq2SeqTask::evaluation_protocol() const {
   if (format() == TaskFormat::CausalLM)
-    return "causal_lm: input, separator, output; next-token prediction scored on the output tokens "
+    return std::string("causal_lm: ") + (bos() ? "BOS, " : "") +
+           "input, separator, output; next-token prediction scored on the output tokens "
            "(teacher forcing; sequence accuracy = greedy exact match)";
   return "encoder: input, then one placeholder per output token, scored at the placeholders";
 }
@@ -90,7 +95,9 @@ Batch Seq2SeqTask::encode(const std::vector<Example>& examples) const {
   // encoder: [input, placeholders]; the output targets sit on the placeholders.
   // causal_lm: [input, separator, output]; position n_in + k (the separator, then output
   // token k - 1) predicts output token k; the last output token predicts nothing.
-  const int64_t output_start = n_in + (lm ? 1 : 0), T = output_start + n_out;
+  // task.bos: everything one position later, after the BOS token
+  const int64_t first = bos() ? 1 : 0;
+  const int64_t output_start = first + n_in + (lm ? 1 : 0), T = output_start + n_out;
   auto tokens = torch::zeros({B, T}, torch::kInt64);
   auto targets = torch::zeros({B, T}, torch::kInt64);
   auto scored = torch::zeros({B, T}, torch::kBool);
@@ -103,14 +110,16 @@ Batch Seq2SeqTask::encode(const std::vector<Example>& examples) const {
     const Example& e = examples[b];
     TORCH_CHECK(static_cast<int64_t>(e.input.size()) == n_in && static_cast<int64_t>(e.output.size()) == n_out,
                 "Seq2SeqTask::encode: examples of one batch must have equal lengths");
-    for (int64_t t = 0; t < n_in; ++t) tok[b][t] = kFirstSymbolToken + e.input[t];
+    if (bos()) tok[b][0] = bos_token();
+    for (int64_t t = 0; t < n_in; ++t) tok[b][first + t] = kFirstSymbolToken + e.input[t];
     if (lm) {
-      tok[b][n_in] = kSeparatorToken;
-      seg[b][n_in] = 1;
+      tok[b][first + n_in] = kSeparatorToken;
+      seg[b][first + n_in] = 1;
     }
     for (int64_t k = 0; k < n_out; ++k) {
-      // placeholder k (encoder), or the token before output k (causal_lm): position n_in + k either way
-      const int64_t target_position = n_in + k;
+      // placeholder k (encoder), or the token before output k (causal_lm): position n_in + k
+      // either way (after the BOS token, if any)
+      const int64_t target_position = first + n_in + k;
       tok[b][output_start + k] = lm ? output_token(e.output[k]) : kPlaceholderToken;
       seg[b][output_start + k] = 1;
       tgt[b][target_position] = e.output[k];
@@ -118,6 +127,16 @@ Batch Seq2SeqTask::encode(const std::vector<Example>& examples) const {
     }
   }
   Batch batch;
+  const auto [input_positions, output_positions] = given_positions(n_in, n_out);
+  if (!input_positions.empty()) {
+    TORCH_CHECK(static_cast<int64_t>(input_positions.size()) == n_in &&
+                    static_cast<int64_t>(output_positions.size()) == n_out,
+                "Seq2SeqTask::encode: given positions do not match the example's tokens");
+    auto positions = torch::zeros({B, T}, torch::kInt64);  // BOS and separator: 0
+    for (int64_t t = 0; t < n_in; ++t) positions.select(1, first + t).fill_(input_positions[t]);
+    for (int64_t k = 0; k < n_out; ++k) positions.select(1, output_start + k).fill_(output_positions[k]);
+    batch.positions = positions;
+  }
   batch.tokens = tokens;
   batch.padding = torch::zeros({B, T}, torch::kBool);
   batch.targets = targets;

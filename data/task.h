@@ -25,6 +25,7 @@ struct Batch {
   torch::Tensor targets;   // (B, T) int64 class ids, 0 where not scored
   torch::Tensor scored;    // (B, T) bool, positions that carry loss and accuracy
   torch::Tensor segments;  // (B, T) int64: 0 on the input, 1 on the output (placeholders or separator + output)
+  torch::Tensor positions;  // (B, T) int64 task-given positions (addition positions: abacus), or undefined
   int64_t length = 0;      // the task's input length
 
   Batch to(torch::Device device) const;
@@ -68,9 +69,13 @@ class Task {
 
   TaskFormat format() const { return format_; }
   void set_format(TaskFormat format) { format_ = format; }
+  // task.bos: a beginning-of-sequence token before every causal_lm example (Seq2SeqTask).
+  bool bos() const { return bos_; }
+  void set_bos(bool bos) { bos_ = bos; }
 
  private:
   TaskFormat format_ = TaskFormat::Encoder;
+  bool bos_ = false;
 };
 
 // One example of a symbol-to-symbol task: input symbols in [0, input_symbols), output
@@ -83,7 +88,10 @@ struct Example {
 // Token ids of both formats: 0 padding, 1 placeholder (encoder) or separator (causal_lm),
 // 2 + s for input symbol s. In causal_lm, output class c is fed back as token 2 + c when
 // the task's outputs are input symbols (copy, reverse, sort, addition digits), else as
-// token 2 + input_symbols + c. Targets are output classes in both formats.
+// token 2 + input_symbols + c. Targets are output classes in both formats. With task.bos
+// (causal_lm), every example starts with a beginning-of-sequence token, the last id of the
+// vocabulary: counted in positions, scored nowhere (Kazemnejad et al.'s NoPE argument
+// relies on it: uniform attention over a prefix that holds it gives 1 / (i + 1)).
 class Seq2SeqTask : public Task {
  public:
   // Input and output alphabets; a copying task has output_classes == input_symbols.
@@ -110,6 +118,15 @@ class Seq2SeqTask : public Task {
   int64_t input_symbols() const { return input_symbols_; }
   // The token that stands for output class c in causal_lm sequences.
   int64_t output_token(int64_t output_class) const;
+  // The beginning-of-sequence token (task.bos): the last id of vocab_size().
+  int64_t bos_token() const;
+  // Task-given positions (e.g. addition's `positions: abacus`): one per input token and one
+  // per output token of an example with that many input and output tokens; empty when the
+  // task leaves positions to the sampler (the default). BOS and separator tokens get 0.
+  virtual std::pair<std::vector<int64_t>, std::vector<int64_t>> given_positions(int64_t input_tokens,
+                                                                                int64_t output_tokens) const {
+    return {};
+  }
   // Encodes examples (all of the same input length) in this task's format.
   Batch encode(const std::vector<Example>& examples) const;
 

@@ -68,8 +68,11 @@ const std::vector<TaskEntry>& task_registry() {
   return table;
 }
 
-std::unique_ptr<Task> make_task(const std::string& name, const OptionValues& options, const std::string& format) {
-  return find_factory(task_registry(), name, "task")(options, format);
+std::unique_ptr<Task> make_task(const std::string& name, const OptionValues& options, const std::string& format,
+                                bool bos) {
+  auto task = find_factory(task_registry(), name, "task")(options, format);
+  task->set_bos(bos);
+  return task;
 }
 
 }  // namespace pelab

@@ -18,6 +18,8 @@ using TaskEntry = RegistryEntry<TaskFactory>;
 const std::vector<TaskEntry>& task_registry();
 inline Catalog task_catalog() { return catalog_of(task_registry()); }
 // An unknown name or format throws std::invalid_argument listing the known ones.
-std::unique_ptr<Task> make_task(const std::string& name, const OptionValues& options, const std::string& format = "");
+// `bos`: task.bos (Task::set_bos)
+std::unique_ptr<Task> make_task(const std::string& name, const OptionValues& options, const std::string& format = "",
+                                bool bos = false);
 
 }  // namespace pelab

@@ -142,7 +142,7 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
   const RunConfig config = bench_config(options, scheme, length);
   const torch::Device device = resolve_device(options.device);
   const bool gpu = device.is_cuda();
-  auto task = make_task(config.task.name, config.task.options, config.task.format);
+  auto task = make_task(config.task.name, config.task.options, config.task.format, config.task.bos);
   Encoder model = build_model(config, *task);
   model->to(device);
   AdamStep optimizer(model->parameters(), config.train);  // the trainer's optimizer step

@@ -77,6 +77,37 @@ CATCH_TEST_CASE("causal_lm format: outputs of another alphabet get their own tok
   CATCH_CHECK(b.scored.sum().item<int64_t>() == 8);
 }
 
+CATCH_TEST_CASE("task.bos: a BOS token first, counted in positions, scored nowhere", "[formats][bos]") {
+  auto plain = test::default_task("reverse_string", "causal_lm");
+  auto task = test::default_task("reverse_string", "causal_lm");
+  task->set_bos(true);
+  const auto& t = seq2seq(*task);
+  CATCH_CHECK(task->vocab_size() == 5);  // pad, separator, 2 symbols, BOS
+  CATCH_CHECK(t.bos_token() == 4);
+  CATCH_CHECK(task->sequence_length(4) == plain->sequence_length(4) + 1);
+  Rng a(5), b(5);
+  Batch with = task->sample(3, 4, a), without = plain->sample(3, 4, b);
+  CATCH_REQUIRE(with.tokens.sizes() == torch::IntArrayRef({3, 10}));
+  CATCH_CHECK((with.tokens.select(1, 0) == 4).all().item<bool>());
+  CATCH_CHECK_FALSE(with.scored.select(1, 0).any().item<bool>());
+  CATCH_CHECK(with.segments.select(1, 0).sum().item<int64_t>() == 0);
+  // everything else is the plain layout one position later, the same examples
+  for (const auto& [x, y] : {std::pair{with.tokens, without.tokens}, std::pair{with.targets, without.targets},
+                             std::pair{with.scored, without.scored}, std::pair{with.segments, without.segments}})
+    CATCH_CHECK(torch::equal(x.narrow(1, 1, 9), y));
+  CATCH_CHECK_THAT(task->evaluation_protocol(), test::ContainsText("causal_lm: BOS, input, separator, output"));
+  // the config: causal_lm of an algorithmic task only, kept by the resolved config
+  auto config = test::tiny_config({"model.causal=true", "task.format=causal_lm", "task.bos=true"});
+  CATCH_CHECK(config.task.bos);
+  CATCH_CHECK(parse_run_config(to_yaml(config), "again.yaml", {}, scheme_catalog(), task_catalog()).task.bos);
+  CATCH_CHECK_FALSE(test::tiny_config({"model.causal=true", "task.format=causal_lm"}).task.bos);
+  CATCH_CHECK_THROWS_WITH(test::tiny_config({"task.bos=true"}),
+                          test::ContainsText("task.bos: a beginning-of-sequence token is offered for the algorithmic "
+                                             "tasks' causal_lm format; this task is in format encoder"));
+  CATCH_CHECK_THROWS_WITH(test::tiny_config({"task.name=text", "model.causal=true", "task.bos=true"}),
+                          test::ContainsText("this task is in format causal_lm"));
+}
+
 CATCH_TEST_CASE("a format the config asks for must suit the attention", "[formats][config]") {
   CATCH_CHECK(test::tiny_config().task.format == "encoder");
   CATCH_CHECK(test::tiny_config({"model.causal=true", "task.format=causal_lm"}).task.format == "causal_lm");

@@ -1,5 +1,7 @@
 #include "tests/catch.h"
 
+#include <set>
+
 #include <limits>
 #include <map>
 #include <sstream>
@@ -59,6 +61,64 @@ CATCH_TEST_CASE("curricula: uniform over the range, fixed, regularly increasing"
   CATCH_CHECK(curriculum_length(t, 100, rng) == 5);
   CATCH_CHECK(curriculum_length(t, 250, rng) == 7);
   CATCH_CHECK(curriculum_length(t, 10000, rng) == 7);  // capped
+}
+
+CATCH_TEST_CASE("train.phases: BERT's 90% of steps at 128 tokens and 10% at 512, each with its curriculum",
+                "[trainer][phases]") {
+  auto config = test::tiny_config({"train.steps=1000", "train.phases=[{share: 0.9, min_length: 64, max_length: 64, "
+                                   "curriculum: fixed}, {min_length: 256, max_length: 256, curriculum: fixed}]"});
+  const TrainConfig& t = config.train;
+  CATCH_REQUIRE(t.phases.size() == 2u);
+  CATCH_CHECK(t.phases[0].steps == 900);
+  CATCH_CHECK(t.phases[1].steps == 100);  // the last phase: the rest
+  CATCH_CHECK((t.min_length == 64 && t.max_length == 256));  // the phases' smallest and largest
+  std::mt19937_64 rng(1);
+  CATCH_CHECK(curriculum_length(t, 0, rng) == 64);
+  CATCH_CHECK(curriculum_length(t, 899, rng) == 64);
+  CATCH_CHECK(curriculum_length(t, 900, rng) == 256);
+  CATCH_CHECK(curriculum_length(t, 999, rng) == 256);
+  CATCH_CHECK((phase_at(t, 899).index == 0 && phase_at(t, 900).index == 1 && phase_at(t, 900).first_step == 900));
+  // the resolved config keeps the phases, as step counts
+  const auto again = parse_run_config(to_yaml(config), "resolved.yaml", {}, scheme_catalog(), task_catalog());
+  CATCH_REQUIRE(again.train.phases.size() == 2u);
+  CATCH_CHECK(again.train.phases[1].steps == 100);
+  CATCH_CHECK(again.train.phases[1].min_length == 256);
+  CATCH_CHECK(config_differences(to_yaml(config), to_yaml(again)).empty());
+
+  // an increasing curriculum counts from its phase's first step; lengths default to train's
+  auto increasing = test::tiny_config({"train.steps=30", "train.min_length=2", "train.max_length=6",
+                                       "train.phases=[{steps: 10}, {curriculum: increasing, increase_every: 5}]"});
+  CATCH_CHECK(curriculum_length(increasing.train, 10, rng) == 2);
+  CATCH_CHECK(curriculum_length(increasing.train, 15, rng) == 3);
+  CATCH_CHECK(curriculum_length(increasing.train, 29, rng) == 5);
+  std::set<int64_t> first_phase;
+  for (int64_t step = 0; step < 10; ++step) first_phase.insert(curriculum_length(increasing.train, step, rng));
+  CATCH_CHECK(first_phase.size() > 1u);  // uniform in 2-6
+
+  // errors name the phase
+  auto fails = [](const std::string& phases, const std::string& message) {
+    CATCH_CHECK_THROWS_WITH(test::tiny_config({"train.steps=100", "train.phases=" + phases}),
+                            test::ContainsText(message));
+  };
+  fails("[{share: 0.5}, {share: 0.2}]", "the phases' steps add up to 70, not train.steps = 100");
+  fails("[{share: 0.5, steps: 50}, {}]", "train.phases[0].steps: give share or steps, not both");
+  fails("[{max_length: 4}, {}]", "train.phases[0].share: every phase but the last needs share");
+  fails("[{share: 0.5, min_length: 9, max_length: 4}, {}]", "min_length = 9 is larger than max_length = 4");
+  fails("[{share: 0.5, lenght: 4}, {}]", "lenght");
+  fails("[]", "train.phases: must list at least one phase");
+}
+
+CATCH_TEST_CASE("the progress line names the phase", "[trainer][phases]") {
+  auto config = test::tiny_config({"train.steps=4", "train.log_every=1",
+                                   "train.phases=[{steps: 2, max_length: 3}, {min_length: 4, max_length: 5}]"});
+  auto task = test::default_task("reverse_string");
+  Encoder model = build_model(config, *task);
+  Trainer trainer(config, model, *task, torch::kCPU);
+  std::ostringstream log;
+  const TrainingCurve curve = trainer.train(log, false);
+  CATCH_CHECK_THAT(log.str(), test::ContainsText("step 2/4 | phase 1/2 (lengths 2-3) | loss"));
+  CATCH_CHECK_THAT(log.str(), test::ContainsText("step 3/4 | phase 2/2 (lengths 4-5) | loss"));
+  CATCH_CHECK(curve.phase == std::vector<int64_t>{0, 0, 1, 1});
 }
 
 namespace {
@@ -471,12 +531,17 @@ namespace {
 // A run that draws from every stream a checkpoint must restore: dropout (LibTorch's
 // generator), randomized positions (the position stream), a uniform curriculum (the data
 // stream), AdamW with warm-up and a cosine schedule, and a log window cut by the stop.
-RunConfig resumable_config() {
-  return test::tiny_config({"model.dropout=0.1", "model.attention_dropout=0.1", "positions.sampler=randomized",
-                            "positions.max_length=32", "train.optimizer=adamw", "train.weight_decay=0.01",
-                            "train.warmup_steps=4", "train.schedule=cosine", "train.log_every=3",
-                            "train.steps=20", "encoding.name=learned", "eval.every=4", "eval.every_samples=8",
-                            "eval.every_lengths=[3, 9]", "output.keep_checkpoints=[5, 16]"});
+// phased: train.phases of 10 steps at lengths 1-4, then 10 increasing from 5 to 8
+RunConfig resumable_config(bool phased = false) {
+  std::vector<std::string> overrides = {
+      "model.dropout=0.1", "model.attention_dropout=0.1", "positions.sampler=randomized", "positions.max_length=32",
+      "train.optimizer=adamw", "train.weight_decay=0.01", "train.warmup_steps=4", "train.schedule=cosine",
+      "train.log_every=3", "train.steps=20", "encoding.name=learned", "eval.every=4", "eval.every_samples=8",
+      "eval.every_lengths=[3, 9]", "output.keep_checkpoints=[5, 16]"};
+  if (phased)
+    overrides.push_back("train.phases=[{share: 0.5, min_length: 1, max_length: 4}, "
+                        "{min_length: 5, max_length: 8, curriculum: increasing, increase_every: 3}]");
+  return test::tiny_config(overrides);
 }
 
 struct FinishedTraining {
@@ -516,7 +581,9 @@ struct CheckpointSetup {
 
 CATCH_TEST_CASE("a run stopped at any step and resumed from its checkpoint file equals one that never stopped",
                 "[trainer][resume]") {
-  const RunConfig config = resumable_config();
+  for (const bool phased : {false, true}) {  // phased: stops within either phase of train.phases
+  CATCH_CAPTURE(phased);
+  const RunConfig config = resumable_config(phased);
   auto task = test::default_task("reverse_string");
   std::ostringstream log;
   const FinishedTraining expected = uninterrupted(config, *task);
@@ -567,10 +634,15 @@ CATCH_TEST_CASE("a run stopped at any step and resumed from its checkpoint file 
     CATCH_CHECK(got.curve.loss == expected.curve.loss);  // bit for bit
     CATCH_CHECK(got.curve.accuracy == expected.curve.accuracy);
     CATCH_CHECK(got.curve.learning_rate == expected.curve.learning_rate);
+    CATCH_CHECK(got.curve.phase == expected.curve.phase);
     for (size_t i = 0; i < expected.parameters.size(); ++i) {
       CATCH_CAPTURE(expected.parameters[i].first);
       CATCH_CHECK(torch::equal(got.parameters[i].second, expected.parameters[i].second));
     }
+  }
+  // rows at steps 3, 6, 9 are phase 0; 12, ..., 20 phase 1
+  CATCH_CHECK(expected.curve.phase == (phased ? std::vector<int64_t>{0, 0, 0, 1, 1, 1, 1}
+                                              : std::vector<int64_t>(7, 0)));
   }
 }
 

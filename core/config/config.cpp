@@ -66,6 +66,50 @@ ModelConfig read_model(YamlReader r) {
   return m;
 }
 
+// train.phases: each phase takes `share` of train.steps or `steps`, exactly one of them (the
+// last may give neither: the rest); lengths and curriculum default to train's. Sets
+// train.min_length / max_length to the phases' smallest and largest.
+void read_phases(YamlReader& r, TrainConfig& t) {
+  auto phases = r.children("phases");
+  if (!r.has("phases")) return;
+  if (phases.empty()) r.fail_at("phases", "must list at least one phase");
+  int64_t assigned = 0;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    auto& p = phases[i];
+    TrainPhase phase;
+    const bool has_share = p.has("share"), has_steps = p.has("steps"), last = i + 1 == phases.size();
+    if (has_share && has_steps) p.fail_at("steps", "give share or steps, not both");
+    if (!has_share && !has_steps && !last)
+      p.fail_at("share", "every phase but the last needs share (of train.steps) or steps");
+    phase.share = p.get_float("share", 0.0, 0.0, 1.0);
+    phase.steps = has_steps ? p.get_int("steps", 0, 1, 1e12)
+                  : has_share ? static_cast<int64_t>(std::llround(phase.share * static_cast<double>(t.steps)))
+                              : t.steps - assigned;
+    phase.min_length = p.get_int("min_length", t.min_length, 1, 1 << 24);
+    phase.max_length = p.get_int("max_length", t.max_length, 1, 1 << 24);
+    phase.curriculum = p.get_choice("curriculum", t.curriculum, {"uniform", "fixed", "increasing"});
+    phase.increase_every = p.get_int("increase_every", t.increase_every, 1, 1e12);
+    phase.increase_by = p.get_int("increase_by", t.increase_by, 1, 1 << 24);
+    if (phase.min_length > phase.max_length)
+      p.fail_at("min_length", "min_length = " + std::to_string(phase.min_length) + " is larger than max_length = " +
+                                  std::to_string(phase.max_length));
+    if (phase.steps < 1) p.fail_at(has_steps ? "steps" : "share", "the phase gets no step of train.steps = " +
+                                                                      std::to_string(t.steps));
+    p.finish(p.path());
+    assigned += phase.steps;
+    t.phases.push_back(phase);
+  }
+  if (assigned != t.steps)
+    r.fail_at("phases", "the phases' steps add up to " + std::to_string(assigned) + ", not train.steps = " +
+                            std::to_string(t.steps));
+  t.min_length = t.phases.front().min_length;
+  t.max_length = t.phases.front().max_length;
+  for (const auto& phase : t.phases) {
+    t.min_length = std::min(t.min_length, phase.min_length);
+    t.max_length = std::max(t.max_length, phase.max_length);
+  }
+}
+
 TrainConfig read_train(YamlReader r) {
   TrainConfig t;
   t.steps = r.get_int("steps", t.steps, 1, 1e12);
@@ -98,6 +142,7 @@ TrainConfig read_train(YamlReader r) {
   if (t.min_length > t.max_length)
     r.fail_at("min_length", "min_length = " + std::to_string(t.min_length) +
                                 " is larger than max_length = " + std::to_string(t.max_length));
+  read_phases(r, t);
   if (t.min_learning_rate > t.learning_rate)
     r.fail_at("min_learning_rate", "must not exceed learning_rate");
   r.finish("train");
@@ -177,6 +222,11 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
           reader.fail_at("format", "causal_lm (next-token prediction) needs causal attention; set model.causal: true");
         if (task.format == "masked_lm" && c.model.causal)
           reader.fail_at("format", "masked_lm (BERT-style) needs bidirectional attention; set model.causal: false");
+        task.bos = reader.get_bool("bos", false);
+        const bool algorithmic = std::find(e.formats.begin(), e.formats.end(), "encoder") != e.formats.end();
+        if (task.bos && (task.format != "causal_lm" || !algorithmic))
+          reader.fail_at("bos", "a beginning-of-sequence token is offered for the algorithmic tasks' causal_lm "
+                                "format; this task is in format " + task.format);
       });
   c.encoding = read_named_section<EncodingConfig>(
       r.child("encoding"), "encoding", schemes, c.encoding.name, [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
@@ -250,7 +300,8 @@ std::string to_yaml(const RunConfig& c) {
   out << YAML::Key << "precision" << YAML::Value << c.precision;
   emit_named(out, "task", c.task.name, c.task.options,
              c.task.format.empty() ? std::vector<std::pair<std::string, std::string>>{}
-                                   : std::vector<std::pair<std::string, std::string>>{{"format", c.task.format}});
+             : c.task.bos ? std::vector<std::pair<std::string, std::string>>{{"format", c.task.format}, {"bos", "true"}}
+                          : std::vector<std::pair<std::string, std::string>>{{"format", c.task.format}});
   const ModelConfig& m = c.model;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap
       << YAML::Key << "d_model" << YAML::Value << m.d_model
@@ -277,8 +328,17 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "max_length" << YAML::Value << t.max_length
       << YAML::Key << "curriculum" << YAML::Value << t.curriculum
       << YAML::Key << "increase_every" << YAML::Value << t.increase_every
-      << YAML::Key << "increase_by" << YAML::Value << t.increase_by
-      << YAML::Key << "optimizer" << YAML::Value << t.optimizer
+      << YAML::Key << "increase_by" << YAML::Value << t.increase_by;
+  if (!t.phases.empty()) {  // only then: other runs' resolved configs stay as they were
+    out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
+    for (const auto& p : t.phases)
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "steps" << YAML::Value << p.steps << YAML::Key
+          << "min_length" << YAML::Value << p.min_length << YAML::Key << "max_length" << YAML::Value << p.max_length
+          << YAML::Key << "curriculum" << YAML::Value << p.curriculum << YAML::Key << "increase_every" << YAML::Value
+          << p.increase_every << YAML::Key << "increase_by" << YAML::Value << p.increase_by << YAML::EndMap;
+    out << YAML::EndSeq;
+  }
+  out << YAML::Key << "optimizer" << YAML::Value << t.optimizer
       << YAML::Key << "learning_rate" << YAML::Value << t.learning_rate
       << YAML::Key << "weight_decay" << YAML::Value << t.weight_decay
       << YAML::Key << "beta1" << YAML::Value << t.beta1

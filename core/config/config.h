@@ -28,6 +28,7 @@ using Catalog = std::vector<CatalogEntry>;
 struct TaskConfig {
   std::string name = "reverse_string";  // a registered task, see `pelab list`
   std::string format;                   // encoder | causal_lm | masked_lm (the task's default when empty)
+  bool bos = false;                     // a beginning-of-sequence token (causal_lm of the algorithmic tasks)
   OptionValues options;                 // the task's declared options, defaults filled in
 };
 
@@ -68,6 +69,16 @@ struct PositionsConfig {
   double global_scaling = 1.03;         // cape: lambda_max, positions scaled by lambda, ln lambda uniform
 };
 
+// One phase of a phased schedule (train.phases): a share of the steps with its own lengths
+// and curriculum, e.g. BERT's 90% of steps at 128 tokens, then 10% at 512.
+struct TrainPhase {
+  int64_t steps = 0;                    // the phase's steps (from `steps:` or `share:` of train.steps)
+  double share = 0;                     // as given (0: `steps:` was given)
+  int64_t min_length = 1, max_length = 20;
+  std::string curriculum = "uniform";   // as train.curriculum, counted from the phase's first step
+  int64_t increase_every = 1000, increase_by = 1;
+};
+
 struct TrainConfig {
   int64_t steps = 1000;
   int64_t batch_size = 32;
@@ -76,6 +87,8 @@ struct TrainConfig {
   std::string curriculum = "uniform";   // uniform in [min, max] | fixed (max) | increasing
   int64_t increase_every = 1000;        // increasing: min_length + increase_by per
   int64_t increase_by = 1;              //   increase_every steps, capped at max_length
+  std::vector<TrainPhase> phases;       // empty: one phase of the keys above; else these in order,
+                                        //   and min_length / max_length are their smallest / largest
   std::string optimizer = "adam";       // adam | adamw
   double learning_rate = 1e-3;          // peak learning rate
   double weight_decay = 0.0;

@@ -87,6 +87,20 @@ YamlReader YamlReader::child(const std::string& key) {
   return YamlReader(v, source_, key_path(key), mark);
 }
 
+std::vector<YamlReader> YamlReader::children(const std::string& key) {
+  YAML::Node v = value(key);
+  std::vector<YamlReader> out;
+  if (!v || v.IsNull()) return out;
+  if (!v.IsSequence()) fail_at(key, "expected a list of mappings, got " + describe_node(v));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].IsMap())
+      throw ConfigError(format_mark(source_->file, v[i].Mark()) + ": " + key_path(key) + "[" + std::to_string(i) +
+                        "]: must be a mapping of key: value, got " + describe_node(v[i]));
+    out.emplace_back(v[i], source_, key_path(key) + "[" + std::to_string(i) + "]", v[i].Mark());
+  }
+  return out;
+}
+
 void YamlReader::check_range(const std::string& key, double v, std::optional<double> min,
                              std::optional<double> max) const {
   if ((min && v < *min) || (max && v > *max)) {

@@ -53,6 +53,9 @@ class YamlReader {
   std::vector<int64_t> get_int_list(const std::string& key, const std::vector<int64_t>& default_value,
                                     std::optional<double> min = std::nullopt,
                                     std::optional<double> max = std::nullopt);
+  // A list of mappings at `key` (e.g. train.phases), each read as a child "key[i]"; empty
+  // when absent.
+  std::vector<YamlReader> children(const std::string& key);
   // The raw node at `key` (marks it read); null when absent.
   YAML::Node get_node(const std::string& key) { return value(key); }
   // The keys of this mapping, in file order.

@@ -160,6 +160,7 @@ inline void write_training_curve(H5::Group& group, const TrainingCurve& curve) {
   write_vector(group, schema::kAccuracy, curve.accuracy);
   write_vector(group, schema::kLearningRate, curve.learning_rate);
   write_vector(group, schema::kTokensPerSecond, curve.tokens_per_second);
+  write_vector(group, schema::kPhase, curve.phase);
   write_scalar_attribute<int64_t>(group, schema::kSkippedSteps, curve.skipped_steps);
 }
 
@@ -170,6 +171,9 @@ inline TrainingCurve read_training_curve(const H5::Group& group) {
   curve.accuracy = read_vector<double>(group, schema::kAccuracy);
   curve.learning_rate = read_vector<double>(group, schema::kLearningRate);
   curve.tokens_per_second = read_vector<double>(group, schema::kTokensPerSecond);
+  // files from before train.phases have no phase: every row in phase 0
+  curve.phase = group.exists(schema::kPhase) ? read_vector<int64_t>(group, schema::kPhase)
+                                             : std::vector<int64_t>(curve.step.size(), 0);
   curve.skipped_steps = read_scalar_attribute<int64_t>(group, schema::kSkippedSteps);
   return curve;
 }

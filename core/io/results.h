@@ -13,6 +13,7 @@ namespace pelab {
 struct TrainingCurve {  // one row every train.log_every steps, averaged over those steps
   std::vector<int64_t> step;
   std::vector<double> loss, accuracy, learning_rate, tokens_per_second;
+  std::vector<int64_t> phase;  // 0-based train.phases phase of the row's last step (0 without phases)
   int64_t skipped_steps = 0;  // steps with a non-finite loss or gradient, skipped (train.nonfinite: skip)
 };
 

@@ -38,6 +38,7 @@ constexpr const char* kLoss = "loss";
 constexpr const char* kAccuracy = "accuracy";
 constexpr const char* kLearningRate = "learning_rate";
 constexpr const char* kTokensPerSecond = "tokens_per_second";
+constexpr const char* kPhase = "phase";              // int64: the train.phases phase (0-based) of the row
 constexpr const char* kSkippedSteps = "skipped_steps";  // training attribute (int64)
 
 constexpr const char* kEvaluation = "evaluation";    // group; 1-D datasets, one row per test length:

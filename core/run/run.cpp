@@ -87,16 +87,32 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
     // contiguous (or the sampler is cape, an augmentation of training)
     const bool training = i + 1 == lengths.size();
     const bool sampled = training || (config.positions.evaluate_with == "sampler" && config.positions.sampler != "cape");
+    // task-given positions (addition positions: abacus): as given, offset by random_offset in training
+    const auto* seq2seq = dynamic_cast<const Seq2SeqTask*>(&task);
+    const auto given = seq2seq ? seq2seq->given_positions(seq2seq->input_length(length), seq2seq->output_length(length))
+                               : std::pair<std::vector<int64_t>, std::vector<int64_t>>{};
     const bool distinct_integers = config.positions.sampler == "random_offset" || config.positions.sampler == "randomized";
-    if (sampled && distinct_integers && T > config.positions.max_length)
+    if (sampled && distinct_integers && given.first.empty() && T > config.positions.max_length)
       throw std::runtime_error("length " + std::to_string(length) + " (" + std::to_string(T) +
                                " tokens) does not fit positions.max_length = " +
                                std::to_string(config.positions.max_length) + " of the " + config.positions.sampler +
                                " sampler; raise positions.max_length");
     // the largest position training or evaluation can use at this length
-    const int64_t range = sampled ? sampler.position_range(T) : T;
-    const bool real = sampled && sampler.continuous();
-    Positions reached = contiguous_positions(1, std::max(T, range));
+    int64_t range = sampled ? sampler.position_range(T) : T;
+    if (!given.first.empty()) {
+      const auto& sampler_name = config.positions.sampler;
+      if (sampler_name != "contiguous" && sampler_name != "random_offset")
+        throw std::runtime_error("the task gives its own positions (" + config.task.name +
+                                 " positions: abacus); positions.sampler " + sampler_name +
+                                 " cannot draw them: use contiguous (as given) or random_offset (offset in training)");
+      int64_t largest = 0;
+      for (const auto* part : {&given.first, &given.second})
+        for (int64_t p : *part) largest = std::max(largest, p);
+      range = training && sampler_name == "random_offset" ? std::max(config.positions.max_length, largest + 1)
+                                                          : largest + 1;
+    }
+    const bool real = sampled && sampler.continuous() && given.first.empty();
+    Positions reached = contiguous_positions(1, given.first.empty() ? std::max(T, range) : range);
     if (real) reached = Positions(reached.query.to(torch::kFloat64), reached.key.to(torch::kFloat64));
     try {
       model.encoding().validate_positions(reached);
@@ -146,7 +162,7 @@ std::vector<int64_t> attention_map_lengths(const RunConfig& config, const Task& 
 PreparedRun prepare_run(const RunConfig& config) {
   set_threads(config.threads);
   configure_cpu_math();
-  PreparedRun run{resolve_device(config.device), make_task(config.task.name, config.task.options, config.task.format),
+  PreparedRun run{resolve_device(config.device), make_task(config.task.name, config.task.options, config.task.format, config.task.bos),
                   nullptr};
   run.model = build_model(config, *run.task);
   run.model->to(run.device);

@@ -20,8 +20,8 @@ void ProgressReporter::update(const ProgressStats& s) {
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double eta = s.step > 0 ? elapsed / s.step * (total_ - s.step) : 0.0;
   const std::string numbers =
-      fmt::format("step {:>{}}/{} | loss {:.4f} | acc {:6.2f}% | lr {:.2e} | {:.0f} tok/s | {:.0f}s, eta {:.0f}s",
-                  s.step, std::to_string(total_).size(), total_, s.loss, 100.0 * s.accuracy,
+      fmt::format("step {:>{}}/{}{} | loss {:.4f} | acc {:6.2f}% | lr {:.2e} | {:.0f} tok/s | {:.0f}s, eta {:.0f}s",
+                  s.step, std::to_string(total_).size(), total_, s.phase.empty() ? "" : " | " + s.phase, s.loss, 100.0 * s.accuracy,
                   s.learning_rate, s.tokens_per_second, elapsed, eta);
   if (interactive_) {
     // Redraw at most 10 times a second, and always at the last step.

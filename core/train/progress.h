@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <ostream>
+#include <string>
 
 namespace pelab {
 
@@ -14,6 +15,7 @@ struct ProgressStats {
   double accuracy = 0;         // per-token accuracy on the training batch
   double tokens_per_second = 0;
   double learning_rate = 0;
+  std::string phase;           // e.g. "phase 2/2 (lengths 1-512)" with train.phases, else empty
 };
 
 class ProgressReporter {

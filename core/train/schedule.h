@@ -16,6 +16,13 @@ double learning_rate_at(const TrainConfig& train, int64_t step);
 //   fixed       max_length
 //   increasing  min_length + increase_by per increase_every steps, capped at max_length
 //               (DeepMind's RegularIncreasingCurriculum)
+// With train.phases, the phase of the step decides, its curriculum counting from its first step.
 int64_t curriculum_length(const TrainConfig& train, int64_t step, std::mt19937_64& rng);
+
+// The 0-based phase of step `step` (0 without train.phases), and that phase's first step.
+struct PhaseAt {
+  int64_t index = 0, first_step = 0;
+};
+PhaseAt phase_at(const TrainConfig& train, int64_t step);
 
 }  // namespace pelab

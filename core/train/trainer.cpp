@@ -342,7 +342,13 @@ void Trainer::account(const StepRecord& r, ProgressReporter& progress) {
   }
   const int64_t done = r.step + 1, n = std::max<int64_t>(1, p.window_steps);
   ProgressStats stats{done, p.window_loss / n, p.window_accuracy / n,
-                      p.window_tokens / std::max(1e-9, p.window_seconds), r.learning_rate};
+                      p.window_tokens / std::max(1e-9, p.window_seconds), r.learning_rate, ""};
+  if (!config_.train.phases.empty()) {
+    const auto& phases = config_.train.phases;
+    const int64_t index = phase_at(config_.train, r.step).index;
+    stats.phase = fmt::format("phase {}/{} (lengths {}-{})", index + 1, phases.size(), phases[index].min_length,
+                              phases[index].max_length);
+  }
   if (p.window_steps > 0) progress.update(stats);
   if ((done % config_.train.log_every == 0 || done == config_.train.steps) && p.window_steps > 0) {
     TrainingCurve& curve = p.curve;
@@ -351,6 +357,7 @@ void Trainer::account(const StepRecord& r, ProgressReporter& progress) {
     curve.accuracy.push_back(stats.accuracy);
     curve.learning_rate.push_back(r.learning_rate);
     curve.tokens_per_second.push_back(stats.tokens_per_second);
+    curve.phase.push_back(phase_at(config_.train, r.step).index);
     p.window_loss = p.window_accuracy = p.window_tokens = p.window_seconds = 0;
     p.window_steps = 0;
   }
@@ -420,7 +427,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
     record.tokens = batch.tokens.numel();
     record.learning_rate = learning_rate_at(t, step);
     optimizer_.clear_gradients();
-    auto positions = sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng_, device_);
+    auto positions = training_positions(batch);
     if (use_graphs_ && graph_step(record, batch, padding, positions, parameters, log)) {
       pending_.push_back(std::move(record));
     } else {
@@ -583,8 +590,7 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
     if (stop_checks_) stop_if_requested();  // a long evaluation stops within a batch of a signal, not a length
     const int64_t n = std::min(config_.eval.batch_size, examples - done);
     Batch batch = task_.evaluation_batch(length, done, n, rng).to(device_);
-    const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
-    auto positions = evaluation_positions(B, T, position_rng);
+    auto positions = evaluation_positions(batch, position_rng);
     if (done == 0 && statistics) r.untrained = untrained_rows_used(batch, positions);
     const auto scope = autocast();
     auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
@@ -611,18 +617,28 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   return r;
 }
 
-Positions Trainer::evaluation_positions(int64_t batch, int64_t tokens, Rng& position_rng) {
-  if (config_.positions.evaluate_with == "sampler")
-    return sampler_.sample_for_evaluation(batch, tokens, position_rng, device_);
-  return contiguous_positions(batch, tokens, device_);
+Positions Trainer::evaluation_positions(const Batch& batch, Rng& position_rng) {
+  if (batch.positions.defined()) return Positions(batch.positions, batch.positions);
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+  if (config_.positions.evaluate_with == "sampler") return sampler_.sample_for_evaluation(B, T, position_rng, device_);
+  return contiguous_positions(B, T, device_);
+}
+
+Positions Trainer::training_positions(const Batch& batch) {
+  if (!batch.positions.defined())
+    return sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng_, device_);
+  if (config_.positions.sampler != "random_offset") return Positions(batch.positions, batch.positions);
+  const int64_t largest = batch.positions.max().item<int64_t>();  // check_lengths_fit: below L_max
+  std::uniform_int_distribution<int64_t> offset(0, std::max<int64_t>(0, config_.positions.max_length - 1 - largest));
+  const auto shifted = batch.positions + offset(position_rng_);
+  return Positions(shifted, shifted);
 }
 
 std::pair<Batch, Positions> Trainer::evaluation_examples(int64_t length, int64_t count, uint64_t seed) {
   Rng rng(seed), position_rng(position_stream_seed(seed));
   count = std::max<int64_t>(1, task_.evaluation_size(length, count));
   Batch batch = task_.evaluation_batch(length, 0, count, rng).to(device_);
-  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
-  return {batch, evaluation_positions(B, T, position_rng)};
+  return {batch, evaluation_positions(batch, position_rng)};
 }
 
 AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples) {

@@ -147,7 +147,12 @@ class Trainer {
   // The first `count` examples of the evaluation set at `length` and the positions evaluation gives them.
   std::pair<Batch, Positions> evaluation_examples(int64_t length, int64_t count, uint64_t seed);
   // Positions at evaluation (positions.evaluate_with): the sampler's, or contiguous.
-  Positions evaluation_positions(int64_t batch, int64_t tokens, Rng& position_rng);
+  // The positions of an evaluation batch: the task's own (Batch::positions) as given, else
+  // the sampler's (positions.evaluate_with) or 0..T-1.
+  Positions evaluation_positions(const Batch& batch, Rng& position_rng);
+  // The positions of a training batch: the task's own, offset with the random_offset sampler
+  // by one uniform draw in [0, L_max - largest] per batch; else the sampler's.
+  Positions training_positions(const Batch& batch);
 
   RunConfig config_;
   PositionSampler sampler_;
