@@ -81,9 +81,9 @@ void read_phases(YamlReader& r, TrainConfig& t) {
     if (has_share && has_steps) p.fail_at("steps", "give share or steps, not both");
     if (!has_share && !has_steps && !last)
       p.fail_at("share", "every phase but the last needs share (of train.steps) or steps");
-    phase.share = p.get_float("share", 0.0, 0.0, 1.0);
+    const double share = p.get_float("share", 0.0, 0.0, 1.0);
     phase.steps = has_steps ? p.get_int("steps", 0, 1, 1e12)
-                  : has_share ? static_cast<int64_t>(std::llround(phase.share * static_cast<double>(t.steps)))
+                  : has_share ? static_cast<int64_t>(std::llround(share * static_cast<double>(t.steps)))
                               : t.steps - assigned;
     phase.min_length = p.get_int("min_length", t.min_length, 1, 1 << 24);
     phase.max_length = p.get_int("max_length", t.max_length, 1, 1 << 24);
@@ -298,10 +298,10 @@ std::string to_yaml(const RunConfig& c) {
   out << YAML::Key << "threads" << YAML::Value << c.threads;
   out << YAML::Key << "device" << YAML::Value << c.device;
   out << YAML::Key << "precision" << YAML::Value << c.precision;
-  emit_named(out, "task", c.task.name, c.task.options,
-             c.task.format.empty() ? std::vector<std::pair<std::string, std::string>>{}
-             : c.task.bos ? std::vector<std::pair<std::string, std::string>>{{"format", c.task.format}, {"bos", "true"}}
-                          : std::vector<std::pair<std::string, std::string>>{{"format", c.task.format}});
+  std::vector<std::pair<std::string, std::string>> task_keys;  // beside the name, before the options
+  if (!c.task.format.empty()) task_keys.push_back({"format", c.task.format});
+  if (c.task.bos) task_keys.push_back({"bos", "true"});  // only then: other runs' resolved configs stay as they were
+  emit_named(out, "task", c.task.name, c.task.options, task_keys);
   const ModelConfig& m = c.model;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap
       << YAML::Key << "d_model" << YAML::Value << m.d_model

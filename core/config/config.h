@@ -73,7 +73,6 @@ struct PositionsConfig {
 // and curriculum, e.g. BERT's 90% of steps at 128 tokens, then 10% at 512.
 struct TrainPhase {
   int64_t steps = 0;                    // the phase's steps (from `steps:` or `share:` of train.steps)
-  double share = 0;                     // as given (0: `steps:` was given)
   int64_t min_length = 1, max_length = 20;
   std::string curriculum = "uniform";   // as train.curriculum, counted from the phase's first step
   int64_t increase_every = 1000, increase_by = 1;

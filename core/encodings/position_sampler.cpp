@@ -31,7 +31,7 @@ std::vector<double> PositionSampler::random_floats(int64_t count, double range, 
 
 Positions PositionSampler::sample_for_evaluation(int64_t batch, int64_t length, std::mt19937_64& rng,
                                                  torch::Device device) const {
-  if (name_ == "cape") return contiguous_positions(batch, length, device);
+  if (training_only()) return contiguous_positions(batch, length, device);
   return sample(batch, length, rng, device);
 }
 

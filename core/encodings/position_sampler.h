@@ -38,6 +38,8 @@ class PositionSampler {
   Positions sample_for_evaluation(int64_t batch, int64_t length, std::mt19937_64& rng, torch::Device device) const;
   // Whether the sampler draws real-valued positions.
   bool continuous() const { return name_ == "cape" || name_ == "random_float"; }
+  // Whether it augments training only (cape): evaluation then uses 0..T-1.
+  bool training_only() const { return name_ == "cape"; }
   // The sorted, distinct sample of `count` positions from [0, range).
   static std::vector<int64_t> randomized(int64_t count, int64_t range, std::mt19937_64& rng);
   // The largest position the sampler can produce for sequences of T tokens, plus one

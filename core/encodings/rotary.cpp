@@ -147,21 +147,25 @@ torch::Tensor RotaryImpl::angles(const torch::Tensor& positions) const {
   return (p.unsqueeze(-1) * inverse_frequencies(positions.device())).to(torch::kFloat32);  // (B'|1, T, R/2)
 }
 
+std::pair<torch::Tensor, torch::Tensor> RotaryImpl::rotation_tables(const torch::Tensor& positions) const {
+  const auto theta = angles(positions);
+  const double magnitude = rotation_magnitude();
+  return {theta.cos() * magnitude, theta.sin() * magnitude};
+}
+
 torch::Tensor RotaryImpl::apply(const torch::Tensor& x, const torch::Tensor& positions) const {
   const int64_t R = rotary_dims_, Dh = x.size(-1);
   const auto rows = collapse_broadcast_rows(positions);  // (B'|1, T)
   if (x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && x.dim() == 4 && rows.size(-1) == x.size(2) &&
       (rows.size(0) == 1 || rows.size(0) == x.size(0))) {
-    const auto theta = angles(rows);  // (B'|1, T, R/2)
-    const double magnitude = rotation_magnitude();
-    return Rotation::apply(x, (theta.cos() * magnitude).contiguous(), (theta.sin() * magnitude).contiguous(), R,
-                           interleaved_);
+    const auto [cos, sin] = rotation_tables(rows);  // (B'|1, T, R/2)
+    return Rotation::apply(x, cos.contiguous(), sin.contiguous(), R, interleaved_);
   }
   // anything else (another device or dtype): LibTorch operations
   // angles in float32, rounded to x's dtype only as cosines and sines: in bfloat16 (autocast)
   // an angle of 2000 would be rounded by up to 4 radians
-  auto theta = angles(rows).unsqueeze(1);  // (B'|1, 1, T, R/2)
-  auto cos = (theta.cos() * rotation_magnitude()).to(x.dtype()), sin = (theta.sin() * rotation_magnitude()).to(x.dtype());
+  const auto [cos_f32, sin_f32] = rotation_tables(rows);  // (B'|1, T, R/2)
+  auto cos = cos_f32.unsqueeze(1).to(x.dtype()), sin = sin_f32.unsqueeze(1).to(x.dtype());  // (B'|1, 1, T, R/2)
   auto rotated = x.narrow(-1, 0, R);
   torch::Tensor x1, x2;
   if (interleaved_) {

@@ -44,6 +44,9 @@ class RotaryImpl : public PositionEncodingImpl {
   torch::Tensor inverse_frequencies(torch::Device device = torch::kCPU) const;
   // What cos and sin are multiplied by: YaRN's 0.1 ln s + 1, else 1.
   double rotation_magnitude() const;
+  // cos and sin of the angles of positions (B'|1, T), times rotation_magnitude():
+  // 2 x (B'|1, T, R/2) float32
+  std::pair<torch::Tensor, torch::Tensor> rotation_tables(const torch::Tensor& positions) const;
   // x: (B, H, T, Dh) rotated by the angles of positions (B'|1 or B, T) -> (B, H, T, Dh)
   torch::Tensor apply(const torch::Tensor& x, const torch::Tensor& positions) const;
   int64_t rotary_dims() const { return rotary_dims_; }

@@ -84,9 +84,9 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
     }
     const int64_t T = task.sequence_length(length);
     // training draws from the sampler; evaluation too, unless positions.evaluate_with is
-    // contiguous (or the sampler is cape, an augmentation of training)
+    // contiguous (or the sampler augments training only: cape)
     const bool training = i + 1 == lengths.size();
-    const bool sampled = training || (config.positions.evaluate_with == "sampler" && config.positions.sampler != "cape");
+    const bool sampled = training || (config.positions.evaluate_with == "sampler" && !sampler.training_only());
     // task-given positions (addition positions: abacus): as given, offset by random_offset in training
     const auto* seq2seq = dynamic_cast<const Seq2SeqTask*>(&task);
     const auto given = seq2seq ? seq2seq->given_positions(seq2seq->input_length(length), seq2seq->output_length(length))

@@ -25,7 +25,7 @@ PhaseAt phase_at(const TrainConfig& t, int64_t step) {
 }
 
 int64_t curriculum_length(const TrainConfig& t, int64_t step, std::mt19937_64& rng) {
-  TrainPhase phase{t.steps, 1.0, t.min_length, t.max_length, t.curriculum, t.increase_every, t.increase_by};
+  TrainPhase phase{t.steps, t.min_length, t.max_length, t.curriculum, t.increase_every, t.increase_by};
   const PhaseAt at = phase_at(t, step);
   if (!t.phases.empty()) phase = t.phases[at.index];
   const int64_t in_phase = step - at.first_step;

@@ -81,8 +81,8 @@ Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch
 }
 
 std::pair<std::string, int64_t> evaluation_sampler(const PositionsConfig& positions) {
-  // cape augments training only: its evaluation is contiguous (PositionSampler::sample_for_evaluation)
-  if (positions.evaluate_with == "contiguous" || positions.sampler == "contiguous" || positions.sampler == "cape")
+  if (positions.evaluate_with == "contiguous" || positions.sampler == "contiguous" ||
+      PositionSampler(positions).training_only())
     return {"contiguous", 0};
   return {positions.sampler, positions.max_length};
 }
@@ -422,12 +422,12 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
     record.length = curriculum_length(t, step, data_rng_);
     Batch batch = task_.sample(t.batch_size, record.length, data_rng_);
     const bool padded = batch.padding.any().item<bool>();  // on the host: the model need not ask the device
+    auto positions = training_positions(batch);  // from the host batch: nothing read back
     batch = batch.to(device_);
     const torch::Tensor padding = padded ? batch.padding : torch::Tensor();
     record.tokens = batch.tokens.numel();
     record.learning_rate = learning_rate_at(t, step);
     optimizer_.clear_gradients();
-    auto positions = training_positions(batch);
     if (use_graphs_ && graph_step(record, batch, padding, positions, parameters, log)) {
       pending_.push_back(std::move(record));
     } else {
@@ -624,14 +624,17 @@ Positions Trainer::evaluation_positions(const Batch& batch, Rng& position_rng) {
   return contiguous_positions(B, T, device_);
 }
 
-Positions Trainer::training_positions(const Batch& batch) {
-  if (!batch.positions.defined())
-    return sampler_.sample(batch.tokens.size(0), batch.tokens.size(1), position_rng_, device_);
-  if (config_.positions.sampler != "random_offset") return Positions(batch.positions, batch.positions);
-  const int64_t largest = batch.positions.max().item<int64_t>();  // check_lengths_fit: below L_max
-  std::uniform_int_distribution<int64_t> offset(0, std::max<int64_t>(0, config_.positions.max_length - 1 - largest));
-  const auto shifted = batch.positions + offset(position_rng_);
-  return Positions(shifted, shifted);
+Positions Trainer::training_positions(const Batch& host_batch) {
+  if (!host_batch.positions.defined())
+    return sampler_.sample(host_batch.tokens.size(0), host_batch.tokens.size(1), position_rng_, device_);
+  auto given = host_batch.positions;
+  if (config_.positions.sampler == "random_offset") {
+    const int64_t largest = given.max().item<int64_t>();  // on the host; check_lengths_fit: below L_max
+    std::uniform_int_distribution<int64_t> offset(0, std::max<int64_t>(0, config_.positions.max_length - 1 - largest));
+    given = given + offset(position_rng_);
+  }
+  const auto on_device = host_to_device(given, device_);
+  return Positions(on_device, on_device);
 }
 
 std::pair<Batch, Positions> Trainer::evaluation_examples(int64_t length, int64_t count, uint64_t seed) {

@@ -150,9 +150,10 @@ class Trainer {
   // The positions of an evaluation batch: the task's own (Batch::positions) as given, else
   // the sampler's (positions.evaluate_with) or 0..T-1.
   Positions evaluation_positions(const Batch& batch, Rng& position_rng);
-  // The positions of a training batch: the task's own, offset with the random_offset sampler
-  // by one uniform draw in [0, L_max - largest] per batch; else the sampler's.
-  Positions training_positions(const Batch& batch);
+  // The positions of a training batch (still on the host) on the run's device: the task's
+  // own, offset with the random_offset sampler by one uniform draw in [0, L_max - largest]
+  // per batch; else the sampler's.
+  Positions training_positions(const Batch& host_batch);
 
   RunConfig config_;
   PositionSampler sampler_;
