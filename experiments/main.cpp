@@ -1,4 +1,4 @@
-// The pelab command: train, list, bench, sweep, eval, report, export-attention (README.md, docs/).
+// The pelab command: train, list, bench, sweep, eval, report, export-attention, padding (README.md, docs/).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "experiments/bench.h"
 #include "experiments/commands.h"
 #include "experiments/eval.h"
+#include "experiments/padding.h"
 #include "experiments/report.h"
 #include "core/train/stop_signal.h"
 #include "experiments/sweep.h"
@@ -132,6 +133,20 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   eval_cmd->add_flag("--force", eval.force, "recompute rows the run file already has under these settings");
 
+  pelab::PaddingArguments padding;
+  CLI::App* padding_cmd = app.add_subcommand(
+      "padding", "whether the padding token's embedding row matters: a finished run's logits at real tokens with "
+                 "padding appended, its row zero, random or huge, with and without the attention mask");
+  padding_cmd->add_option("run_file", padding.run_file, "a run.h5 written by pelab train")->required();
+  padding_cmd->add_option("--length", padding.length, "input length (default: the run's train.max_length)")
+      ->check(CLI::Range(1, 1 << 24));
+  padding_cmd->add_option("--pad", padding.pad, "padding tokens appended (default: as many as the sequence has)")
+      ->check(CLI::Range(1, 1 << 24));
+  padding_cmd->add_option("--examples", padding.examples, "evaluation examples")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  padding_cmd->add_option("--csv", padding.csv, "also write the table to this CSV file");
+
   pelab::EvalArguments export_attention;
   CLI::App* export_cmd = app.add_subcommand(
       "export-attention", "store attention maps of a finished run (from its checkpoint) in its run file (pelab eval "
@@ -204,6 +219,7 @@ int main(int argc, char** argv) {
     }
     return pelab::command_eval(export_attention, self(), std::cout, std::cerr);
   }
+  if (padding_cmd->parsed()) return pelab::command_padding(padding, std::cout, std::cerr);
   if (train_cmd->parsed()) return pelab::command_train(train, std::cout, std::cerr);
   if (list_cmd->parsed()) pelab::command_list(std::cout, list_yaml);
   if (bench_cmd->parsed()) {

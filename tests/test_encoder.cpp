@@ -146,6 +146,29 @@ CATCH_TEST_CASE("encoding_mix: blocks every-1, 2 every-1, ... use the other sche
                           test::ContainsText("encoding_mix: 'tupe' and 'rope' scale the scores differently"));
 }
 
+CATCH_TEST_CASE("the token table's initial scale and sqrt(d_model) multiplier follow the config", "[encoder]") {
+  auto task = test::default_task("reverse_string");
+  // Ruoss et al.'s code: a table of standard deviation 0.02, embeddings times sqrt(d_model)
+  Encoder ruoss = tiny_model({"model.embedding_init_std=0.02", "model.embedding_scale=sqrt_d_model",
+                              "model.embedding_layer_norm=false", "encoding.name=none"}, *task);
+  const auto table = ruoss->named_parameters()["token_embedding.weight"];
+  CATCH_CHECK(table[kPadToken].abs().max().item<float>() == 0.0f);  // padding stays zero
+  const auto rows = table.slice(0, 1);
+  const double n = double(rows.numel()), std = rows.std().item<double>();
+  CATCH_CHECK(std::abs(std - 0.02) < 4 * 0.02 / std::sqrt(2 * n));  // 4 sigma of the sample std
+  Batch b = batch();
+  ForwardRequest request;
+  request.hidden_states = true;
+  const auto positions = contiguous_positions(b.tokens.size(0), b.tokens.size(1));
+  const auto input = ruoss->forward(b.tokens, b.padding, positions, {}, request).hidden_states[0];
+  const double d_model = double(test::tiny_config().model.d_model);
+  CATCH_CHECK(torch::allclose(input, table.index({b.tokens}) * std::sqrt(d_model), 1e-6, 1e-7));
+  // the default keeps LibTorch's N(0, 1) table, drawn as before
+  Encoder plain = tiny_model({"encoding.name=none"}, *task);
+  const double plain_std = plain->named_parameters()["token_embedding.weight"].slice(0, 1).std().item<double>();
+  CATCH_CHECK(std::abs(plain_std - 1.0) < 4 / std::sqrt(2 * n));
+}
+
 CATCH_TEST_CASE("segment embeddings are optional and used when present", "[encoder]") {
   Batch b = batch();
   auto config = test::tiny_config({"model.segment_embeddings=true"});

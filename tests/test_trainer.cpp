@@ -188,6 +188,25 @@ CATCH_TEST_CASE("a frozen parameter (an exactly zero gradient) fails the run aft
   CATCH_CHECK_THAT(log.str(), !test::ContainsText("warning"));
 }
 
+CATCH_TEST_CASE("attention statistics of a batch forwarded in slices equal those of one forward", "[trainer]") {
+  auto task = test::default_task("reverse_string");
+  auto config = test::tiny_config({"encoding.name=alibi", "eval.batch_size=16"});
+  Encoder model = build_model(config, *task);
+  Trainer trainer(config, model, *task, torch::kCPU);
+  const EvalResult whole = trainer.evaluate_length(8, 16);
+  trainer.set_statistics_probabilities(1);  // one example per forward
+  const EvalResult sliced = trainer.evaluate_length(8, 16);
+  CATCH_CHECK(sliced.loss == Approx(whole.loss).epsilon(1e-6));
+  CATCH_CHECK(sliced.per_token_accuracy == whole.per_token_accuracy);
+  CATCH_REQUIRE(sliced.attention.entropy.size() == whole.attention.entropy.size());
+  CATCH_REQUIRE(!whole.attention.empty());
+  for (size_t i = 0; i < whole.attention.entropy.size(); ++i) {
+    CATCH_CHECK(sliced.attention.entropy[i] == Approx(whole.attention.entropy[i]).epsilon(1e-6));
+    CATCH_CHECK(sliced.attention.mean_distance[i] == Approx(whole.attention.mean_distance[i]).epsilon(1e-6));
+    CATCH_CHECK(sliced.attention.last[i] == Approx(whole.attention.last[i]).epsilon(1e-6));
+  }
+}
+
 CATCH_TEST_CASE("evaluation flags position-table rows that training never updated, naming the scheme",
                 "[trainer]") {
   auto task = test::default_task("reverse_string");

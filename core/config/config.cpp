@@ -58,6 +58,8 @@ ModelConfig read_model(YamlReader r) {
   m.causal = r.get_bool("causal", m.causal);
   m.segment_embeddings = r.get_bool("segment_embeddings", m.segment_embeddings);
   m.embedding_layer_norm = r.get_bool("embedding_layer_norm", m.embedding_layer_norm);
+  m.embedding_init_std = r.get_float("embedding_init_std", m.embedding_init_std, 0.0, 10.0);
+  m.embedding_scale = r.get_choice("embedding_scale", m.embedding_scale, {"none", "sqrt_d_model"});
   m.layer_norm_eps = r.get_float("layer_norm_eps", m.layer_norm_eps, 0.0, 1.0);
   if (m.d_model % m.num_heads != 0)
     r.fail_at("num_heads", std::to_string(m.num_heads) + " heads do not divide d_model = " +
@@ -315,6 +317,8 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "causal" << YAML::Value << m.causal
       << YAML::Key << "segment_embeddings" << YAML::Value << m.segment_embeddings
       << YAML::Key << "embedding_layer_norm" << YAML::Value << m.embedding_layer_norm
+      << YAML::Key << "embedding_init_std" << YAML::Value << m.embedding_init_std
+      << YAML::Key << "embedding_scale" << YAML::Value << m.embedding_scale
       << YAML::Key << "layer_norm_eps" << YAML::Value << m.layer_norm_eps
       << YAML::EndMap;
   emit_named(out, "encoding", c.encoding.name, c.encoding.options);

@@ -44,6 +44,9 @@ struct ModelConfig {
   bool causal = false;                  // causal (decoder-style) or bidirectional attention
   bool segment_embeddings = false;      // BERT token_type embeddings (input vs output segment)
   bool embedding_layer_norm = true;     // LayerNorm after the embedding sum, as BERT
+  double embedding_init_std = 1.0;      // token table initialized N(0, std^2) (1: LibTorch's default)
+  std::string embedding_scale = "none"; // none | sqrt_d_model: token embeddings times sqrt(d_model)
+                                        //   (Vaswani et al.; Ruoss et al.'s code)
   double layer_norm_eps = 1e-5;
 };
 

@@ -41,6 +41,12 @@ EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encodin
   token_embedding_ = register_module(
       "token_embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab_size, model.d_model)
                                                   .padding_idx(kPadToken)));
+  if (model.embedding_init_std != 1.0) {  // 1: LibTorch's own N(0, 1), and its random draws, kept
+    torch::NoGradGuard no_grad;
+    token_embedding_->weight.normal_(0.0, model.embedding_init_std);
+    token_embedding_->weight[kPadToken].zero_();
+  }
+  if (model.embedding_scale == "sqrt_d_model") token_scale_ = std::sqrt(double(model.d_model));
   if (model.segment_embeddings)
     segment_embedding_ = register_module("segment_embedding", torch::nn::Embedding(2, model.d_model));
   auto norm_options = torch::nn::LayerNormOptions({model.d_model}).eps(model.layer_norm_eps);
@@ -74,6 +80,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
 
   EncoderOutput out;
   auto x = token_embedding_->forward(tokens);  // (B, T, D)
+  if (token_scale_ != 1.0) x = x * token_scale_;
   if (segment_embedding_) {
     x = x + segment_embedding_->forward(segments.defined() ? segments : torch::zeros_like(tokens));
   }

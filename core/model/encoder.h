@@ -64,6 +64,7 @@ class EncoderImpl : public torch::nn::Module {
 
  private:
   ModelConfig config_;
+  double token_scale_ = 1.0;  // model.embedding_scale: sqrt(d_model) or 1
   torch::nn::Embedding token_embedding_{nullptr}, segment_embedding_{nullptr};
   torch::nn::LayerNorm embedding_norm_{nullptr}, final_norm_{nullptr};
   torch::nn::Dropout dropout_{nullptr};

@@ -593,9 +593,9 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
     auto positions = evaluation_positions(batch, position_rng);
     if (done == 0 && statistics) r.untrained = untrained_rows_used(batch, positions);
     const auto scope = autocast();
-    auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
-    attention.add(output.attentions, batch.padding);
-    BatchScore s = score_batch(output.logits, batch);
+    const auto logits = request.attentions ? forward_with_statistics(batch, positions, attention)
+                                           : model_->forward(batch.tokens, batch.padding, positions, batch.segments, request).logits;
+    BatchScore s = score_batch(logits, batch);
     loss_sum += s.loss.item<double>() * s.scored_tokens;
     correct += s.correct_tokens;
     scored += s.scored_tokens;
@@ -615,6 +615,42 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   r.chance_loss = c.loss;
   r.attention = attention.summary();
   return r;
+}
+
+namespace {
+
+Positions slice_positions(const Positions& positions, int64_t start, int64_t end) {
+  return Positions(positions.query.slice(0, start, end), positions.key.slice(0, start, end));
+}
+
+torch::Tensor slice_rows(const torch::Tensor& t, int64_t start, int64_t end) {
+  return t.defined() ? t.slice(0, start, end) : t;
+}
+
+}  // namespace
+
+torch::Tensor Trainer::forward_with_statistics(const Batch& batch, const Positions& positions,
+                                               AttentionSummaryAccumulator& attention) {
+  ForwardRequest request;
+  request.attentions = true;
+  const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
+  const int64_t per_example = config_.model.num_layers * config_.model.num_heads * T * T;
+  const int64_t slice = std::max<int64_t>(1, statistics_probabilities_ / per_example);
+  if (slice >= B) {  // the usual case: one forward, as without statistics
+    auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
+    attention.add(output.attentions, batch.padding);
+    return output.logits;
+  }
+  std::vector<torch::Tensor> logits;
+  for (int64_t start = 0; start < B; start += slice) {
+    const int64_t end = std::min(B, start + slice);
+    const auto padding = slice_rows(batch.padding, start, end);
+    auto output = model_->forward(slice_rows(batch.tokens, start, end), padding,
+                                  slice_positions(positions, start, end), slice_rows(batch.segments, start, end), request);
+    attention.add(output.attentions, padding);
+    logits.push_back(output.logits);
+  }
+  return torch::cat(logits);
 }
 
 Positions Trainer::evaluation_positions(const Batch& batch, Rng& position_rng) {

@@ -91,6 +91,10 @@ class Trainer {
                              bool statistics = true);
   // The training step whose parameters the rows describe (pelab eval: of the loaded checkpoint).
   void set_evaluated_step(int64_t step) { progress_.step = step; }
+  // The first `count` examples of the evaluation set at `length` and the positions evaluation gives them.
+  std::pair<Batch, Positions> evaluation_examples(int64_t length, int64_t count, uint64_t seed);
+  // Tests: the slice budget of forward_with_statistics, in attention probabilities.
+  void set_statistics_probabilities(int64_t floats) { statistics_probabilities_ = floats; }
   // The position tables' rows updated by training so far, and (pelab eval) those of a run file.
   std::vector<TrainedRows> trained_rows() const;
   void set_trained_rows(const std::vector<TrainedRows>& rows);
@@ -144,12 +148,14 @@ class Trainer {
   std::vector<std::string> parameter_names() const;
   std::string nonfinite_gradients() const;  // names of parameters whose gradient is not finite
   std::string nonfinite_tensors(bool gradients) const;  // parameters (or gradients) not finite; empty: none
-  // The first `count` examples of the evaluation set at `length` and the positions evaluation gives them.
-  std::pair<Batch, Positions> evaluation_examples(int64_t length, int64_t count, uint64_t seed);
   // Positions at evaluation (positions.evaluate_with): the sampler's, or contiguous.
   // The positions of an evaluation batch: the task's own (Batch::positions) as given, else
   // the sampler's (positions.evaluate_with) or 0..T-1.
   Positions evaluation_positions(const Batch& batch, Rng& position_rng);
+  // The logits of an evaluation batch, with its attention statistics added to `attention`;
+  // long sequences are forwarded a slice of the batch at a time (bounded memory).
+  torch::Tensor forward_with_statistics(const Batch& batch, const Positions& positions,
+                                        AttentionSummaryAccumulator& attention);
   // The positions of a training batch (still on the host) on the run's device: the task's
   // own, offset with the random_offset sampler by one uniform draw in [0, L_max - largest]
   // per batch; else the sampler's.
@@ -170,6 +176,10 @@ class Trainer {
     torch::Tensor table, trained;
   };
   std::vector<TableRows> tables_;
+  // Attention statistics need every layer's (B, H, T, T) probabilities at once: a batch is
+  // forwarded in slices of at most this many probabilities (floats, 256 MB). Beyond the training
+  // lengths a whole batch's took gigabytes, and its page faults 3x the run's training time.
+  int64_t statistics_probabilities_ = int64_t(1) << 26;
   bool stop_checks_ = true;  // evaluate_length stops at a stop signal (not inside a curve point)
   struct GraphEntry {        // train.cuda_graphs, per step key
     bool probed = false;     //   its first step ran eagerly without reading anything back

@@ -1,0 +1,46 @@
+#!/usr/bin/python3
+"""The depth study (configs/studies/depth.yaml): how much position each layer's output holds,
+by linear probes, for position added at the input, before every block, or from a table per
+block. Draws analysis/plot_probes.py's plot for two probes and tabulates them per layer.
+
+  /usr/bin/python3 analysis/studies/depth.py runs/studies/depth docs/studies/depth
+
+Writes OUT/probes_<probe>.{png,csv} (plot_probes.py) and OUT/probes.md: per group, the probe
+at each layer (0: the embedding output), mean over seeds.
+"""
+import csv
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROBES = ["position_accuracy", "order_accuracy"]
+
+
+def main():
+    sweep, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    lines = []
+    for probe in PROBES:
+        png = os.path.join(out, f"probes_{probe}.png")
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "plot_probes.py"), sweep, "--probe", probe,
+                        "--out", png], check=True, stdout=subprocess.DEVNULL)
+        with open(png[:-4] + ".csv") as f:
+            rows = list(csv.DictReader(f))
+        groups = list(dict.fromkeys(r["group"] for r in rows))
+        layers = sorted({int(r["layer"]) for r in rows})
+        lines += [f"{probe} by layer (0: embedding output; mean over seeds)", "",
+                  "| group | " + " | ".join(f"layer {L}" for L in layers) + " |",
+                  "|---|" + "---:|" * len(layers)]
+        for g in groups:
+            by_layer = {int(r["layer"]): float(r[probe]) for r in rows if r["group"] == g}
+            lines.append(f"| {g} | " + " | ".join(f"{by_layer[L]:.2f}" if L in by_layer else "" for L in layers) + " |")
+        lines.append("")
+    with open(os.path.join(out, "probes.md"), "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

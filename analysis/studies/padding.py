@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""The padding study (configs/studies/padding.yaml): runs `pelab padding` on every complete run
+of the sweep and tabulates, per scheme and direction, how far the logits at real tokens move
+when the padding row is zero, random or huge, with the attention mask and without it.
+
+  /usr/bin/python3 analysis/studies/padding.py runs/studies/padding docs/studies/padding
+
+PELAB names the pelab binary (default build/pelab). Writes OUT/padding.csv (every run and
+setting) and OUT/padding.md (max |logit change| and changed predictions, worst seed).
+"""
+import csv
+import io
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from runfile import sweep_runs  # noqa: E402
+
+
+def main():
+    sweep, out = sys.argv[1], sys.argv[2]
+    pelab = os.environ.get("PELAB", "build/pelab")
+    os.makedirs(out, exist_ok=True)
+    rows = []
+    for r in sweep_runs(sweep):
+        if r["run"] is None:
+            continue
+        csv_path = os.path.join(out, "padding_run.csv")
+        subprocess.run([pelab, "padding", r["path"], "--csv", csv_path], check=True, stdout=subprocess.DEVNULL)
+        with open(csv_path) as f:
+            rows += list(csv.DictReader(f))
+        os.remove(csv_path)
+    if not rows:
+        print(f"padding: no complete runs in {sweep}", file=sys.stderr)
+        return 1
+    with open(os.path.join(out, "padding.csv"), "w") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        writer.writeheader()
+        for row in rows:
+            row["run"] = os.path.relpath(row["run"], sweep)
+            writer.writerow(row)
+    settings = [(row, masked) for masked in ("true", "false") for row in ("zero", "random", "huge")]
+    lines = ["max |logit change| at real tokens (changed predictions), worst run of each scheme", "",
+             "| scheme | attention | " + " | ".join(f"{r} row, mask {'on' if m == 'true' else 'off'}"
+                                                   for r, m in settings) + " |",
+             "|---|---|" + "---:|" * len(settings)]
+    schemes = list(dict.fromkeys((row["encoding"], row["causal"]) for row in rows))
+    for encoding, causal in schemes:
+        cells = []
+        for name, masked in settings:
+            mine = [row for row in rows if (row["encoding"], row["causal"]) == (encoding, causal)
+                    and row["row"] == name and row["masked"] == masked]
+            change = max(float(row["max_logit_change"]) for row in mine)
+            changed = max(float(row["changed_predictions"]) for row in mine)
+            cells.append(f"{change:.2g} ({100 * changed:.0f}%)")
+        direction = "causal" if causal == "true" else "bidirectional"
+        lines.append(f"| {encoding} | {direction} | " + " | ".join(cells) + " |")
+    with open(os.path.join(out, "padding.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+// Whether the padding token's embedding row matters (pelab padding, docs/studies/padding.md):
+// a model's logits at real tokens with padding appended, the row zero, random or huge, with
+// and without the attention mask, against the unpadded logits.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/encodings/position_encoding.h"
+#include "core/model/encoder.h"
+#include "data/task.h"
+
+namespace pelab {
+
+// One setting: the padding row, with or without the attention mask.
+struct PaddingEffect {
+  std::string row;                   // zero | random | huge
+  bool masked = true;
+  double max_logit_change = 0;       // max |logit - unpadded logit| over real tokens and classes
+  double mean_logit_change = 0;      // its mean
+  double changed_predictions = 0;    // share of scored positions whose argmax changed
+};
+
+// model: in eval mode; batch, positions: unpadded examples, (B, T). Appends `pad` padding tokens
+// (positions continuing each row); random is N(0, s^2) with s the table's standard deviation,
+// huge 1000x that row. The padding row is restored afterwards.
+std::vector<PaddingEffect> padding_effects(Encoder& model, const Batch& batch, const Positions& positions, int64_t pad);
+
+}  // namespace pelab
