@@ -10,13 +10,14 @@ fixtures="$source_dir/tests/fixtures/sweeps"
 
 echo "== --gpus 0,1 --runs-per-gpu 2: four at a time, each run on one GPU"
 "$PELAB" sweep "$fixtures/tiny.yaml" --gpus 0,1 --runs-per-gpu 2 | tee placed.txt
-grep -q "4 at a time x 1 threads on GPUs 0, 1 (2 per GPU)" placed.txt
+threads=$(( $(getconf _NPROCESSORS_ONLN) / 4 > 1 ? $(getconf _NPROCESSORS_ONLN) / 4 : 1 ))  # cores / runs at once
+grep -q "4 at a time x $threads threads on GPUs 0, 1 (2 per GPU)" placed.txt
 grep -q "8 of 8 runs complete" placed.txt
 for gpu in 0 1; do grep -q "complete .* on GPU $gpu)" placed.txt; done
 for id in $(cut -f2 sweep-out/runs.tsv | tail -n +2); do
   # the GPU the sweep names is the one the run saw
   gpu=$(grep -o "complete  $id ([0-9]*s on GPU [0-9]*)" placed.txt | grep -o "GPU [0-9]*" | cut -d' ' -f2)
-  grep -q "(CUDA_VISIBLE_DEVICES=$gpu) with 1 threads" "sweep-out/runs/$id/log.txt"
+  grep -q "(CUDA_VISIBLE_DEVICES=$gpu) with $threads threads" "sweep-out/runs/$id/log.txt"
 done
 if "$PELAB" sweep "$fixtures/tiny.yaml" --gpus 0 --jobs 2 2> both.txt; then exit 1; fi
 grep -q "error: --jobs and --gpus" both.txt

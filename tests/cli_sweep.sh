@@ -19,7 +19,8 @@ test ! -e sweep-out  # a dry run writes nothing
 echo "== a grid x zip sweep, 2 at a time"
 "$PELAB" sweep "$fixtures/tiny.yaml" --jobs 2 | tee sweep.txt
 grep -q "8 of 8 runs complete" sweep.txt
-grep -q "1 threads" sweep.txt
+# each run gets cores / jobs threads (a GPU machine's 16 cores: 8)
+grep -q "2 at a time x $(( $(getconf _NPROCESSORS_ONLN) / 2 > 1 ? $(getconf _NPROCESSORS_ONLN) / 2 : 1 )) threads" sweep.txt
 for id in $(cut -f2 sweep-out/runs.tsv | tail -n +2); do test -f "sweep-out/runs/$id/run.h5"; done
 "$PELAB" report sweep-out | tee report.txt
 grep -q "8 of 8 runs complete" report.txt
