@@ -5,7 +5,8 @@
   (whitespace included) in PATH, relative to the repository root.
 - Every relative link ([text](path) or [text](path#anchor)) names a file of the tree, and
   an anchor names a heading of that page (GitHub's slugs).
-- Every page in docs/ is linked from README.md.
+- Every page in docs/ is linked from README.md, and every page of docs/studies/ from
+  docs/studies/README.md (their links are checked too).
 
 Exit 0 when all hold, 1 naming each problem.
 
@@ -40,9 +41,11 @@ def main():
     root = os.path.abspath(parser.parse_args().root)
     readme = os.path.join(root, "README.md")
     docs = sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+    studies_index = os.path.join(root, "docs", "studies", "README.md")
+    studies = sorted(set(glob.glob(os.path.join(root, "docs", "studies", "*.md"))) - {studies_index})
     problems, snippets, links = [], 0, 0
-    linked_from_readme = set()
-    for page in [readme] + docs:
+    linked_from_readme, linked_from_studies = set(), set()
+    for page in [readme] + docs + [studies_index] + studies:
         text = open(page, encoding="utf-8").read()
         name = os.path.relpath(page, root)
         for match in SNIPPET.finditer(text):
@@ -66,11 +69,16 @@ def main():
                 continue
             if page == readme:
                 linked_from_readme.add(path)
+            if page == studies_index:
+                linked_from_studies.add(path)
             if anchor and path.endswith(".md") and anchor not in anchors(path):
                 problems.append(f"{name}: link to {target}: no such heading in {os.path.relpath(path, root)}")
     for page in docs:
         if page not in linked_from_readme:
             problems.append(f"{os.path.relpath(page, root)}: not linked from README.md")
+    for page in studies:
+        if page not in linked_from_studies:
+            problems.append(f"{os.path.relpath(page, root)}: not linked from docs/studies/README.md")
     for problem in problems:
         print(problem)
     if problems:
