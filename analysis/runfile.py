@@ -301,6 +301,15 @@ def sweep_runs(sweep_dir):
     return rows
 
 
+def scheme_name(overrides):
+    """The scheme of a sweep run, from its `encoding` mapping or `encoding.name` axis (None when
+    the run's overrides do not set it)."""
+    if "encoding.name" in overrides:
+        return overrides["encoding.name"]
+    match = re.search(r"\bname:\s*['\"]?([\w-]+)", overrides.get("encoding", ""))
+    return match.group(1) if match else None
+
+
 def group_label(overrides):
     """The axis values of a run but its seed, as `encoding=rope max_length=20`."""
     def label(key):

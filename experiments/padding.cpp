@@ -20,15 +20,23 @@ int command_padding(const PaddingArguments& a, std::ostream& out, std::ostream& 
     RunConfig config = parse_run_config(record.config_yaml, a.run_file + ":/config", {}, scheme_catalog(), task_catalog());
     config.threads = 0;
     config.device = "cpu";
+    config.train.cuda_graphs = "off";  // a run trained with cuda_graphs: on is measured on the CPU
     PreparedRun run = prepare_run(config);
     load_checkpoint(record, a.run_file, *run.model, -1);
     run.model->eval();
     const int64_t length = a.length > 0 ? a.length : config.train.max_length;
+    run.task->check_length(length, false);
     Trainer trainer(config, run.model, *run.task, run.device);
     auto [batch, positions] = trainer.evaluation_examples(length, a.examples, evaluation_data_seed(config.seed, length));
     const int64_t pad = a.pad > 0 ? a.pad : batch.tokens.size(1);
     check_lengths_fit(config, *run.task, *run.model);
-    const auto effects = padding_effects(run.model, batch, positions, pad);
+    std::vector<PaddingEffect> effects;
+    try {
+      effects = padding_effects(run.model, batch, positions, pad);
+    } catch (const c10::Error& e) {  // e.g. a learned table shorter than the padded sequence
+      throw std::runtime_error(fmt::format("length {} with {} padding tokens (--length, --pad): {}", length, pad,
+                                           e.what_without_backtrace()));
+    }
     out << fmt::format("{}: {} ({}), length {} ({} tokens) + {} padding, {} examples\n", a.run_file,
                        config.encoding.name, config.model.causal ? "causal" : "bidirectional", length,
                        batch.tokens.size(1), pad, batch.tokens.size(0));
@@ -52,6 +60,9 @@ int command_padding(const PaddingArguments& a, std::ostream& out, std::ostream& 
   } catch (const ConfigError& e) {
     err << "error: " << e.what() << "\n";
     return 2;
+  } catch (const c10::Error& e) {  // LibTorch's what() carries a C++ backtrace: leave it out
+    err << "error: " << e.what_without_backtrace() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";
     return 1;

@@ -7,18 +7,19 @@
 # docs/studies/NAME/<sweep>.{csv,md,png}; then analysis/studies/NAME.py, when there is one,
 # writes the study's own tables and plots there. docs/studies/NAME/runtime.md has a line per
 # sweep: the runs it made, the minutes they took and the machine.
-# Environment: PELAB (default build/pelab), JOBS (runs at once, default 2).
+# Environment: PELAB (default build/pelab), STUDY_JOBS (runs at once, default 2).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 pelab="${PELAB:-build/pelab}"
-jobs="${JOBS:-2}"
+jobs="${STUDY_JOBS:-2}"
 py=/usr/bin/python3  # Debian's, with h5py and matplotlib
 
 if [ $# -eq 0 ]; then
   set -- $(ls configs/studies | grep -v '^base$' | sed 's/\.yaml$//' | sort -u)
 fi
-cpu=$(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //')
+cpu=$(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
+cpu=${cpu:-$(uname -m)}
 for name in "$@"; do
   study=${name%%/*}
   if [ "$name" != "$study" ] && [ -f "configs/studies/$name.yaml" ]; then files=("configs/studies/$name.yaml")
@@ -32,7 +33,7 @@ for name in "$@"; do
     sweep=$(basename "$file" .yaml)
     listing=$("$pelab" sweep "$file" --dry-run)
     dir=$(head -n 1 <<<"$listing" | sed 's/.* in //')
-    total=$(grep -c '^ *[0-9]' <<<"$listing")
+    total=$(grep -c '^ *[0-9]' <<<"$listing" || true)
     to_run=$(grep -c -E '^ *[0-9]+ +(pending|resumable|failed)' <<<"$listing" || true)
     echo "== study $study: sweep $file -> $dir"
     start=$SECONDS
@@ -43,7 +44,7 @@ for name in "$@"; do
       { grep -v -- "^- $sweep: " "$out/runtime.md" 2>/dev/null || true; echo "$line"; } | sort > "$out/runtime.new"
       mv "$out/runtime.new" "$out/runtime.md"
     fi
-    "$pelab" report "$dir" --format markdown
+    "$pelab" report "$dir" --format markdown || [ $? -eq 1 ]  # 1: some runs failed; the table has the rest
     cp "$dir/report.csv" "$out/$sweep.csv"
     cp "$dir/report.md" "$out/$sweep.md"
     "$py" analysis/plot_lengths.py "$dir" --out "$out/$sweep.png" > /dev/null

@@ -738,6 +738,21 @@ CATCH_TEST_CASE("checkpoint files: a truncated one is refused naming the file, t
   CATCH_CHECK(differences[0] == "train.learning_rate: 0.001 -> 0.002");
 }
 
+CATCH_TEST_CASE("a stored config without keys added since counts them as their defaults", "[trainer]") {
+  auto config = test::tiny_config();
+  std::string stored = to_yaml(config);
+  for (const std::string key : {"  embedding_init_std: 1\n", "  embedding_scale: none\n"}) {
+    const auto at = stored.find(key);
+    CATCH_REQUIRE(at != std::string::npos);
+    stored.erase(at, key.size());  // as a run file written before the key existed
+  }
+  CATCH_CHECK(differences_from_stored("old.h5", stored, config).empty());
+  config.model.embedding_scale = "sqrt_d_model";
+  const auto differences = differences_from_stored("old.h5", stored, config);
+  CATCH_REQUIRE(differences.size() == 1u);
+  CATCH_CHECK(differences[0] == "model.embedding_scale: none -> sqrt_d_model");
+}
+
 CATCH_TEST_CASE("precision: bf16 trains under autocast: the same run within bfloat16's rounding", "[trainer]") {
   set_threads(1);
   for (const char* scheme : {"none", "alibi", "shaw"}) {  // fused path declined, bias, value term

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import select_rows, sweep_runs  # noqa: E402
+from runfile import scheme_name, select_rows, sweep_runs  # noqa: E402
 
 # HF BertModel (transformers' modeling_bert.py): BertEmbeddings always creates position_embeddings
 # (max_position_embeddings x hidden) and adds it only for "absolute"; relative_key(_query) adds
@@ -41,7 +41,7 @@ def main():
         run = r["run"]
         if run is None:
             continue
-        scheme = r["overrides"]["encoding"].split(",")[0].split(":")[1].strip().rstrip("}")
+        scheme = scheme_name(r["overrides"])
         counts = run["parameter_counts"]
         position = sum(v for k, v in counts.items() if k.startswith("position_encoding"))
         trained = run["trained_rows"] or {}

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import select_rows, sweep_runs  # noqa: E402
+from runfile import scheme_name, select_rows, sweep_runs  # noqa: E402
 
 TASKS = ["reverse_string", "duplicate_string", "missing_duplicate_string", "even_pairs", "bucket_sort"]
 ENCODINGS = [("sinusoidal", "sin/cos"), ("rope", "RoPE"), ("alibi", "ALiBi")]
@@ -42,7 +42,7 @@ def collect(root):
         for r in sweep_runs(sweep):
             if r["run"] is None:
                 continue
-            encoding = r["overrides"]["encoding"].split(",")[0].split(":")[1].strip().rstrip("}")
+            encoding = scheme_name(r["overrides"])
             sampler = r["overrides"]["positions.sampler"]
             cells.setdefault((encoding, sampler, task), []).append(beyond_training(r["run"]))
     return cells

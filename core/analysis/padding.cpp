@@ -18,6 +18,7 @@ std::vector<PaddingEffect> padding_effects(Encoder& model, const Batch& batch, c
   const auto reference = model->forward(batch.tokens, batch.padding, positions, batch.segments).logits;  // (B, T, C)
   const Batch padded = batch.padded(pad);
   const Positions padded_positions(continue_positions(positions.query, pad), continue_positions(positions.key, pad));
+  model->encoding().validate_positions(padded_positions);  // a table too short throws here, before the row changes
   const auto real = (~batch.padding).unsqueeze(-1);  // (B, T, 1)
   const auto scored = batch.scored;
   auto table = model->named_parameters()["token_embedding.weight"];  // (V, D)

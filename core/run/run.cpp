@@ -17,7 +17,9 @@
 #include <thread>
 #include <tuple>
 
+#include "core/config/yaml_reader.h"
 #include "core/encodings/position_sampler.h"
+#include "core/encodings/registry.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/kernels/instruction_sets.h"
@@ -169,10 +171,21 @@ PreparedRun prepare_run(const RunConfig& config) {
   return run;
 }
 
+std::vector<std::string> differences_from_stored(const std::string& file, const std::string& stored_yaml,
+                                                 const RunConfig& config) {
+  std::string stored = stored_yaml;
+  try {  // keys added since the file was written take their defaults
+    stored = to_yaml(parse_run_config(stored_yaml, file + ":/config", {}, scheme_catalog(), task_catalog()));
+  } catch (const ConfigError&) {
+    // a key this build no longer knows: compare as written
+  }
+  return config_differences(stored, to_yaml(config));
+}
+
 namespace {
 
 void check_same_config(const std::string& file, const std::string& stored_yaml, const RunConfig& config) {
-  const auto differences = config_differences(stored_yaml, to_yaml(config));
+  const auto differences = differences_from_stored(file, stored_yaml, config);
   if (!differences.empty())
     throw std::runtime_error(file + " was written by a different config (" + join(differences, "; ") +
                              "); resume with the same config, or remove it to start over");

@@ -55,6 +55,12 @@ struct PreparedRun {
 };
 PreparedRun prepare_run(const RunConfig& config);
 
+// What differs between a checkpoint's or run file's stored config (`file`: for messages) and
+// `config`, as config_differences; keys added to pelab since the file was written count as
+// their defaults (model.embedding_scale in a run from before it existed is no difference).
+std::vector<std::string> differences_from_stored(const std::string& file, const std::string& stored_yaml,
+                                                 const RunConfig& config);
+
 // Creates the output directory and writes a probe file there; std::runtime_error otherwise.
 void check_output_writable(const std::string& dir);
 
