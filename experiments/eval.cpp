@@ -8,13 +8,11 @@
 #include <filesystem>
 
 #include "core/config/yaml_reader.h"
-#include "core/encodings/registry.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/run/run.h"
 #include "core/train/stop_signal.h"
 #include "core/train/trainer.h"
-#include "data/task_registry.h"
 #include "experiments/child_processes.h"
 #include "experiments/sweep.h"
 
@@ -26,8 +24,7 @@ namespace {
 
 // The run's config with the arguments' settings in place of its own.
 RunConfig evaluation_config(const EvalArguments& a, const RunRecord& record, const std::string& run_file) {
-  RunConfig config =
-      parse_run_config(record.config_yaml, run_file + ":/config", {}, scheme_catalog(), task_catalog());
+  RunConfig config = stored_run_config(run_file, record.config_yaml);
   config.threads = a.threads;
   config.device = a.device;
   if (!a.sampler.empty()) {

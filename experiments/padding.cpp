@@ -6,18 +6,16 @@
 
 #include "core/analysis/padding.h"
 #include "core/config/yaml_reader.h"
-#include "core/encodings/registry.h"
 #include "core/io/hdf5_store.h"
 #include "core/run/run.h"
 #include "core/train/trainer.h"
-#include "data/task_registry.h"
 
 namespace pelab {
 
 int command_padding(const PaddingArguments& a, std::ostream& out, std::ostream& err) {
   try {
     const RunRecord record = read_run_file(a.run_file);
-    RunConfig config = parse_run_config(record.config_yaml, a.run_file + ":/config", {}, scheme_catalog(), task_catalog());
+    RunConfig config = stored_run_config(a.run_file, record.config_yaml);
     config.threads = 0;
     config.device = "cpu";
     config.train.cuda_graphs = "off";  // a run trained with cuda_graphs: on is measured on the CPU
@@ -29,7 +27,6 @@ int command_padding(const PaddingArguments& a, std::ostream& out, std::ostream& 
     Trainer trainer(config, run.model, *run.task, run.device);
     auto [batch, positions] = trainer.evaluation_examples(length, a.examples, evaluation_data_seed(config.seed, length));
     const int64_t pad = a.pad > 0 ? a.pad : batch.tokens.size(1);
-    check_lengths_fit(config, *run.task, *run.model);
     std::vector<PaddingEffect> effects;
     try {
       effects = padding_effects(run.model, batch, positions, pad);

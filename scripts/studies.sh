@@ -15,17 +15,15 @@ pelab="${PELAB:-build/pelab}"
 jobs="${STUDY_JOBS:-2}"
 py=/usr/bin/python3  # Debian's, with h5py and matplotlib
 
-if [ $# -eq 0 ]; then
-  set -- $(ls configs/studies | grep -v '^base$' | sed 's/\.yaml$//' | sort -u)
-fi
+available=$(ls configs/studies | grep -v '^base$' | sed 's/\.yaml$//' | sort -u)  # base/: their base configs
+if [ $# -eq 0 ]; then set -- $available; fi
 cpu=$(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
 cpu=${cpu:-$(uname -m)}
 for name in "$@"; do
   study=${name%%/*}
-  if [ "$name" != "$study" ] && [ -f "configs/studies/$name.yaml" ]; then files=("configs/studies/$name.yaml")
+  if [ -f "configs/studies/$name.yaml" ]; then files=("configs/studies/$name.yaml")  # NAME.yaml or NAME/SWEEP.yaml
   elif [ -d "configs/studies/$name" ]; then files=(configs/studies/"$name"/*.yaml)
-  elif [ -f "configs/studies/$name.yaml" ]; then files=("configs/studies/$name.yaml")
-  else echo "studies: no study '$name' in configs/studies ($(ls configs/studies | grep -v '^base$' | sed 's/\.yaml$//' | tr '\n' ' '))" >&2; exit 2
+  else echo "studies: no study '$name' in configs/studies ($(tr '\n' ' ' <<<"$available"))" >&2; exit 2
   fi
   out="docs/studies/$study"
   mkdir -p "$out"

@@ -56,20 +56,20 @@ def main():
         print(f"ruoss: no complete runs under {root}", file=sys.stderr)
         return 1
     os.makedirs(out, exist_ok=True)
+    # per cell, in %: mean, std over seeds, best seed
+    stats = {key: (100 * np.mean(v), 100 * np.std(v, ddof=1) if len(v) > 1 else 0.0, 100 * np.max(v))
+             for key, v in cells.items()}
     with open(os.path.join(out, "ruoss.csv"), "w") as f:
         f.write("encoding,sampler,task,seeds,mean,std,best\n")
-        for (encoding, sampler, task), values in sorted(cells.items()):
-            v = np.array(values) * 100
-            f.write(f"{encoding},{sampler},{task},{len(v)},{v.mean():.2f},{v.std(ddof=1) if len(v) > 1 else 0:.2f},"
-                    f"{v.max():.2f}\n")
+        for (encoding, sampler, task), (mean, std, top) in sorted(stats.items()):
+            f.write(f"{encoding},{sampler},{task},{len(cells[encoding, sampler, task])},{mean:.2f},{std:.2f},{top:.2f}\n")
 
     def cell(encoding, sampler, task, best):
-        v = np.array(cells.get((encoding, sampler, task), [])) * 100
-        if len(v) == 0:
+        """(the value, its table text) of a cell: the best seed or the mean +- std; (None, "") when missing."""
+        if (encoding, sampler, task) not in stats:
             return None, ""
-        if best:
-            return v.max(), f"{v.max():.1f}"
-        return v.mean(), f"{v.mean():.1f} ± {v.std(ddof=1) if len(v) > 1 else 0:.1f}"
+        mean, std, top = stats[encoding, sampler, task]
+        return (top, f"{top:.1f}") if best else (mean, f"{mean:.1f} ± {std:.1f}")
 
     lines = []
     for best in (False, True):
@@ -84,9 +84,8 @@ def main():
                 average = f"{np.mean(known):.1f}" if len(known) == len(tasks) else ""
                 name = label if sampler == "contiguous" else f"randomized {label}"
                 lines.append(f"| {name} | " + " | ".join(texts) + f" | {average} |")
-        gains = [cell(e, "randomized", t, best)[0] - cell(e, "contiguous", t, best)[0]
-                 for e, _ in ENCODINGS for t in tasks
-                 if cell(e, "randomized", t, best)[0] is not None and cell(e, "contiguous", t, best)[0] is not None]
+        pairs = [(cell(e, "randomized", t, best)[0], cell(e, "contiguous", t, best)[0]) for e, _ in ENCODINGS for t in tasks]
+        gains = [randomized - plain for randomized, plain in pairs if randomized is not None and plain is not None]
         if gains:
             lines.append("")
             lines.append(f"Randomized minus plain, averaged over {len(gains)} encoding x task pairs: "

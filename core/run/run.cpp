@@ -171,11 +171,15 @@ PreparedRun prepare_run(const RunConfig& config) {
   return run;
 }
 
+RunConfig stored_run_config(const std::string& file, const std::string& stored_yaml) {
+  return parse_run_config(stored_yaml, file + ":/config", {}, scheme_catalog(), task_catalog());
+}
+
 std::vector<std::string> differences_from_stored(const std::string& file, const std::string& stored_yaml,
                                                  const RunConfig& config) {
   std::string stored = stored_yaml;
   try {  // keys added since the file was written take their defaults
-    stored = to_yaml(parse_run_config(stored_yaml, file + ":/config", {}, scheme_catalog(), task_catalog()));
+    stored = to_yaml(stored_run_config(file, stored_yaml));
   } catch (const ConfigError&) {
     // a key this build no longer knows: compare as written
   }

@@ -55,6 +55,11 @@ struct PreparedRun {
 };
 PreparedRun prepare_run(const RunConfig& config);
 
+// The config stored in a run file or checkpoint (`file`: its path, for error messages), as this
+// build resolves it: keys added since it was written take their defaults. ConfigError when it
+// no longer parses.
+RunConfig stored_run_config(const std::string& file, const std::string& stored_yaml);
+
 // What differs between a checkpoint's or run file's stored config (`file`: for messages) and
 // `config`, as config_differences; keys added to pelab since the file was written count as
 // their defaults (model.embedding_scale in a run from before it existed is no difference).
