@@ -1,17 +1,18 @@
 #!/usr/bin/python3
-"""Length-generalization plot of a sweep: accuracy against test length, one line per group
+"""Length-generalization plot of a sweep: accuracy (or loss) against test length, one line per group
 of runs (the sweep's axis values but the seed) with its mean and min-max spread over seeds,
 each group's training max length (dotted) and chance level (dashed) drawn, and the points
 whose evaluation used position-table rows training never updated circled in red.
 
-  /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence] [--method none]
+  /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
       [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N] [--out FILE.png]
 
 Rows are selected as `pelab report` selects them: each run's final step, its own sampler and
 the most samples at each length, unless --step, --sampler (any max length of it unless
 --sampler-max-length) or --samples say otherwise. Writes FILE.png (default:
 SWEEP_DIR/lengths.png) and the plotted numbers as FILE.csv. Reads only the documented
-schema: sweep.h5 and the run files it indexes.
+schema: sweep.h5 and the run files it indexes. --metric loss plots the evaluation loss in nats per
+scored token (as `pelab report --metric loss`; for text, exp(loss) is the per-byte perplexity).
 """
 import argparse
 import os
@@ -27,7 +28,7 @@ from plotting import plot_mean_and_spread, save_figure_and_csv  # noqa: E402
 from runfile import evaluation_settings, group_label, select_rows, sweep_runs, task_name  # noqa: E402
 
 
-def collect(runs, args, key, chance_key):
+def collect(runs, args, key, chance_key, scale):
     """({group label: dict(values, chance: {length: [per seed]}, untrained: lengths, train_min,
     train_max)} of the rows each run's selection gives, [ids of the runs it gives none])."""
     groups, left_out = {}, []
@@ -42,8 +43,8 @@ def collect(runs, args, key, chance_key):
         g["train_min"] = min(g["train_min"], run["train_min_length"])
         g["train_max"] = max(g["train_max"], run["train_max_length"])
         for length, row in selected.items():
-            g["values"].setdefault(length, []).append(100 * row[key])
-            g["chance"].setdefault(length, []).append(100 * row[chance_key])
+            g["values"].setdefault(length, []).append(scale * row[key])
+            g["chance"].setdefault(length, []).append(scale * row[chance_key])
             if row["untrained"]:
                 g["untrained"].add(length)
     return groups, left_out
@@ -63,7 +64,8 @@ def no_rows_message(args, runs):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sweep_dir", help="a sweep directory (pelab sweep's output)")
-    parser.add_argument("--metric", choices=["token", "sequence"], default="token", help="per-token or per-sequence accuracy")
+    parser.add_argument("--metric", choices=["token", "sequence", "loss"], default="token",
+                        help="per-token or per-sequence accuracy, or the loss (nats per scored token)")
     parser.add_argument("--method", default="none", help="evaluation extrapolation method to plot (default none)")
     parser.add_argument("--step", type=int, help="the training step evaluated (default: each run's final step)")
     parser.add_argument("--sampler", choices=["contiguous", "random_offset", "randomized", "cape", "random_float"],
@@ -72,13 +74,16 @@ def main():
     parser.add_argument("--samples", type=int, help="evaluation samples (default: the most at each length)")
     parser.add_argument("--out", help="PNG to write (default SWEEP_DIR/lengths.png); the CSV goes beside it")
     args = parser.parse_args()
-    key = {"token": "per_token_accuracy", "sequence": "per_sequence_accuracy"}[args.metric]
-    chance_key = {"token": "chance_token_accuracy", "sequence": "chance_sequence_accuracy"}[args.metric]
+    key = {"token": "per_token_accuracy", "sequence": "per_sequence_accuracy", "loss": "loss"}[args.metric]
+    chance_key = {"token": "chance_token_accuracy", "sequence": "chance_sequence_accuracy",
+                  "loss": "chance_loss"}[args.metric]
+    loss = args.metric == "loss"
+    scale = 1 if loss else 100  # accuracies in percent
     runs = [r for r in sweep_runs(args.sweep_dir) if r["run"] is not None]
     if not runs:
         print(f"{args.sweep_dir}: no complete runs", file=sys.stderr)
         return 1
-    groups, left_out = collect(runs, args, key, chance_key)
+    groups, left_out = collect(runs, args, key, chance_key, scale)
     if not groups:
         print(f"{args.sweep_dir}: {no_rows_message(args, runs)}", file=sys.stderr)
         return 1
@@ -124,8 +129,12 @@ def main():
                  if v is not None]
     tasks = ", ".join(sorted({task_name(r["run"]) for r in runs}))
     ax.set_xlabel("test length")
-    ax.set_ylabel(f"per-{args.metric} accuracy (%)")
-    ax.set_ylim(0, 100)
+    if loss:
+        ax.set_ylabel("loss (nats per scored token)")
+        ax.set_ylim(bottom=0)
+    else:
+        ax.set_ylabel(f"per-{args.metric} accuracy (%)")
+        ax.set_ylim(0, 100)
     ax.set_title(f"length generalization: {os.path.basename(os.path.normpath(args.sweep_dir))} ({tasks})"
                  + (f"\n{', '.join(selection)}" if selection else ""), fontsize=10)
     ax.legend(handles=ax.get_legend_handles_labels()[0] + proxies, fontsize=8)

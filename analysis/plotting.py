@@ -1,5 +1,6 @@
-"""Shared by the plot scripts: a mean line with its min-max band over seeds, and saving a
-figure together with the plotted numbers as CSV beside it."""
+"""Shared by the plot and study scripts: a mean line with its min-max band over seeds, saving a
+figure together with the plotted numbers as CSV beside it, and writing a markdown text that is
+also printed."""
 import csv
 import os
 
@@ -26,3 +27,10 @@ def save_figure_and_csv(fig, png_path, header, rows, dpi=120):
         writer.writerow(header)
         writer.writerows(rows)
     print(f"wrote {png_path} and {csv_path}")
+
+
+def write_and_print(path, lines):
+    """Writes the lines (joined by newlines, as given) to path and prints them."""
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines))

@@ -301,6 +301,18 @@ def sweep_runs(sweep_dir):
     return rows
 
 
+def complete_runs_of_sweeps(root, names):
+    """(name, row) for every complete run (sweep_runs' rows, loaded) of the sweeps root/NAME, in
+    the order of `names`; a sweep not run yet (no sweep.h5) gives none."""
+    for name in names:
+        sweep = os.path.join(root, name)
+        if not os.path.exists(os.path.join(sweep, "sweep.h5")):
+            continue
+        for r in sweep_runs(sweep):
+            if r["run"] is not None:
+                yield name, r
+
+
 def scheme_name(overrides):
     """The scheme of a sweep run, from its `encoding` mapping or `encoding.name` axis (None when
     the run's overrides do not set it)."""

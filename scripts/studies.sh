@@ -6,7 +6,9 @@
 # stopped), its report (mean +- std over seeds) and its lengths plot, copied to
 # docs/studies/NAME/<sweep>.{csv,md,png}; then analysis/studies/NAME.py, when there is one,
 # writes the study's own tables and plots there. docs/studies/NAME/runtime.md has a line per
-# sweep: the runs it made, the minutes they took and the machine.
+# sweep: the runs it made, the minutes they took and the machine. A sweep file may carry a line
+# "# report: OPTIONS" (e.g. --metric loss): options of both pelab report and plot_lengths.py
+# (--metric, --method, --step, --sampler, --samples) for its table and plot.
 # Environment: PELAB (default build/pelab), STUDY_JOBS (runs at once, default 2).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +31,7 @@ for name in "$@"; do
   mkdir -p "$out"
   for file in "${files[@]}"; do
     sweep=$(basename "$file" .yaml)
+    read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$file")"
     listing=$("$pelab" sweep "$file" --dry-run)
     dir=$(head -n 1 <<<"$listing" | sed 's/.* in //')
     total=$(grep -c '^ *[0-9]' <<<"$listing" || true)
@@ -42,10 +45,10 @@ for name in "$@"; do
       { grep -v -- "^- $sweep: " "$out/runtime.md" 2>/dev/null || true; echo "$line"; } | sort > "$out/runtime.new"
       mv "$out/runtime.new" "$out/runtime.md"
     fi
-    "$pelab" report "$dir" --format markdown || [ $? -eq 1 ]  # 1: some runs failed; the table has the rest
+    "$pelab" report "$dir" --format markdown "${report_options[@]}" || [ $? -eq 1 ]  # 1: some runs failed; the table has the rest
     cp "$dir/report.csv" "$out/$sweep.csv"
     cp "$dir/report.md" "$out/$sweep.md"
-    "$py" analysis/plot_lengths.py "$dir" --out "$out/$sweep.png" > /dev/null
+    "$py" analysis/plot_lengths.py "$dir" "${report_options[@]}" --out "$out/$sweep.png" > /dev/null
   done
   if [ -f "analysis/studies/$study.py" ]; then
     "$py" "analysis/studies/$study.py" "runs/studies/$study" "$out"

@@ -14,6 +14,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from plotting import write_and_print  # noqa: E402
+
 PROBES = ["position_accuracy", "order_accuracy"]
 
 
@@ -36,9 +39,7 @@ def main():
             by_layer = {int(r["layer"]): float(r[probe]) for r in rows if r["group"] == g}
             lines.append(f"| {g} | " + " | ".join(f"{by_layer[L]:.2f}" if L in by_layer else "" for L in layers) + " |")
         lines.append("")
-    with open(os.path.join(out, "probes.md"), "w") as f:
-        f.write("\n".join(lines))
-    print("\n".join(lines))
+    write_and_print(os.path.join(out, "probes.md"), lines)
     return 0
 
 

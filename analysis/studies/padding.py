@@ -19,6 +19,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from runfile import sweep_runs  # noqa: E402
+from plotting import write_and_print  # noqa: E402
 
 
 def main():
@@ -62,9 +63,7 @@ def main():
             cells.append(f"{change:.2g} ({100 * changed:.0f}%)")
         direction = "causal" if causal == "true" else "bidirectional"
         lines.append(f"| {encoding} | {direction} | " + " | ".join(cells) + " |")
-    with open(os.path.join(out, "padding.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_and_print(os.path.join(out, "padding.md"), lines + [""])
     return 0
 
 

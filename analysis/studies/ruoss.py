@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import scheme_name, select_rows, sweep_runs  # noqa: E402
+from runfile import complete_runs_of_sweeps, scheme_name, select_rows  # noqa: E402
+from plotting import write_and_print  # noqa: E402
 
 TASKS = ["reverse_string", "duplicate_string", "missing_duplicate_string", "even_pairs", "bucket_sort"]
 ENCODINGS = [("sinusoidal", "sin/cos"), ("rope", "RoPE"), ("alibi", "ALiBi")]
@@ -35,16 +36,10 @@ def beyond_training(run):
 def collect(root):
     """{(encoding, sampler, task): [beyond-training accuracy per seed]} of the complete runs."""
     cells = {}
-    for task in TASKS:
-        sweep = os.path.join(root, task)
-        if not os.path.exists(os.path.join(sweep, "sweep.h5")):
-            continue
-        for r in sweep_runs(sweep):
-            if r["run"] is None:
-                continue
-            encoding = scheme_name(r["overrides"])
-            sampler = r["overrides"]["positions.sampler"]
-            cells.setdefault((encoding, sampler, task), []).append(beyond_training(r["run"]))
+    for task, r in complete_runs_of_sweeps(root, TASKS):
+        encoding = scheme_name(r["overrides"])
+        sampler = r["overrides"]["positions.sampler"]
+        cells.setdefault((encoding, sampler, task), []).append(beyond_training(r["run"]))
     return cells
 
 
@@ -91,9 +86,7 @@ def main():
             lines.append(f"Randomized minus plain, averaged over {len(gains)} encoding x task pairs: "
                          f"{np.mean(gains):+.1f} points ({sum(g > 0 for g in gains)} of {len(gains)} pairs gain).")
         lines.append("")
-    with open(os.path.join(out, "ruoss.md"), "w") as f:
-        f.write("\n".join(lines))
-    print("\n".join(lines))
+    write_and_print(os.path.join(out, "ruoss.md"), lines)
 
     fig, axes = plt.subplots(1, len(tasks), figsize=(3.2 * len(tasks), 3.2), sharey=True, squeeze=False)
     for ax, task in zip(axes[0], tasks):
