@@ -53,6 +53,7 @@ RunConfig bench_config(const BenchOptions& o, const std::string& scheme, int64_t
   c.model.num_heads = o.num_heads;
   c.model.d_ff = o.d_ff;
   c.model.causal = o.causal;
+  c.model.attention_dropout = o.attention_dropout;
   c.encoding.name = scheme;
   for (const auto& e : scheme_registry())
     if (e.info.name == scheme) c.encoding.options = OptionValues::defaults(e.info.options);
@@ -256,11 +257,11 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
   }
   const bool gpu = device.is_cuda();
   out << fmt::format("pelab bench: training step (forward, backward, Adam) of d_model {}, {} layers, {} heads, "
-                     "d_ff {}, batch {}, {}; median of {} after {} warm-up; each in its own process, `none` right before "
-                     "each scheme, {} round(s); device {}, {}\n",
+                     "d_ff {}, batch {}, {}, attention dropout {}; median of {} after {} warm-up; each in its own "
+                     "process, `none` right before each scheme, {} round(s); device {}, {}\n",
                      options.d_model, options.num_layers, options.num_heads, options.d_ff, options.batch,
-                     options.causal ? "causal" : "bidirectional", options.repeats, options.warmup, options.rounds,
-                     options.device, options.precision);
+                     options.causal ? "causal" : "bidirectional", options.attention_dropout, options.repeats,
+                     options.warmup, options.rounds, options.device, options.precision);
   // a GPU's peak needs a product large enough to fill it (and to outlast the launch)
   const int64_t peak_n = gpu ? 8192 : 1024;
   auto measure_peak = [&] { return matmul_peak_gflops(options.threads, peak_n, options.device, options.precision); };
@@ -325,10 +326,10 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     const double peak_now = remeasure_peak();
     const std::string command = fmt::format(
         "'{}' bench --worker --scheme {} --lengths {} --d-model {} --layers {} --heads {} --d-ff {} --batch {} "
-        "--warmup {} --repeats {} --threads {} --device {} --precision {}{}{} 2>&1",
+        "--warmup {} --repeats {} --threads {} --device {} --precision {} --attention-dropout {}{}{} 2>&1",
         self_executable, scheme, length, options.d_model, options.num_layers, options.num_heads, options.d_ff,
         options.batch, options.warmup, options.repeats, options.threads, options.device, options.precision,
-        options.causal ? " --causal" : "", trace);
+        options.attention_dropout, options.causal ? " --causal" : "", trace);
     BenchResult r;
     r.scheme = scheme;
     r.length = length;

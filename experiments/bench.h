@@ -18,6 +18,7 @@ struct BenchOptions {
   int64_t warmup = 2, repeats = 5, threads = 0;
   int64_t rounds = 1;                      // each: `none` right before every other scheme
   bool causal = false;
+  double attention_dropout = 0.0;          // model.attention_dropout of the trained model
   std::string device = "cpu";              // cpu | cuda | auto: where the workers train
   std::string precision = "fp32";          // fp32 | bf16 (autocast)
   std::string csv;                         // also write the table here

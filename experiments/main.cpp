@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--rounds", bench.rounds, "rounds; each measures none right before every scheme, and x none is "
                         "the median of those paired ratios")->capture_default_str()->check(CLI::PositiveNumber);
   bench_cmd->add_flag("--causal", bench.causal, "causal attention");
+  bench_cmd->add_option("--attention-dropout", bench.attention_dropout, "dropout on the attention probabilities "
+                        "(model.attention_dropout)")->capture_default_str()->check(CLI::Range(0.0, 0.99));
   bench_cmd->add_option("--device", bench.device, "cpu, cuda or auto (cuda when available)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));

@@ -9,9 +9,11 @@ source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py
 config="$source_dir/tests/fixtures/learning.yaml"
-# dropout, randomized positions and a log window that checkpoints cut in the middle
+# dropout (attention dropout: the fused kernel's keys from the generator), randomized positions
+# and a log window that checkpoints cut in the middle
 set_args=(--set train.steps=300 --set train.checkpoint_every=20 --set train.log_every=7 --set threads=1
-          --set model.dropout=0.1 --set positions.sampler=randomized --set positions.max_length=40
+          --set model.dropout=0.1 --set model.attention_dropout=0.1 --set positions.sampler=randomized
+          --set positions.max_length=40
           --set eval.lengths=[4,8] --set eval.samples=64 --set analysis.probes=false)
 train=("$PELAB" train "$config" "${set_args[@]}")  # an array, not a function: "&" must start pelab itself
 

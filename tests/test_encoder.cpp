@@ -2,6 +2,7 @@
 
 #include "core/model/batched_matmul.h"
 #include "core/kernels/attention.h"
+#include "core/model/attention_dropout.h"
 #include "core/model/attention_mask.h"
 #include "core/model/fused_attention.h"
 #include "core/model/flops.h"
@@ -758,4 +759,157 @@ CATCH_TEST_CASE("a scheme's relative rows are checked where they are built, nami
   auto shaw = make_position_encoding("shaw", EncodingContext{32, 4, 2, false}, shaw_options);
   CATCH_CHECK(shaw->context().scheme == "shaw");
   CATCH_CHECK(shaw->checked_relative_rows(q, q, at).value.defined());
+}
+
+namespace {
+// softmax(q k^T s + q . Rq[i - j] s + bias + mask) with dropout's multipliers, times
+// (v + Rv[i - j]), by plain LibTorch operations; query_rows and value_rows (ascending
+// offsets, clipped at clip) may be undefined.
+torch::Tensor reference_dropped_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                          double scale, const torch::Tensor& bias, const AttentionMask& mask,
+                                          const torch::Tensor& query_rows, const torch::Tensor& value_rows, int64_t clip,
+                                          const kernels::AttentionDropout& dropout) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);
+  auto i = torch::arange(T);
+  auto index = (i.view({T, 1}) - i.view({1, T})).clamp(-clip, clip) + clip;  // (T, T)
+  auto embeddings = [&](const torch::Tensor& t) { return t.index_select(0, index.reshape(-1)).view({1, 1, T, T, Dh}); };
+  auto scores = torch::matmul(q, k.transpose(-2, -1));
+  if (query_rows.defined()) scores = scores + (q.unsqueeze(3) * embeddings(query_rows)).sum(-1);
+  scores = scores * scale;
+  if (bias.defined()) scores = scores + bias;
+  if (mask.any()) scores = scores + mask.additive();
+  auto attended = torch::softmax(scores, -1) * attention_dropout_multipliers(B, H, T, T, dropout);
+  auto out = torch::matmul(attended, v);
+  if (value_rows.defined()) out = out + (attended.unsqueeze(-1) * embeddings(value_rows)).sum(3);
+  return out;
+}
+}  // namespace
+
+CATCH_TEST_CASE("fused_attention with dropout equals the reference with the same decisions, values and gradients",
+                "[encoder][dropout]") {
+  // the decisions injected through the key: the reference multiplies its probabilities by
+  // attention_dropout_multipliers of the same key; biases, padding and causal masks, several
+  // query blocks (150), padded probability rows (128), narrow (8) and wide head sizes, and a
+  // relative scheme's query and value rows (Shaw's clipped tables: the attended
+  // probabilities in the value rows' gradient)
+  struct Case {
+    int64_t B, H, T, Dh;
+    bool bias, causal, padding, relative;
+  };
+  const std::vector<Case> cases = {{2, 3, 7, 8, false, false, false, false},  {2, 2, 21, 12, true, false, true, false},
+                                   {1, 2, 150, 8, true, true, true, false},   {2, 2, 128, 32, false, false, true, false},
+                                   {2, 3, 40, 8, false, true, false, true},   {1, 2, 97, 16, true, false, true, true}};
+  for_each_kernel_copy_and_thread_count([&](const std::string& isa, int threads) {
+    for (size_t n = 0; n < cases.size(); ++n) {
+      const auto& c = cases[n];
+      CATCH_CAPTURE(isa, threads, c.B, c.H, c.T, c.Dh, c.bias, c.causal, c.padding, c.relative);
+      torch::manual_seed(c.T);
+      auto q = torch::randn({c.B, c.H, c.T, c.Dh}).requires_grad_(), k = torch::randn({c.B, c.H, c.T, c.Dh}).requires_grad_(),
+           v = torch::randn({c.B, c.H, c.T, c.Dh}).requires_grad_();
+      torch::Tensor bias, query_rows, value_rows;
+      if (c.bias) bias = torch::randn({1, c.H, c.T, c.T}).requires_grad_();
+      const int64_t clip = 3;
+      if (c.relative) {
+        query_rows = torch::randn({2 * clip + 1, c.Dh}).requires_grad_();
+        value_rows = torch::randn({2 * clip + 1, c.Dh}).requires_grad_();
+      }
+      auto padding = torch::zeros({c.B, c.T}, torch::kBool);
+      if (c.padding) padding.index_put_({0, torch::indexing::Slice(c.T - 2)}, true);
+      const AttentionMask mask(padding, c.causal);
+      const double scale = 1.0 / std::sqrt(double(c.Dh));
+      const auto dropout = kernels::attention_dropout(0.3, 1000 + n);
+      RelativeRows rows;
+      if (c.relative) rows = RelativeRows{query_rows, {}, value_rows, {}, {}, clip, {}};
+      auto out = fused_attention(q, k, v, scale, bias, mask, rows, dropout);
+      auto expected = reference_dropped_attention(q, k, v, scale, bias, mask, query_rows, value_rows, clip, dropout);
+      CATCH_CHECK(torch::allclose(out, expected, 1e-5, 4e-6));
+      // dropout changed the output: the same call without it differs
+      CATCH_CHECK(!torch::allclose(out, fused_attention(q, k, v, scale, bias, mask, rows), 1e-3, 1e-3));
+      std::vector<torch::Tensor> inputs = {q, k, v};
+      for (const auto& t : {bias, query_rows, value_rows})
+        if (t.defined()) inputs.push_back(t);
+      check_same_gradients(out, expected, inputs);
+      // packed q, k, v take the same decisions
+      if (!c.relative) {
+        auto packed = torch::stack({q, k, v}).permute({1, 3, 0, 2, 4}).reshape({c.B, c.T, 3 * c.H * c.Dh}).detach();
+        auto packed_out = fused_attention_packed(packed, c.H, scale, bias.defined() ? bias.detach() : bias, mask, {},
+                                                 dropout);
+        CATCH_CHECK(torch::allclose(packed_out, out.detach(), 1e-6, 1e-7));
+      }
+    }
+  });
+}
+
+CATCH_TEST_CASE("attention dropout's decisions: rate p within a binomial bound, independent, taken by the kernel",
+                "[encoder][dropout]") {
+  const int64_t B = 4, H = 8, T = 256, cells = B * H * T * T;  // 2.1M decisions
+  for (double p : {0.1, 0.5, 0.9}) {
+    CATCH_CAPTURE(p);
+    const auto dropout = kernels::attention_dropout(p, 77);
+    CATCH_CHECK(dropout.keep_scale == Approx(1.0 / (1.0 - p)));
+    const auto dropped = (attention_dropout_multipliers(B, H, T, T, dropout) == 0).to(torch::kFloat64);
+    // the rate, and both of two neighbours (along a row, down a column) dropped: p and p^2,
+    // each within 5 standard deviations of a binomial count
+    auto within = [&](const torch::Tensor& both, double rate) {
+      const double sd = std::sqrt(rate * (1 - rate) / both.numel());
+      CATCH_CHECK(std::abs(both.mean().item<double>() - rate) < 5 * sd);
+    };
+    within(dropped, p);
+    within(dropped.slice(-1, 1) * dropped.slice(-1, 0, -1), p * p);
+    within(dropped.slice(-2, 1) * dropped.slice(-2, 0, -1), p * p);
+    // another key, other decisions (agreeing at p^2 + (1 - p)^2 of the cells)
+    const auto other = (attention_dropout_multipliers(B, H, T, T, kernels::attention_dropout(p, 78)) == 0)
+                           .to(torch::kFloat64);
+    within((dropped == other).to(torch::kFloat64), p * p + (1 - p) * (1 - p));
+  }
+  CATCH_CHECK(cells == 2097152);
+  // p = 0: nothing is dropped and the kernel is today's, to the bit
+  const auto none = kernels::attention_dropout(0.0, 77);
+  CATCH_CHECK(!none.active());
+  CATCH_CHECK(torch::all(attention_dropout_multipliers(2, 2, 5, 5, none) == 1).item<bool>());
+  auto x = torch::randn({2, 3, 33, 8});
+  CATCH_CHECK(torch::equal(fused_attention(x, x, x, 0.3, {}, {}, {}, none), fused_attention(x, x, x, 0.3, {}, {})));
+  // the kernel drops exactly the multipliers' zeros: q = k = 0 gives P = 1 / T, and v = I
+  // reads the attended row back, 1 / (T (1 - p)) where kept and 0 where dropped
+  const int64_t t = 40;
+  const auto dropout = kernels::attention_dropout(0.25, 5);
+  const auto zeros = torch::zeros({2, 3, t, t}), identity = torch::eye(t).expand({2, 3, t, t}).contiguous();
+  for_each_kernel_copy_and_thread_count([&](const std::string& isa, int threads) {
+    CATCH_CAPTURE(isa, threads);
+    const auto out = fused_attention(zeros, zeros, identity, 1.0, {}, {}, {}, dropout);
+    CATCH_CHECK(torch::allclose(out * t, attention_dropout_multipliers(2, 3, t, t, dropout), 1e-6, 1e-6));
+  });
+}
+
+CATCH_TEST_CASE("attention dropout: fused and unfused paths drop alike for every scheme; eval mode never drops",
+                "[encoder][dropout]") {
+  Batch b = batch();
+  auto task = test::default_task("reverse_string");
+  for (const auto& mode : test::in_each_mode(variants_for_path_tests())) {
+    CATCH_CAPTURE(mode.label());
+    auto config = test::tiny_config_in_mode(mode.causal);
+    config.model.attention_dropout = 0.3;
+    Encoder model = test::model_for(config, mode.variant, *task);
+    // eval mode: no key drawn (the generator untouched), the logits of the model without dropout
+    torch::manual_seed(5);
+    const auto before = at::detail::getDefaultCPUGenerator().get_state();
+    const auto eval_logits = logits_and_gradients(model, b, false)[0];
+    CATCH_CHECK(torch::equal(at::detail::getDefaultCPUGenerator().get_state(), before));
+    auto without = test::model_for(test::tiny_config_in_mode(mode.causal), mode.variant, *task);
+    CATCH_CHECK(torch::equal(logits_and_gradients(without, b, false)[0], eval_logits));
+    // training mode: the same generator state gives the same keys on either path (attention
+    // maps asked for: the unfused one), and the fused one ran where the scheme has it
+    model->train();
+    torch::manual_seed(5);
+    const int64_t fused_before = fused_attention_forward_count();
+    const auto fused = logits_and_gradients(model, b, false);
+    const int64_t fused_calls = fused_attention_forward_count() - fused_before;
+    torch::manual_seed(5);
+    const auto unfused = logits_and_gradients(model, b, true);
+    CATCH_CHECK(fused_attention_forward_count() - fused_before == fused_calls);  // maps: never fused
+    check_same_logits_and_gradients(fused, unfused);
+    CATCH_CHECK(!torch::allclose(fused[0], eval_logits, 1e-3, 1e-3));  // it dropped something
+    if (mode.variant.scheme == "none" || mode.variant.scheme == "alibi" || mode.variant.scheme == "rope")
+      CATCH_CHECK(fused_calls == config.model.num_layers);
+  }
 }

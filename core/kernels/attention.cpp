@@ -100,14 +100,17 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       float* p = probs + (pair * Tq + i0) * ld_probs;
       for (int64_t i = 0; i < rows; ++i) {
         const int64_t visible = seen.of_query(i0 + i);  // the row's other keys are -inf, exp 0
+        const RowDropout drop{dropout_row_seed(in.dropout.key, pair * Tq + i0 + i), in.dropout.threshold,
+                              in.dropout.keep_scale};
         inverse_sums[i] =
             softmax_padded<T>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
                                                in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, visible, seen.padded,
-                                               p + i * ld_probs);
+                                               p + i * ld_probs, in.dropout.active() ? &drop : nullptr);
         std::fill(p + i * ld_probs + visible, p + i * ld_probs + seen.keys, 0.0f);  // the backward reads them
       }
       // out = p (v + Rv[i - .]): the unnormalized exps from the scores' scratch (in the
-      // cache; the saved copy is not) times (v + Rv), each row then scaled by 1 / its sum
+      // cache; the saved copy is not; with dropout, dropped and rescaled) times (v + Rv),
+      // each row then scaled by 1 / its sum
       float* oi = o + i0 * out.row;
       const Matrix block_exps{scores.data(), ld};
       if (narrow)  // the exps are zero past the row's keys
@@ -157,6 +160,8 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
   std::vector<float> value_columns(Dh * ld, 0.0f), keys, queries(Tq * Dh), offset_queries, grad_outs(Tq * Dh),
       grad_scores(block * ld), grad_values_transposed(Dh * ld), grad_keys_transposed(Dh * ld),
       grad_outs_t(Dh * ldt);
+  // With dropout: a block's P and the attended P m / (1 - p) (restore_dropout)
+  std::vector<float> plain_probs(in.dropout.active() ? block * ld : 0), attended(in.dropout.active() ? block * ld : 0);
   RelativeScratch scratch;
   constexpr bool narrow = Narrow;  // dS k by narrow_product, from k^T's panels
   std::vector<float> key_panels(narrow ? Dh * Tkp : 0);
@@ -213,12 +218,21 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       if (in.value_rows.data)
         add_skewed_product<T>(rows, Dh, grad_out_block, value_columns_relative.for_head(h), value_columns_relative.ld(),
                               query_skew, grad_scores.data(), ld, 1, seen.padded, scratch);
+      // With dropout, what was computed is dA, the gradient of the attended probabilities:
+      // dP = dA m / (1 - p); P and the attended P come from the saved probabilities' signs
+      const int64_t n = seen.keys;
+      const float *p_plain = p, *p_attended = p;  // P (for dS), P m / (1 - p) (for dV, dRv)
+      int64_t ld_plain = ld_probs;
+      if (in.dropout.active()) {
+        restore_dropout<T>(rows, n, seen.padded, p, ld_probs, in.dropout.keep_scale, grad_scores.data(),
+                           plain_probs.data(), attended.data(), ld);
+        p_plain = plain_probs.data(), p_attended = attended.data(), ld_plain = ld;
+      }
       // dS = P * (dP - <P, dP>) row by row (the bias's gradient), then scaled: the factor
       // of every product below; zero from seen.keys to seen.padded (the narrow dQ product
       // reads whole vectors)
-      const int64_t n = seen.keys;
       for (int64_t i = 0; i < rows; ++i) {
-        const float* __restrict pi = p + i * ld_probs;
+        const float* __restrict pi = p_plain + i * ld_plain;
         float* __restrict row = grad_scores.data() + i * ld;
         const float expected = dot<typename T::Vector>(pi, row, n), scale = in.scale;
         if (!grad.bias.data) {
@@ -253,11 +267,12 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
                                scratch);
       }
       // dV = P^T dO, as dV^T += dO^T P (the long rows of P read along their length, not
-      // down its columns); dRv[i - j] += P_ij dO_i
-      add_product<T>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p, ld_probs, grad_values_transposed.data(),
-                              ld, n, &prefetch_next_probs);
+      // down its columns); dRv[i - j] += P_ij dO_i (P: the attended probabilities)
+      const int64_t ld_attended = in.dropout.active() ? ld : ld_probs;
+      add_product<T>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p_attended, ld_attended,
+                     grad_values_transposed.data(), ld, n, &prefetch_next_probs);
       if (in.value_rows.data)
-        add_skewed_weighted<T>(rows, n, {p, ld_probs}, Dh, query_skew, Dh, SkewedRows{},
+        add_skewed_weighted<T>(rows, n, {p_attended, ld_attended}, Dh, query_skew, Dh, SkewedRows{},
                                SkewedOuter{grad_out_rows, Dh, head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh)},
                                scratch);
       // dK = scale dS^T q, as dK^T += q^T dS; key-major with an ascending table (rows read

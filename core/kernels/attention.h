@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "core/kernels/attention_dropout.h"
 #include "core/kernels/instruction_sets.h"  // which copy of the kernels runs
 
 namespace pelab::kernels {
@@ -74,6 +75,11 @@ struct AttentionInputs {
   // block of queries computes the keys its last query sees and no further (forward and
   // backward): at T 512 about 56% of the products a bidirectional pass does.
   bool causal = false;
+  // Attention dropout (attention_dropout.h): the forward drops probabilities of the pair
+  // b * heads + h's query i by the decisions of row pair * Tq + i, and saves them with the
+  // decisions in their sign bits; the backward (given the same dropout) reads them there:
+  //   out_i = sum_j p_ij m_ij / (1 - p) (v_j + Rv[i - j]), m_ij = 0 where dropped, else 1
+  AttentionDropout dropout;
 };
 
 // Where the backward writes. q, k, v: (B, H, T, Dh) views, written (the caller picks the
@@ -102,8 +108,8 @@ struct AttentionGradients {
 int64_t probability_row_stride(int64_t keys);
 
 // Forward for the (batch, head) pairs [begin, end) (pair = b * heads + h). probs:
-// contiguous (B, H, Tq, probability_row_stride(Tk)), written (columns Tk on are not);
-// out: (B, H, Tq, Dh) view, written.
+// contiguous (B, H, Tq, probability_row_stride(Tk)), written (columns Tk on are not; with
+// dropout, the dropped ones negated); out: (B, H, Tq, Dh) view, written.
 void attention_forward(const AttentionDims& dims, int64_t begin, int64_t end, const AttentionInputs& in,
                        float* probs, MutableStrided out);
 

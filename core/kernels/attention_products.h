@@ -377,15 +377,92 @@ PELAB_INLINE void narrow_product_of_width(int64_t Dh, int64_t rows, int64_t dept
     narrow_product<16, Accumulate>(rows, depth, x, ldx, panels, y, ldy);
 }
 
+// One row's attention dropout (core/kernels/attention_dropout.h): the seed of its decisions,
+// the threshold and 1 / (1 - p).
+struct RowDropout {
+  uint32_t seed, threshold;
+  float keep_scale;
+};
+
+// 32-bit unsigned lanes as many as V's: the dropout hash's.
+template <class V>
+struct UnsignedLanesOf {
+  typedef uint32_t Type __attribute__((vector_size(sizeof(V))));
+};
+
+// Negates the dropped ones of row[0, n) (non-negative exps): the probabilities copied from
+// the row then carry the decisions in their sign bits (dropped: negative or -0), which the
+// backward reads (restore_dropout).
+template <class T>
+PELAB_INLINE void mark_dropped(float* __restrict row, int64_t n, const RowDropout& drop) {
+  using V = typename T::Vector;
+  using U = typename UnsignedLanesOf<V>::Type;
+  constexpr int64_t N = T::kWidth;
+  U column;
+  for (int64_t l = 0; l < N; ++l) column[l] = static_cast<uint32_t>(l);
+  const U threshold = U{} + drop.threshold, step = U{} + static_cast<uint32_t>(N);
+  int64_t j = 0;
+  for (; j + N <= n; j += N, column += step) {
+    const V e = load<V>(row + j);
+    store(row + j, dropout_hash(drop.seed, column) >= threshold ? e : -e);
+  }
+  for (; j < n; ++j)
+    if (dropout_hash(drop.seed, static_cast<uint32_t>(j)) < drop.threshold) row[j] = -row[j];
+}
+
+// row[0, np) after mark_dropped and the copy: the kept exps times 1 / (1 - p), the dropped
+// ones 0 (what p v multiplies).
+template <class T>
+PELAB_INLINE void scale_kept(float* __restrict row, int64_t np, float keep_scale) {
+  using V = typename T::Vector;
+  constexpr int64_t N = T::kWidth;
+  for (int64_t j = 0; j < np; j += N) {
+    const V x = load<V>(row + j);
+    store(row + j, x > V{} ? x * keep_scale : V{});
+  }
+}
+
+// The backward's view of a block of saved probabilities with dropout (mark_dropped's signs):
+// plain[i, j] = |saved| (P, for dS), attended[i, j] = P / (1 - p) where kept, else 0 (for
+// dV and the value rows' gradient), and grad[i, j] (dA = dO (v + Rv)^T on entry) becomes
+// dP = dA / (1 - p) where kept, else 0. n columns of `rows` rows; plain and attended have
+// rows ld apart, zero from n to np.
+template <class T>
+PELAB_INLINE void restore_dropout(int64_t rows, int64_t n, int64_t np, const float* __restrict saved, int64_t ld_saved,
+                                  float keep_scale, float* __restrict grad, float* __restrict plain,
+                                  float* __restrict attended, int64_t ld) {
+  using V = typename T::Vector;
+  constexpr int64_t N = T::kWidth;
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* s = saved + i * ld_saved;
+    float *g = grad + i * ld, *p = plain + i * ld, *a = attended + i * ld;
+    int64_t j = 0;
+    for (; j + N <= n; j += N) {
+      const V x = load<V>(s + j), dA = load<V>(g + j);
+      store(p + j, x < V{} ? -x : x);
+      store(a + j, x > V{} ? x * keep_scale : V{});
+      store(g + j, x > V{} ? dA * keep_scale : V{});
+    }
+    for (; j < n; ++j) {
+      p[j] = std::fabs(s[j]);
+      a[j] = s[j] > 0 ? s[j] * keep_scale : 0.0f;
+      g[j] = s[j] > 0 ? g[j] * keep_scale : 0.0f;
+    }
+    std::fill(p + n, p + np, 0.0f);
+    std::fill(a + n, a + np, 0.0f);
+  }
+}
+
 // The softmax of row[0, n) + bias[0, n) + mask[0, n) (either may be null): row becomes the
 // unnormalized exp(x - max x) (padded to np, a multiple of kLanes, with zeros), probs[0, n)
 // the probabilities (by streaming stores: read back only by the backward); returns 1 / the
 // sum, by which the caller scales what it computes from row (the rows of p v: Dh floats,
 // not a third pass over Tk). Passes: the sum with bias and mask and the maximum; exp and its
-// sum; the scaled copy.
+// sum; the scaled copy. With dropout (drop not null), the saved probabilities carry the
+// decisions in their signs and row the dropped and rescaled exps (mark_dropped, scale_kept).
 template <class T>
 PELAB_INLINE float softmax_padded(float* __restrict row, const float* __restrict bias, const float* __restrict mask,
-                                  int64_t n, int64_t np, float* __restrict probs) {
+                                  int64_t n, int64_t np, float* __restrict probs, const RowDropout* drop = nullptr) {
   using V = typename T::Vector;
   constexpr int64_t N = T::kWidth;
   if (bias && mask)
@@ -424,7 +501,9 @@ PELAB_INLINE float softmax_padded(float* __restrict row, const float* __restrict
     sum += e;
   }
   const float inverse = 1.0f / horizontal_sum(sum + other_sum);
+  if (drop) mark_dropped<T>(row, n, *drop);
   copy_streaming<typename T::Stores>(row, probs, n, inverse);
+  if (drop) scale_kept<T>(row, np, drop->keep_scale);
   return inverse;
 }
 

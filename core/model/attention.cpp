@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "core/model/attention_dropout.h"
 #include "core/model/batched_matmul.h"
 #include "core/model/fused_attention.h"
 
@@ -51,10 +52,15 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     record->bias_terms = encoding.score_terms(q, k, hooks);
   }
 
-  // The fused CPU kernel keeps no probabilities for callers and has no dropout; it computes
-  // a value term only from a scheme's relative rows.
-  const bool dropout_active = is_training() && dropout_->options.p() > 0.0;
-  const bool fusable = !record && !dropout_active && fused_attention_supports(q) && !sdpa_on_cpu.load();
+  // The fused CPU kernel keeps no probabilities for callers; it computes a value term only
+  // from a scheme's relative rows. Attention dropout on the CPU: one key from the run's
+  // generator decides the dropped probabilities of the fused and the unfused path alike
+  // (core/model/attention_dropout.h); elsewhere (GPUs, SDPA) LibTorch's own dropout.
+  const double dropout_rate = is_training() ? dropout_->options.p() : 0.0;
+  const bool cpu_dropout = dropout_rate > 0.0 && q.device().is_cpu() && !sdpa_on_cpu.load();
+  const auto dropout = cpu_dropout ? kernels::attention_dropout(dropout_rate, draw_attention_dropout_key())
+                                   : kernels::AttentionDropout();
+  const bool fusable = !record && fused_attention_supports(q) && !sdpa_on_cpu.load();
   const auto relative = fusable ? encoding.checked_relative_rows(q, k, hooks) : RelativeRows();
   const bool fused = fusable && (relative.defined() || !encoding.has_value_term());
   const auto bias = relative.defined() ? relative.bias : encoding.score_bias(q, k, hooks);
@@ -63,8 +69,8 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     // core/model/fused_attention.h, with the scheme's relative rows if any; memory (B, T, H, Dh).
     // Unrotated q, k, v are still the projection's thirds: passed packed, their gradients
     // come back as one (B, T, 3D) tensor, not three that the split's backward concatenates.
-    context = rotated ? fused_attention(q, k, v, encoding.attention_scale(), bias, mask, relative)
-                      : fused_attention_packed(projection, H, encoding.attention_scale(), bias, mask, relative);
+    context = rotated ? fused_attention(q, k, v, encoding.attention_scale(), bias, mask, relative, dropout)
+                      : fused_attention_packed(projection, H, encoding.attention_scale(), bias, mask, relative, dropout);
 #if TORCH_VERSION_MAJOR >= 2
   } else if (!record && !encoding.has_value_term() && (!q.device().is_cpu() || sdpa_on_cpu.load())) {
     // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask
@@ -80,8 +86,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     else if (bias.defined()) additive = bias.to(dtype);
     else if (masked.defined()) additive = masked.to(dtype);
     const auto q_scaled = q * (encoding.attention_scale() * std::sqrt(static_cast<double>(Dh)));
-    context = at::scaled_dot_product_attention(q_scaled, k, v, additive,
-                                               dropout_active ? dropout_->options.p() : 0.0, only_causal);
+    context = at::scaled_dot_product_attention(q_scaled, k, v, additive, dropout_rate, only_causal);
 #endif
   } else {
     // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
@@ -91,7 +96,8 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     auto probs = torch::softmax(scores, -1);
     if (record) record->probs = probs;
 
-    auto attended = dropout_->forward(probs);
+    auto attended = dropout.active() ? probs * attention_dropout_multipliers(B, H, T, T, dropout).to(probs.scalar_type())
+                                     : dropout_->forward(probs);
     context = batch_parallel_matmul(attended, v);
     auto value_term = encoding.value_term(attended, hooks);
     if (value_term.defined()) context = context + value_term;

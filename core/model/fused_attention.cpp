@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 
 #include <array>
+#include <atomic>
 #include <mutex>
 
 #include "core/encodings/heads_layout.h"
@@ -76,7 +77,8 @@ enum RelativeInput { kQueryRows, kKeyRows, kValueRows, kRelativeInputs };
 kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                        double scale, const torch::Tensor& bias, const torch::Tensor& mask,
                                        const std::vector<torch::Tensor>& rows, const torch::Tensor& offset_query,
-                                       int64_t clip, const torch::Tensor& runs, bool causal) {
+                                       int64_t clip, const torch::Tensor& runs, bool causal,
+                                       const kernels::AttentionDropout& dropout) {
   return {strided_view(q),
           strided_view(k),
           strided_view(v),
@@ -90,7 +92,15 @@ kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tens
           clip,
           runs.numel() > 0 ? runs.data_ptr<int32_t>() : nullptr,
           run_count(runs),
-          causal};
+          causal,
+          dropout};
+}
+
+std::atomic<int64_t> forward_count{0};
+
+// The dropout the autograd function's arguments describe (a custom function takes no structs).
+kernels::AttentionDropout dropout_of(int64_t key, int64_t threshold, double keep_scale) {
+  return {static_cast<uint64_t>(key), static_cast<uint32_t>(threshold), static_cast<float>(keep_scale)};
 }
 
 // A zero gradient shaped like a table, or none for an absent (empty) one.
@@ -118,7 +128,8 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
                                const torch::Tensor& mask_in, const torch::Tensor& query_rows_in,
                                const torch::Tensor& key_rows_in, const torch::Tensor& value_rows_in,
                                const torch::Tensor& offset_query_in, const torch::Tensor& runs_in, double scale,
-                               int64_t clip, int64_t packed_heads, bool causal) {
+                               int64_t clip, int64_t packed_heads, bool causal, int64_t dropout_key,
+                               int64_t dropout_threshold, double dropout_keep_scale) {
     const auto split = packed_heads > 0 ? split_packed(q_in, packed_heads) : std::array{q_in, k_in, v_in};
     TORCH_CHECK(split[0].dim() == 4 && split[1].dim() == 4 && split[2].dim() == 4,
                 "fused_attention: q, k, v must be (B, H, T, Dh)");
@@ -137,8 +148,10 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     for (const auto* table : {&query_rows_in, &key_rows_in, &value_rows_in}) rows.push_back(descending_table(*table));
     const auto offset_query = offset_query_in.numel() > 0 ? unit_last_stride(offset_query_in) : offset_query_in;
 
-    const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip, runs, causal);
+    const auto dropout = dropout_of(dropout_key, dropout_threshold, dropout_keep_scale);
+    const auto in = kernel_inputs(q, k, v, scale, bias, mask, rows, offset_query, clip, runs, causal, dropout);
     RECORD_FUNCTION("pelab::fused_attention_forward", std::vector<c10::IValue>());  // for pelab bench --trace
+    ++forward_count;
     auto probs = torch::empty({dims.batch, dims.heads, dims.queries, kernels::probability_row_stride(dims.keys)},
                               q.options());
     auto out = torch::empty({dims.batch, dims.queries, dims.heads, dims.head_dim}, q.options());
@@ -151,6 +164,8 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     context->saved_data["scale"] = scale;
     context->saved_data["clip"] = clip;
     context->saved_data["causal"] = causal;
+    context->saved_data["dropout_threshold"] = dropout_threshold;  // the decisions are in probs' signs
+    context->saved_data["dropout_keep_scale"] = dropout_keep_scale;
     context->saved_data["packed_heads"] = packed_heads;
     context->saved_data["bias_sizes"] = bias_in.sizes().vec();
     context->saved_data["bias_table_sizes"] = bias.defined() ? bias.sizes().vec() : std::vector<int64_t>();
@@ -167,9 +182,11 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     const double scale = context->saved_data["scale"].toDouble();
     const auto grad_out = unit_last_stride(gradients[0]);
     kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+    const auto dropout = dropout_of(0, context->saved_data["dropout_threshold"].toInt(),
+                                    context->saved_data["dropout_keep_scale"].toDouble());
     const auto in =
         kernel_inputs(q, k, v, scale, {}, {}, rows, offset_query, context->saved_data["clip"].toInt(), runs,
-                      context->saved_data["causal"].toBool());
+                      context->saved_data["causal"].toBool(), dropout);
     // q, k, v's gradients in (B, T, H, Dh) memory, as the projection's output has them: the
     // heads merge back into (B, T, D) without a copy; packed, the three are views of the
     // packed input's gradient (no concatenation afterwards)
@@ -237,6 +254,9 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
             torch::Tensor(),
             torch::Tensor(),
             torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
             torch::Tensor()};
   }
 };
@@ -248,7 +268,8 @@ bool fused_attention_supports(const torch::Tensor& q) {
 }
 
 torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double scale,
-                              const torch::Tensor& bias, const AttentionMask& mask, const RelativeRows& relative) {
+                              const torch::Tensor& bias, const AttentionMask& mask, const RelativeRows& relative,
+                              const kernels::AttentionDropout& dropout) {
   TORCH_CHECK(fused_attention_supports(q) && fused_attention_supports(k) && fused_attention_supports(v),
               "fused_attention: q, k and v must be float32 CPU tensors");
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4, "fused_attention: q, k, v must be (B, H, T, Dh)");
@@ -258,11 +279,14 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, co
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
   return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask.padding()), or_absent(relative.query),
                                or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
-                               or_absent(relative.runs), scale, relative.clip, int64_t{0}, mask.causal());
+                               or_absent(relative.runs), scale, relative.clip, int64_t{0}, mask.causal(),
+                               static_cast<int64_t>(dropout.key), static_cast<int64_t>(dropout.threshold),
+                               static_cast<double>(dropout.keep_scale));
 }
 
 torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, double scale, const torch::Tensor& bias,
-                                     const AttentionMask& mask, const RelativeRows& relative) {
+                                     const AttentionMask& mask, const RelativeRows& relative,
+                                     const kernels::AttentionDropout& dropout) {
   TORCH_CHECK(fused_attention_supports(qkv), "fused_attention_packed: qkv must be a float32 CPU tensor");
   const auto q = split_packed(qkv, heads)[0];  // checks the shape
   check_relative_rows(relative, "fused_attention", q.sizes(), q.size(2));
@@ -271,7 +295,10 @@ torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, do
   return FusedAttention::apply(qkv, absent, absent, or_absent(bias), or_absent(mask.padding()),
                                or_absent(relative.query), or_absent(relative.key), or_absent(relative.value),
                                or_absent(relative.offset_query), or_absent(relative.runs), scale, relative.clip, heads,
-                               mask.causal());
+                               mask.causal(), static_cast<int64_t>(dropout.key), static_cast<int64_t>(dropout.threshold),
+                               static_cast<double>(dropout.keep_scale));
 }
+
+int64_t fused_attention_forward_count() { return forward_count.load(); }
 
 }  // namespace pelab

@@ -8,7 +8,7 @@ round: as a researcher would run it, and with OPENBLAS_CORETYPE set to the OpenB
 pelab chose (core/kernels/blas_core.h), which separates pelab's own speed from the BLAS choice.
 With --baseline, a second pelab binary (e.g. before a change) is measured in the same rounds.
 
-  tests/benchmarks/compare.py --shape large --rounds 3 [--threads 2] [--schemes none,rope]
+  tests/benchmarks/compare.py --shape large --rounds 3 [--threads 2] [--schemes none,rope] [--attention-dropout 0.1]
 Shapes: small = Ruoss et al. (d_model 64, 5 layers, 8 heads, d_ff 256, batch 128, T 80);
 large = d_model 256, 4 layers, 8 heads, d_ff 1024, batch 8, T 512; gpu = d_model 512,
 8 layers, 8 heads, d_ff 2048, batch 8, T 2048.
@@ -62,9 +62,12 @@ def main():
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     parser.add_argument("--python", default="/usr/bin/python3", help="the Python with torch for the eager side")
+    parser.add_argument("--attention-dropout", type=float, default=0.0,
+                        help="dropout on the attention probabilities, in both (pelab: model.attention_dropout)")
     args = parser.parse_args()
     s = SHAPES[args.shape]
-    common = shape_args(s, args.threads) + ["--device", args.device, "--precision", args.precision]
+    common = shape_args(s, args.threads) + ["--device", args.device, "--precision", args.precision,
+                                            "--attention-dropout", str(args.attention_dropout)]
     gpu = args.device != "cpu"
     schemes = args.schemes.split(",")
     binaries = {"pelab": args.pelab}
@@ -96,7 +99,8 @@ def main():
                   ", ".join(f"{who} {times[(who, scheme)][-1]:.1f} ms" for who in list(binaries) + eager_kinds),
                   file=sys.stderr, flush=True)
     print(f"shape {args.shape} ({s}), {args.threads} threads, {args.rounds} interleaved rounds; median step ms; "
-          f"device {args.device}, {args.precision}; pelab's OpenBLAS kernels: {blas}")
+          f"device {args.device}, {args.precision}, attention dropout {args.attention_dropout}; "
+          f"pelab's OpenBLAS kernels: {blas}")
     header = ("| scheme | pelab ms | eager ms | speed-up (range) | eager, pelab's BLAS kernels, ms | speed-up (range) |" +
               (" baseline ms | pelab / baseline |" if args.baseline else ""))
     print(header)

@@ -8,7 +8,7 @@ way a researcher would write it in Python, with each scheme as the reference cod
 FIRE). Uses Debian's python3-torch, the same LibTorch 1.13 as pelab.
 
   /usr/bin/python3 tests/benchmarks/torch_eager.py --schemes none,alibi --lengths 80 --d-model 64 \\
-      --layers 5 --heads 8 --d-ff 256 --batch 128 --threads 2
+      --layers 5 --heads 8 --d-ff 256 --batch 128 --threads 2 [--attention-dropout 0.1]
 
 Prints one line per scheme and length: RESULT scheme length median_ms
 
@@ -126,7 +126,7 @@ class Scheme(nn.Module):
 class Block(nn.Module):
     def __init__(self, d_model, heads, d_ff):
         super().__init__()
-        self.heads, self.sdpa = heads, False
+        self.heads, self.sdpa, self.attention_dropout = heads, False, 0.0
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.qkv, self.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
         self.ff_in, self.ff_out = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
@@ -142,9 +142,10 @@ class Block(nn.Module):
             if bias is not None:
                 scores = scores + bias
         if self.sdpa:  # the fused kernels (GPUs): bias as additive mask, scaled by 1/sqrt(Dh)
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=None if bias is None else bias.to(q.dtype))
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=None if bias is None else bias.to(q.dtype),
+                                                     dropout_p=self.attention_dropout if self.training else 0.0)
         else:
-            context = torch.softmax(scores, -1) @ v
+            context = F.dropout(torch.softmax(scores, -1), self.attention_dropout, self.training) @ v
         x = x + self.out(context.transpose(1, 2).reshape(B, T, D))
         return x + self.ff_out(F.gelu(self.ff_in(self.norm2(x))))
 
@@ -174,6 +175,7 @@ def bench(scheme, T, args):
     model = Encoder(scheme, 4, 2, args.d_model, args.layers, args.heads, args.d_ff, max(T, 512)).to(device)
     for block in model.blocks:
         block.sdpa = args.attention == "sdpa"
+        block.attention_dropout = args.attention_dropout
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     half = T // 2
     tokens = torch.cat([torch.randint(2, 4, (args.batch, half)), torch.ones(args.batch, T - half, dtype=torch.long)], 1)
@@ -217,6 +219,7 @@ def train(scheme, args):
                     max(2 * args.max_length, 512)).to(device)
     for block in model.blocks:
         block.sdpa = args.attention == "sdpa"
+        block.attention_dropout = args.attention_dropout
     loss_of = TrainingLoss(model, args.precision == "bf16")
     mark_step = None
     if args.compile:
@@ -299,6 +302,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="cpu or cuda (timed with torch.cuda.synchronize)")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: autocast")
+    parser.add_argument("--attention-dropout", type=float, default=0.0,
+                        help="dropout on the attention probabilities (as pelab's model.attention_dropout)")
     parser.add_argument("--attention", default="math", choices=["math", "sdpa"],
                         help="sdpa: F.scaled_dot_product_attention (the fused GPU kernels)")
     training = parser.add_argument_group("training mode (RESULT_TRAIN scheme steps_per_second)")
