@@ -881,7 +881,7 @@ CATCH_TEST_CASE("attention dropout's decisions: rate p within a binomial bound, 
   });
 }
 
-CATCH_TEST_CASE("attention dropout: fused and unfused paths drop alike for every scheme; eval mode never drops",
+CATCH_TEST_CASE("attention dropout: fused and unfused paths drop alike for every scheme, and eval mode never drops",
                 "[encoder][dropout]") {
   Batch b = batch();
   auto task = test::default_task("reverse_string");

@@ -8,8 +8,8 @@ comparable; their ratios to the training length's value are.
 
   /usr/bin/python3 analysis/studies/alibi.py runs/studies/alibi docs/studies/alibi
 
-Writes OUT/alibi.csv (perplexity per encoding and length: mean of exp(loss) over seeds, its
-std, and the ratio) and OUT/alibi.md (the tables).
+Writes OUT/perplexity.csv (perplexity per encoding and length: mean of exp(loss) over seeds, its
+std, and the ratio) and OUT/perplexity.md (the tables; the sweep's own report is OUT/alibi.md).
 """
 import os
 import sys
@@ -17,23 +17,27 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import scheme_name, select_rows, sweep_runs  # noqa: E402
+from runfile import select_rows, sweep_runs  # noqa: E402
 from plotting import write_and_print  # noqa: E402
 
-ENCODINGS = [("sinusoidal", "sinusoidal"), ("rope", "rotary"), ("t5_bias", "T5 bias"), ("alibi", "ALiBi")]
+# (the sweep's encoding, its label, the paper's row)
+ENCODINGS = [("{name: sinusoidal}", "sinusoidal", "sinusoidal"), ("{name: rope}", "rotary", "rope"),
+             ("{name: t5_bias}", "T5 bias (buckets to 128)", "t5_bias"),
+             ("{name: t5_bias, max_distance: 32}", "T5 bias (buckets to 32)", "t5_bias"),
+             ("{name: alibi}", "ALiBi", "alibi")]
 PUBLISHED_LENGTHS = [512, 1012, 1512, 2512, 3512]  # Table 2, L = 512
 PUBLISHED = {"sinusoidal": [20.05, 43.54, 76.23, 132.41, 178.97], "rope": [20.07, 21.37, 25.99, 31.58, 35.54],
              "t5_bias": [19.65, 18.79, 18.91, 20.41, 22.91], "alibi": [19.73, 18.73, 18.52, 18.41, 18.40]}
 
 
 def collect(sweep):
-    """({encoding: {length: [perplexity per seed]}}, the training length)."""
+    """({the run's encoding override: {length: [perplexity per seed]}}, the training length)."""
     cells, train_length = {}, None
     for r in sweep_runs(sweep):
         if r["run"] is None:
             continue
         train_length = r["run"]["train_max_length"]
-        cell = cells.setdefault(scheme_name(r["overrides"]), {})
+        cell = cells.setdefault(r["overrides"]["encoding"], {})
         for length, row in select_rows(r["run"]).items():
             cell.setdefault(length, []).append(float(np.exp(row["loss"])))
     return cells, train_length
@@ -47,20 +51,20 @@ def main():
         return 1
     os.makedirs(out, exist_ok=True)
     lengths = sorted({L for c in cells.values() for L in c})
-    encodings = [(e, label) for e, label in ENCODINGS if e in cells]
-    mean = {(e, L): np.mean(cells[e][L]) for e, _ in encodings for L in lengths if L in cells[e]}
-    with open(os.path.join(out, "alibi.csv"), "w") as f:
+    encodings = [(e, label, paper) for e, label, paper in ENCODINGS if e in cells]
+    mean = {(e, L): np.mean(cells[e][L]) for e, _, _ in encodings for L in lengths if L in cells[e]}
+    with open(os.path.join(out, "perplexity.csv"), "w") as f:
         f.write("encoding,length,seeds,perplexity_mean,perplexity_std,ratio_to_training_length\n")
-        for e, _ in encodings:
+        for e, label, _ in encodings:
             for L in lengths:
                 if (e, L) in mean:
                     v = cells[e][L]
                     ratio = mean[e, L] / mean[e, train_length] if (e, train_length) in mean else float("nan")
-                    f.write(f"{e},{L},{len(v)},{mean[e, L]:.4f},{np.std(v, ddof=1) if len(v) > 1 else 0:.4f},{ratio:.4f}\n")
+                    f.write(f"{label},{L},{len(v)},{mean[e, L]:.4f},{np.std(v, ddof=1) if len(v) > 1 else 0:.4f},{ratio:.4f}\n")
     seeds = max(len(v) for c in cells.values() for v in c.values())
     lines = [f"Per-byte perplexity on the held-out verse, mean of {seeds} seeds (trained at L = {train_length})", "",
              "| encoding | " + " | ".join(f"L = {L}" for L in lengths) + " |", "|---|" + "---:|" * len(lengths)]
-    for e, label in encodings:
+    for e, label, _ in encodings:
         lines.append(f"| {label} | " + " | ".join(f"{mean[e, L]:.2f}" if (e, L) in mean else "" for L in lengths) + " |")
     multiples = [L / train_length for L in lengths if L > train_length]
     lines += ["", "Perplexity relative to the training length's: pelab at 2, 3, 5, 7 and 16 L; the paper "
@@ -68,13 +72,13 @@ def main():
               "| encoding | " + " | ".join(f"pelab {m:g} L" for m in multiples) + " | "
               + " | ".join(f"paper {L / 512:.0f} L" for L in PUBLISHED_LENGTHS[1:]) + " |",
               "|---|" + "---:|" * (len(multiples) + len(PUBLISHED_LENGTHS) - 1)]
-    for e, label in encodings:
+    for e, label, paper_row in encodings:
         ours = [f"{mean[e, L] / mean[e, train_length]:.2f}" if (e, L) in mean and (e, train_length) in mean else ""
                 for L in lengths if L > train_length]
-        paper = [f"{p / PUBLISHED[e][0]:.2f}" for p in PUBLISHED[e][1:]]
+        paper = [f"{p / PUBLISHED[paper_row][0]:.2f}" for p in PUBLISHED[paper_row][1:]]
         lines.append(f"| {label} | " + " | ".join(ours) + " | " + " | ".join(paper) + " |")
     lines.append("")
-    write_and_print(os.path.join(out, "alibi.md"), lines)
+    write_and_print(os.path.join(out, "perplexity.md"), lines)
     return 0
 
 
