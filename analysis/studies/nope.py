@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from runfile import complete_runs_of_sweeps, scheme_name, select_rows  # noqa: E402
 from plotting import write_and_print  # noqa: E402
 
-TASKS = ["copy", "reverse", "sort", "addition"]
+TASKS = ["copy", "reverse", "addition"]
 ENCODINGS = [("none", "NoPE"), ("t5_bias", "T5 bias"), ("alibi", "ALiBi"), ("rope", "Rotary"),
              ("sinusoidal", "APE (sinusoidal)")]
 PUBLISHED_MRR = {"none": 0.69, "t5_bias": 0.55, "alibi": 0.50, "rope": 0.33, "sinusoidal": 0.22}  # Figure 1
