@@ -100,8 +100,9 @@ PELAB_INLINE void forward_pairs(const AttentionDims& dims, int64_t begin, int64_
       float* p = probs + (pair * Tq + i0) * ld_probs;
       for (int64_t i = 0; i < rows; ++i) {
         const int64_t visible = seen.of_query(i0 + i);  // the row's other keys are -inf, exp 0
-        const RowDropout drop{dropout_row_seed(in.dropout.key, pair * Tq + i0 + i), in.dropout.threshold,
-                              in.dropout.keep_scale};
+        RowDropout drop{};  // the row's seed only when dropout is on (a 64-bit hash per row)
+        if (in.dropout.active())
+          drop = {dropout_row_seed(in.dropout.key, pair * Tq + i0 + i), in.dropout.threshold, in.dropout.keep_scale};
         inverse_sums[i] =
             softmax_padded<T>(scores.data() + i * ld, in.bias.data ? in.bias.at(b, h, i0 + i) : nullptr,
                                                in.mask.data ? in.mask.at(b, h, i0 + i) : nullptr, visible, seen.padded,
@@ -222,17 +223,17 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       // dP = dA m / (1 - p); P and the attended P come from the saved probabilities' signs
       const int64_t n = seen.keys;
       const float *p_plain = p, *p_attended = p;  // P (for dS), P m / (1 - p) (for dV, dRv)
-      int64_t ld_plain = ld_probs;
+      int64_t ld_p = ld_probs;                      // both's row stride
       if (in.dropout.active()) {
         restore_dropout<T>(rows, n, seen.padded, p, ld_probs, in.dropout.keep_scale, grad_scores.data(),
                            plain_probs.data(), attended.data(), ld);
-        p_plain = plain_probs.data(), p_attended = attended.data(), ld_plain = ld;
+        p_plain = plain_probs.data(), p_attended = attended.data(), ld_p = ld;
       }
       // dS = P * (dP - <P, dP>) row by row (the bias's gradient), then scaled: the factor
       // of every product below; zero from seen.keys to seen.padded (the narrow dQ product
       // reads whole vectors)
       for (int64_t i = 0; i < rows; ++i) {
-        const float* __restrict pi = p_plain + i * ld_plain;
+        const float* __restrict pi = p_plain + i * ld_p;
         float* __restrict row = grad_scores.data() + i * ld;
         const float expected = dot<typename T::Vector>(pi, row, n), scale = in.scale;
         if (!grad.bias.data) {
@@ -268,11 +269,10 @@ PELAB_INLINE void backward_pairs(const AttentionDims& dims, int64_t begin, int64
       }
       // dV = P^T dO, as dV^T += dO^T P (the long rows of P read along their length, not
       // down its columns); dRv[i - j] += P_ij dO_i (P: the attended probabilities)
-      const int64_t ld_attended = in.dropout.active() ? ld : ld_probs;
-      add_product<T>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p_attended, ld_attended,
-                     grad_values_transposed.data(), ld, n, &prefetch_next_probs);
+      add_product<T>(Dh, rows, Matrix{grad_out_rows, Dh}.transposed(), p_attended, ld_p, grad_values_transposed.data(),
+                     ld, n, &prefetch_next_probs);
       if (in.value_rows.data)
-        add_skewed_weighted<T>(rows, n, {p_attended, ld_attended}, Dh, query_skew, Dh, SkewedRows{},
+        add_skewed_weighted<T>(rows, n, {p_attended, ld_p}, Dh, query_skew, Dh, SkewedRows{},
                                SkewedOuter{grad_out_rows, Dh, head_rows(grad.value_rows, in.value_rows, h, table_rows, Dh)},
                                scratch);
       // dK = scale dS^T q, as dK^T += q^T dS; key-major with an ascending table (rows read
