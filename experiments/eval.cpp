@@ -83,18 +83,21 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
       if (kept_already(record.evaluation, wanted)) continue;
       added.evaluation.push_back(trainer.evaluate_length(length, config.eval.samples, method));
     }
+  // maps and probes under the one method --extrapolation names (checked by command_eval), else none
+  const std::string analysis_method = a.extrapolation.size() == 1 ? a.extrapolation.front() : "none";
   for (int64_t length : a.probes) {
     ProbeResult wanted;
     wanted.length = length;
+    wanted.method = analysis_method;
     if (kept_already(record.probes, wanted)) continue;
     trainer.stop_if_requested();
-    const auto probes = trainer.probes(length);
+    const auto probes = trainer.probes(length, analysis_method);
     ++probed;
     added.probes.insert(added.probes.end(), probes.begin(), probes.end());
   }
   for (int64_t length : a.attention_lengths) {
     trainer.stop_if_requested();
-    added.attention_maps.push_back(trainer.attention_maps(length, a.attention_examples));
+    added.attention_maps.push_back(trainer.attention_maps(length, a.attention_examples, analysis_method));
   }
   trainer.stop_if_requested();
   if (!added.evaluation.empty() || !added.probes.empty() || !added.attention_maps.empty())
@@ -106,9 +109,9 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
     out << format_evaluation_table(added.evaluation, config.train.max_length, run.task->models_text());
   }
   for (const auto& m : added.attention_maps)
-    out << fmt::format("{}: /attention/length_{}: {} examples x {} layers x {} heads x {} x {} ({})\n", run_file,
-                       m.length, m.probs.size(0), m.probs.size(1), m.probs.size(2), m.probs.size(3),
-                       m.probs.size(4), a.float32 ? "float32" : "float16");
+    out << fmt::format("{}: /attention/length_{}: {} examples x {} layers x {} heads x {} x {} ({}, extrapolation {})\n",
+                       run_file, m.length, m.probs.size(0), m.probs.size(1), m.probs.size(2), m.probs.size(3),
+                       m.probs.size(4), a.float32 ? "float32" : "float16", m.method);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return fmt::format("added {} evaluation rows, probes at {} lengths, {} attention maps{} ({:.1f}s)",
                      added.evaluation.size(), probed, added.attention_maps.size(),
@@ -193,6 +196,11 @@ int evaluate_sweep(const EvalArguments& a, const std::string& pelab, std::ostrea
 }  // namespace
 
 int command_eval(const EvalArguments& a, const std::string& pelab, std::ostream& out, std::ostream& err) {
+  if (a.extrapolation.size() > 1 && (!a.probes.empty() || !a.attention_lengths.empty())) {
+    err << "error: --probes and --attention-lengths are made under one extrapolation method; --extrapolation names "
+        << a.extrapolation.size() << " (run pelab eval once per method)\n";
+    return 2;
+  }
   if (fs::is_directory(a.target) && !fs::exists(a.target + "/runs.tsv") &&
       fs::exists(a.target + "/" + schema::kRunFileName)) {
     err << "error: " << a.target << " is a run's folder, not a sweep directory: give " << a.target << "/"

@@ -77,13 +77,35 @@ int main(int argc, char** argv) {
       "sweep", "run a sweep (schemes x tasks x lengths x seeds) locally in parallel, or as a Slurm job array");
   sweep_cmd->add_option("sweep", sweep.sweep_path, "sweep file (YAML), e.g. configs/sweeps/quickstart.yaml")
       ->required();
-  sweep_cmd->add_option("--jobs,-j", sweep.jobs, "runs at once")->capture_default_str()->check(CLI::PositiveNumber)
+  sweep_cmd->add_option("--jobs,-j", sweep.jobs, "processes at once (each trains --runs-per-process runs)")
+      ->capture_default_str()->check(CLI::PositiveNumber)
       ->each([&sweep](const std::string&) { sweep.jobs_set = true; });
-  sweep_cmd->add_option("--gpus", sweep.gpus, "place the runs on these GPUs (each run gets CUDA_VISIBLE_DEVICES "
+  sweep_cmd->add_option("--gpus", sweep.gpus, "place the runs on these GPUs (each process gets CUDA_VISIBLE_DEVICES "
                         "of one), --runs-per-gpu on each at once")->delimiter(',')->check(CLI::NonNegativeNumber);
-  sweep_cmd->add_option("--runs-per-gpu", sweep.runs_per_gpu, "with --gpus: runs side by side on each GPU")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
-  sweep_cmd->add_option("--threads", sweep.threads, "threads per run (default: cores / jobs)");
+  sweep_cmd->add_option_function<std::string>(
+      "--runs-per-gpu",
+      [&sweep](const std::string& value) {
+        if (value == "auto") {
+          sweep.runs_per_gpu_auto = true;
+          sweep.runs_per_gpu = pelab::kAutoRunsPerGpu;
+        } else {
+          sweep.runs_per_gpu = std::stoll(value);
+        }
+      },
+      "with --gpus: runs at once on each GPU, packed in one process per GPU unless --runs-per-process says "
+      "otherwise; auto: " + std::to_string(pelab::kAutoRunsPerGpu))
+      ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 1024));
+  sweep_cmd->add_option("--runs-per-process", sweep.runs_per_process, "runs trained in one process, each on its own "
+                        "thread (and CUDA stream); default 1, or --runs-per-gpu with --gpus")
+      ->check(CLI::Range(1, 1024));
+  sweep_cmd->add_flag("--in-process", sweep.in_process, "internal: train the --run-index runs in this process")
+      ->group("");
+  sweep_cmd->add_option("--set", sweep.set, "KEY=VALUE added to the sweep file's set for every run, after it "
+                        "(repeatable; give the same again to resume the sweep)")
+      ->type_name("KEY=VALUE")->allow_extra_args(false);
+  sweep_cmd->add_option("--output", sweep.output, "the sweep's folder, instead of the sweep file's output")
+      ->check(non_empty_path);
+  sweep_cmd->add_option("--threads", sweep.threads, "threads per run (default: cores / runs at once)");
   sweep_cmd->add_flag("--dry-run", sweep.dry_run, "list the runs, their ids and state; run nothing");
   sweep_cmd->add_option("--run-index", sweep.run_indices, "run only these runs, side by side (what a Slurm array "
                         "task does)")->delimiter(',')->check(CLI::NonNegativeNumber);
@@ -174,8 +196,14 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str()
       ->check(CLI::IsMember({"token", "sequence", "loss"}));
   report_cmd->add_option("--aggregate", report.aggregate, "over seeds: mean (+- std), median [interquartile "
-                         "range], max (the best seed [the worst])")->capture_default_str()
-      ->check(CLI::IsMember({"mean", "median", "max"}));
+                         "range], median-ci (median [95% bootstrap interval]), max (the best seed [the worst])")
+      ->capture_default_str()->check(CLI::IsMember({"mean", "median", "median-ci", "max"}));
+  report_cmd->add_option("--pool", report.pool, "axis keys pooled with the seeds, e.g. train.learning_rate (with "
+                         "--aggregate max: the best over seeds and learning rates, as Ruoss et al. report)")
+      ->delimiter(',');
+  report_cmd->add_option("--learned", report.learned, "a run below this per-token accuracy (a fraction) at its "
+                         "training lengths has not learned its task: flagged, its values beyond training left out")
+      ->check(CLI::NonNegativeNumber);
   report_cmd->add_option("--success", report.success, "also count the seeds at or above this accuracy (a fraction, "
                          "e.g. 0.9; loss: at or below) per cell, as k/n")->check(CLI::NonNegativeNumber);
   report_cmd->add_option("--format", report.format, "what is printed: text, markdown, csv or latex (report.csv "

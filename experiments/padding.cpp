@@ -37,21 +37,23 @@ int command_padding(const PaddingArguments& a, std::ostream& out, std::ostream& 
     out << fmt::format("{}: {} ({}), length {} ({} tokens) + {} padding, {} examples\n", a.run_file,
                        config.encoding.name, config.model.causal ? "causal" : "bidirectional", length,
                        batch.tokens.size(1), pad, batch.tokens.size(0));
-    out << fmt::format("{:>8} {:>8} {:>18} {:>18} {:>20}\n", "row", "mask", "max |logit change|",
-                       "mean |logit change|", "changed predictions");
+    out << fmt::format("{:>8} {:>8} {:>18} {:>18} {:>20} {:>16}\n", "row", "mask", "max |logit change|",
+                       "mean |logit change|", "changed predictions", "within rounding");
     std::ofstream csv;
     if (!a.csv.empty()) {
       csv.open(a.csv);
       if (!csv) throw std::runtime_error("cannot write " + a.csv);
-      csv << "run,encoding,causal,length,pad,row,masked,max_logit_change,mean_logit_change,changed_predictions\n";
+      csv << "run,encoding,causal,length,pad,row,masked,max_logit_change,mean_logit_change,changed_predictions,"
+             "largest_logit,within_rounding\n";
     }
     for (const auto& e : effects) {
-      out << fmt::format("{:>8} {:>8} {:>18.3g} {:>18.3g} {:>19.2f}%\n", e.row, e.masked ? "on" : "off",
-                         e.max_logit_change, e.mean_logit_change, 100 * e.changed_predictions);
+      out << fmt::format("{:>8} {:>8} {:>18.3g} {:>18.3g} {:>19.2f}% {:>16}\n", e.row, e.masked ? "on" : "off",
+                         e.max_logit_change, e.mean_logit_change, 100 * e.changed_predictions,
+                         e.within_rounding ? "yes" : "no");
       if (csv.is_open())
-        csv << fmt::format("{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g}\n", a.run_file, config.encoding.name,
+        csv << fmt::format("{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{}\n", a.run_file, config.encoding.name,
                            config.model.causal, length, pad, e.row, e.masked, e.max_logit_change, e.mean_logit_change,
-                           e.changed_predictions);
+                           e.changed_predictions, e.largest_logit, e.within_rounding);
     }
     return 0;
   } catch (const ConfigError& e) {

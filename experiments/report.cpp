@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -24,7 +25,8 @@ struct Line {
   int64_t train_min = 0, train_max = 0;
   std::map<int64_t, std::vector<double>> values, chance;  // per test length, over seeds
   std::map<int64_t, std::set<std::string>> untrained;     // EvalResult::untrained texts
-  std::vector<std::map<int64_t, double>> seeds;            // each seed's values by length
+  std::vector<std::map<int64_t, double>> seeds;            // each seed's values by length (a run
+                                                           //   that has not learned: within training only)
   std::vector<int64_t> summary_lengths;  // beyond training, and evaluated for every seed
   std::vector<double> summary;           // per seed: the mean over summary_lengths
 };
@@ -32,6 +34,7 @@ struct Line {
 struct Aggregate {
   double value = NAN;  // what the cell shows: the mean, median or max
   double mean = NAN, std = 0, median = NAN, q1 = NAN, q3 = NAN, min = NAN, max = NAN;
+  double ci_low = NAN, ci_high = NAN;  // the median's 95% bootstrap interval (n >= 2)
   size_t n = 0;
   size_t successes = 0;
 };
@@ -64,8 +67,24 @@ Aggregate aggregate_of(std::vector<double> values, const ReportArguments& a) {
   g.q3 = quantile(values, 0.75);
   g.min = values.front();
   g.max = values.back();
+  if (g.n >= 2) {
+    // the median's 95% percentile-bootstrap interval: 2000 resamples of the values, seeded, so
+    // that a report repeats
+    std::mt19937_64 rng(20261126);
+    std::uniform_int_distribution<size_t> pick(0, g.n - 1);
+    std::vector<double> medians, resample(g.n);
+    for (int b = 0; b < 2000; ++b) {
+      for (auto& x : resample) x = values[pick(rng)];
+      std::sort(resample.begin(), resample.end());
+      medians.push_back(quantile(resample, 0.5));
+    }
+    std::sort(medians.begin(), medians.end());
+    g.ci_low = quantile(medians, 0.025);
+    g.ci_high = quantile(medians, 0.975);
+  }
   const bool loss = a.metric == "loss";
-  g.value = a.aggregate == "median" ? g.median : a.aggregate == "max" ? (loss ? g.min : g.max) : g.mean;
+  const bool median = a.aggregate == "median" || a.aggregate == "median-ci";
+  g.value = median ? g.median : a.aggregate == "max" ? (loss ? g.min : g.max) : g.mean;
   if (a.success >= 0) {
     const double threshold = loss ? a.success : 100 * a.success;  // accuracies are shown in percent
     for (double x : values) g.successes += loss ? x <= threshold : x >= threshold;
@@ -79,6 +98,9 @@ std::string format_cell(const Aggregate& g, const ReportArguments& a) {
   auto number = [&](double x) { return fmt::format(loss ? "{:.3f}" : "{:.1f}", x); };
   std::string text;
   if (a.aggregate == "median") text = fmt::format("{} [{}-{}]", number(g.median), number(g.q1), number(g.q3));
+  else if (a.aggregate == "median-ci")
+    text = g.n >= 2 ? fmt::format("{} [{}, {}]", number(g.median), number(g.ci_low), number(g.ci_high))
+                    : number(g.median);
   else if (a.aggregate == "max") text = fmt::format("{} [{}]", number(g.value), number(loss ? g.max : g.min));
   else text = fmt::format("{} +- {}", number(g.mean), number(g.std));
   text += fmt::format(" ({})", g.n);
@@ -87,8 +109,8 @@ std::string format_cell(const Aggregate& g, const ReportArguments& a) {
 }
 
 // "encoding.name=rope seed=1 eval.lengths=[5, 10]" -> "encoding=rope lengths=[5, 10]": the
-// axis values but the seed, labelled as in run ids.
-std::string without_seed(const std::string& overrides) {
+// axis values but the seed and the `pooled` keys, labelled as in run ids.
+std::string without_seed(const std::string& overrides, const std::vector<std::string>& pooled) {
   std::vector<std::string> items;  // split before each "key=" (values may hold spaces: [5, 10])
   std::istringstream in(overrides);
   std::string word;
@@ -101,7 +123,8 @@ std::string without_seed(const std::string& overrides) {
   std::string out;
   for (const auto& item : items) {
     const auto eq = item.find('=');
-    if (item.substr(0, eq) == "seed") continue;
+    const std::string key = item.substr(0, eq);
+    if (key == "seed" || std::find(pooled.begin(), pooled.end(), key) != pooled.end()) continue;
     out += (out.empty() ? "" : " ") + axis_label(item.substr(0, eq)) + item.substr(eq);
   }
   return out.empty() ? "(base)" : out;
@@ -149,6 +172,10 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     err << "error: --success is a share of accuracy, at most 1 (0.9 for 90%)\n";
     return 2;
   }
+  if (a.learned > 1) {
+    err << "error: --learned is a share of per-token accuracy, at most 1 (0.9 for 90%)\n";
+    return 2;
+  }
   std::vector<SweepDirectoryRun> runs;
   try {
     runs = sweep_directory_runs(a.sweep_dir);
@@ -161,6 +188,15 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   std::vector<std::string> problems;
   std::set<std::string> settings_there;  // what the runs have, for an empty selection's message
   int64_t complete = 0, without_rows = 0;
+  std::vector<std::string> not_learned;  // --learned: "run [method]" below the threshold
+  std::ostringstream per_run;            // report_runs.csv
+  per_run << "run,group,overrides,method,length,beyond_training,per_token_accuracy,per_sequence_accuracy,loss,"
+             "chance_token_accuracy,chance_sequence_accuracy,chance_loss,samples,train_min_length,train_max_length,"
+             "train_steps,in_distribution_token_accuracy,learned\n";
+  auto quoted_csv = [](std::string text) {
+    for (size_t at = 0; (at = text.find('"', at)) != std::string::npos; at += 2) text.insert(at, 1, '"');
+    return "\"" + text + "\"";
+  };
   for (const auto& run : runs) {
     if (run.state != "complete") {
       problems.push_back(run.state == "failed" ? fmt::format("  {} failed: {}\n", run.id, run.error)
@@ -184,7 +220,26 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     const auto rows = selected_rows(record, a);
     if (rows.empty()) ++without_rows;
     for (const auto& [method, by_length] : rows) {
-      const std::string group = without_seed(run.overrides);
+      const std::string group = without_seed(run.overrides, a.pool);
+      // in-distribution: the mean per-token accuracy at the evaluated lengths within training
+      double in_range_sum = 0;
+      int64_t in_range = 0;
+      for (const auto& [length, row] : by_length)
+        if (length >= record.train_min_length && length <= record.train_max_length)
+          in_range_sum += row.per_token_accuracy, ++in_range;
+      const double in_distribution = in_range ? in_range_sum / in_range : NAN;
+      const bool judged = a.learned >= 0 && in_range > 0;
+      const bool learned = !judged || in_distribution >= a.learned;
+      if (!learned) not_learned.push_back(fmt::format("{} [{}] {:.1f}%", run.id, method, 100 * in_distribution));
+      for (const auto& [length, row] : by_length)
+        per_run << fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n",
+                               run.id, quoted_csv(group), quoted_csv(run.overrides), method, length,
+                               length > record.train_max_length ? 1 : 0, row.per_token_accuracy,
+                               row.per_sequence_accuracy, row.loss, row.chance_token_accuracy,
+                               row.chance_sequence_accuracy, row.chance_loss, row.samples, record.train_min_length,
+                               record.train_max_length, record.train_steps,
+                               in_range ? fmt::format("{:.9g}", in_distribution) : "",
+                               judged ? (learned ? "1" : "0") : "");
       auto line = std::find_if(lines.begin(), lines.end(),
                                [&](const Line& l) { return l.group == group && l.method == method; });
       if (line == lines.end()) {
@@ -195,6 +250,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       line->train_max = std::max(line->train_max, record.train_max_length);
       std::map<int64_t, double> seed;
       for (const auto& [length, row] : by_length) {
+        if (!learned && length > record.train_max_length) continue;  // generalization of what was not learned
         lengths.insert(length);
         seed[length] = metric_of(row, a.metric, false);
         line->values[length].push_back(seed[length]);
@@ -210,14 +266,18 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     return 1;
   }
   // the summary: each seed's mean over the lengths beyond training that every seed has, so
-  // that seeds (and lines) average the same lengths
+  // that seeds (and lines) average the same lengths (seeds that have not learned: left out)
   for (auto& line : lines) {
-    for (const auto& [length, value] : line.seeds.front())
+    std::vector<std::map<int64_t, double>> beyond;  // the seeds with values beyond training
+    for (const auto& seed : line.seeds)
+      if (!seed.empty() && seed.rbegin()->first > line.train_max) beyond.push_back(seed);
+    if (beyond.empty()) continue;
+    for (const auto& [length, value] : beyond.front())
       if (length > line.train_max &&
-          std::all_of(line.seeds.begin(), line.seeds.end(), [&](const auto& s) { return s.count(length) > 0; }))
+          std::all_of(beyond.begin(), beyond.end(), [&](const auto& s) { return s.count(length) > 0; }))
         line.summary_lengths.push_back(length);
     if (line.summary_lengths.empty()) continue;
-    for (const auto& seed : line.seeds) {
+    for (const auto& seed : beyond) {
       double sum = 0;
       for (int64_t L : line.summary_lengths) sum += seed.at(L);
       line.summary.push_back(sum / line.summary_lengths.size());
@@ -248,15 +308,16 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   std::vector<std::vector<std::string>> table;
   std::ostringstream csv;
   csv << "group,method,train_min_length,train_max_length,length,beyond_training,metric,aggregate,value,mean,std,"
-         "median,q1,q3,min,max,seeds,success_threshold,success_share,chance,untrained\n";
+         "median,q1,q3,min,max,seeds,success_threshold,success_share,chance,untrained,ci_low,ci_high\n";
   auto csv_row = [&](const Line& line, const std::string& length, bool beyond, const Aggregate& g, double chance,
                      bool untrained) {
-    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{}\n",
+    csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{},"
+                       "{:.6g},{:.6g}\n",
                        line.group, line.method, line.train_min, line.train_max, length, beyond ? 1 : 0, a.metric,
                        a.aggregate, g.value, g.mean, g.std, g.median, g.q1, g.q3, g.min, g.max, g.n,
                        a.success >= 0 ? fmt::format("{}", a.success) : "",
                        a.success >= 0 ? fmt::format("{:.6g}", double(g.successes) / g.n) : "", chance,
-                       untrained ? 1 : 0);
+                       untrained ? 1 : 0, g.ci_low, g.ci_high);
   };
   for (const auto& line : lines) {
     std::vector<std::string> cells = {several_methods ? line.group + " [" + line.method + "]" : line.group,
@@ -304,10 +365,12 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   const std::string what = a.metric == "token"      ? "per-token accuracy (%)"
                            : a.metric == "sequence" ? "per-sequence accuracy (%)"
                                                     : "loss (nats per scored token)";
-  const std::string how = a.aggregate == "median" ? "median [interquartile range] over seeds (n)"
-                          : a.aggregate == "max"  ? (loss ? "best (lowest) [highest] of the seeds (n)"
-                                                          : "best of the seeds [worst] (n)")
-                                                  : "mean +- std over seeds (n)";
+  const std::string over = a.pool.empty() ? "seeds" : "seeds x " + join(a.pool, " x ");
+  const std::string how = a.aggregate == "median"      ? "median [interquartile range] over " + over + " (n)"
+                          : a.aggregate == "median-ci" ? "median [95% bootstrap interval] over " + over + " (n)"
+                          : a.aggregate == "max"       ? (loss ? "best (lowest) [highest] of the " + over + " (n)"
+                                                               : "best of the " + over + " [worst] (n)")
+                                                       : "mean +- std over " + over + " (n)";
   std::vector<std::string> notes;
   notes.push_back(fmt::format("{}: {}, {}; {} of {} runs complete", a.sweep_dir, what, how, complete, runs.size()));
   notes.push_back(fmt::format("rows at {}, positions {}{}{}", a.step >= 0 ? fmt::format("step {}", a.step) : "the final step",
@@ -320,6 +383,11 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     notes.push_back(fmt::format("k/n: seeds {} {}", loss ? "at or below" : "at or above",
                                 loss ? fmt::format("{}", a.success) : fmt::format("{}%", 100 * a.success)));
   notes.push_back("chance: the best input-independent prediction");
+  if (a.learned >= 0)
+    notes.push_back(fmt::format("{} run(s) had not learned their training range (per-token accuracy below {}% at "
+                                "the training lengths): their values beyond it are left out{}",
+                                not_learned.size(), 100 * a.learned,
+                                not_learned.empty() ? "" : " (" + join(not_learned) + ")"));
   if (!untrained_schemes.empty())
     notes.push_back(fmt::format("!: some seed used position-table rows ({}) that no training step updated; which "
                                 "rows: analysis/summarize_run.py RUN.h5",
@@ -377,11 +445,14 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   try {
     write_file_atomically(a.sweep_dir + "/report.csv", csv.str(), "the report");
     write_file_atomically(a.sweep_dir + "/report.md", md.str(), "the report");
+    write_file_atomically(a.sweep_dir + "/report_runs.csv", per_run.str(), "the per-run values");
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";
     return 1;
   }
-  if (a.format == "text") out << "wrote " << a.sweep_dir << "/report.csv, " << a.sweep_dir << "/report.md\n";
+  if (a.format == "text")
+    out << "wrote " << a.sweep_dir << "/report.csv, " << a.sweep_dir << "/report.md, " << a.sweep_dir
+        << "/report_runs.csv\n";
   return problems.empty() ? 0 : 1;
 }
 

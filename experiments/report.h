@@ -7,17 +7,25 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace pelab {
 
 struct ReportArguments {
   std::string sweep_dir;
   std::string metric = "token";      // token | sequence | loss
-  std::string aggregate = "mean";    // mean (+- std) | median [interquartile range] | max [min..max]
+  std::string aggregate = "mean";    // mean (+- std) | median [interquartile range] | median-ci [95%
+                                     //   bootstrap interval] | max [min..max]
   double success = -1;               // >= 0: per cell, the share of seeds at or above this accuracy
                                      //   (a fraction; loss: at or below)
   std::string format = "text";       // what is printed: text | markdown | csv | latex
   std::string sort = "none";         // none | summary (best first)
+  std::vector<std::string> pool;     // axis keys pooled with the seeds (a line's samples: seeds x
+                                     //   their values), e.g. train.learning_rate: max then gives
+                                     //   Ruoss et al.'s best over seeds and learning rates
+  double learned = -1;               // >= 0: a run whose per-token accuracy at its training lengths
+                                     //   is below this (a fraction) has not learned its task: flagged,
+                                     //   and its values beyond training left out
   // Which of a run's evaluation rows (pelab eval adds rows under other settings): the method
   // (empty: each method a line), the step (-1: the final one), the sampler (empty: the
   // run's own) and its max length (0: the run's own, or any with --sampler), the samples (0:
@@ -29,8 +37,8 @@ struct ReportArguments {
   int64_t samples = 0;
 };
 
-// Prints the table in `format` and writes report.csv and report.md in the sweep
-// directory. Exit codes: 0, 1 when some run is not complete (left out) or a file cannot be
+// Prints the table in `format` and writes report.csv, report.md and report_runs.csv (one row per
+// run, method and test length, every value unaggregated) in the sweep directory. Exit codes: 0, 1 when some run is not complete (left out) or a file cannot be
 // written, 2 bad arguments.
 int command_report(const ReportArguments& arguments, std::ostream& out, std::ostream& err);
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "experiments/child_processes.h"
 #include "core/encodings/registry.h"
@@ -24,7 +25,10 @@
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/config/yaml_reader.h"
+#include "core/model/run_generator.h"
+#include "core/run/run.h"
 #include "core/train/checkpoint.h"
+#include "core/train/cuda_graph_step.h"
 #include "core/train/stop_signal.h"
 #include "data/task_registry.h"
 
@@ -149,17 +153,105 @@ ChildProcess train_process(const std::string& pelab, const SweepConfig& sweep, c
   return {args, run.dir + "/" + kLogFile};
 }
 
+// The command line's --set and --output, forwarded to the child processes that load the sweep
+// file again (packed processes, Slurm tasks).
+std::vector<std::string> forwarded_arguments(const SweepArguments& a) {
+  std::vector<std::string> args;
+  for (const auto& entry : a.set) args.insert(args.end(), {"--set", entry});
+  if (!a.output.empty()) args.insert(args.end(), {"--output", a.output});
+  return args;
+}
+
+// One child process training `indices` in itself (the packed runner: `pelab sweep
+// --run-index ... --in-process`), its output appended to log_file.
+ChildProcess packed_process(const std::string& pelab, const SweepConfig& sweep, const SweepArguments& a,
+                            const std::vector<int64_t>& indices, int64_t threads, const std::string& log_file) {
+  std::vector<std::string> index_list;
+  for (int64_t i : indices) index_list.push_back(std::to_string(i));
+  std::vector<std::string> args = {pelab, "sweep", sweep.file, "--run-index", join(index_list, ","), "--in-process",
+                                   "--threads", std::to_string(threads)};
+  for (const auto& arg : forwarded_arguments(a)) args.push_back(arg);
+  return {args, log_file};
+}
+
 enum class RunEnd { Complete, Interrupted, Failed };
+
+// Trains `indices` of `runs` in this process, each on a host thread of its own, with its own
+// CPU random stream (core/model/run_generator.h) and, on a GPU, its own CUDA stream, so the
+// kernels of different runs overlap. Each run writes what it would alone: its log.txt,
+// checkpoints, run.h5 or failed.txt; one failing leaves the others running. -> 0 when every
+// run completed, kExitInterrupted when some stopped at a signal (checkpointed), else 1.
+int train_in_process(const SweepConfig& sweep, const std::vector<SweepRun>& runs, const std::vector<int64_t>& indices,
+                     int64_t threads, std::ostream& out) {
+  std::vector<RunEnd> ends(indices.size(), RunEnd::Failed);
+  std::vector<std::string> errors(indices.size());
+  auto train_one = [&](size_t k) {
+    const SweepRun& run = runs[indices[k]];
+    std::ofstream log(run.dir + "/" + kLogFile, std::ios::app);
+    std::string name = run.id;
+    try {
+      std::vector<std::string> overrides = run.all_overrides;
+      overrides.insert(overrides.end(), {"name=" + run.id, "threads=" + std::to_string(threads), "output.dir=" + run.dir});
+      const RunConfig config = load_run_config(sweep.base, overrides, scheme_catalog(), task_catalog());
+      // on a GPU, the run's own CUDA stream for everything it launches
+      std::unique_ptr<SideStream> stream;
+      std::unique_ptr<SideStream::Scope> on_stream;
+      if (resolve_device(config.device).is_cuda()) {
+        stream = std::make_unique<SideStream>();
+        on_stream = std::make_unique<SideStream::Scope>(*stream);
+      }
+      execute_run(config, log, /*interactive=*/false, /*resume=*/true);
+      ends[k] = RunEnd::Complete;
+    } catch (const RunInterrupted& e) {
+      log << "interrupted: run '" << name << "' " << e.what() << "\n";
+      ends[k] = RunEnd::Interrupted;
+    } catch (const c10::Error& e) {  // LibTorch's what() carries a C++ backtrace: leave it out
+      errors[k] = fmt::format("error: run '{}' failed: {}", name, e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      errors[k] = fmt::format("error: run '{}' failed: {}", name, e.what());
+    }
+    if (ends[k] == RunEnd::Failed) {
+      log << errors[k] << "\n";
+      try {
+        write_file_atomically(run.dir + "/" + kFailedFile, errors[k] + "\n", "the run's failure note");
+      } catch (const std::exception& e) {
+        errors[k] += fmt::format(" ({})", e.what());
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const SweepRun& run = runs[indices[k]];
+    fs::create_directories(run.dir);
+    fs::remove(run.dir + "/" + kFailedFile);
+    remove_leftovers(run.dir);
+    workers.emplace_back(train_one, k);
+  }
+  for (auto& worker : workers) worker.join();
+  int64_t failed = 0, interrupted = 0;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const SweepRun& run = runs[indices[k]];
+    switch (ends[k]) {
+      case RunEnd::Complete: out << "complete " << run.id << "\n"; break;
+      case RunEnd::Interrupted: out << "stopped " << run.id << "\n"; ++interrupted; break;
+      case RunEnd::Failed: out << errors[k] << "\n"; ++failed; break;
+    }
+  }
+  if (interrupted > 0) return kExitInterrupted;
+  return failed > 0 ? 1 : 0;
+}
 
 // Records a finished run process: complete, interrupted (it checkpointed and exited with
 // kExitInterrupted: the next sweep resumes it), or failed (failed.txt holds the error).
 // A run killed by the signal the sweep forwarded (before it could install its handlers) is
 // interrupted too.
-RunEnd finish_run(const SweepRun& run, int status, std::uintmax_t log_offset, std::string& error) {
+// `log_file`: the process's log (the run's log.txt, or a packed process's own).
+RunEnd finish_run(const SweepRun& run, int status, std::uintmax_t log_offset, std::string& error,
+                  const std::string& log_file) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && is_complete_run_file(run_file_of(run))) return RunEnd::Complete;
   if (WIFEXITED(status) && WEXITSTATUS(status) == kExitInterrupted) return RunEnd::Interrupted;
   if (WIFSIGNALED(status) && stop_signal() != 0 && WTERMSIG(status) == stop_signal()) return RunEnd::Interrupted;
-  error = child_error_line(run.dir + "/" + kLogFile, status, log_offset);
+  error = child_error_line(log_file, status, log_offset);
   try {
     write_file_atomically(run.dir + "/" + kFailedFile, error + "\n", "the run's failure note");
   } catch (const std::exception& e) {
@@ -223,14 +315,16 @@ int submit_slurm(const SweepArguments& a, const SweepConfig& sweep, const std::v
            << "cd " << quoted(fs::current_path().string()) << "\n"
            << "stopping=\n"
            << "trap 'stopping=1; kill -TERM \"$pelab_pid\" 2>/dev/null' TERM INT\n";
+    std::string forwarded;  // the command line's --set and --output
+    for (const auto& arg : forwarded_arguments(a)) forwarded += " " + quoted(arg);
     if (per_task > 1)
       script << "runs=(" << join(groups, " ") << ")  # the runs of each array task\n"
              << quoted(pelab) << " sweep " << quoted(fs::absolute(sweep.file).string())
              << " --run-index \"${runs[$SLURM_ARRAY_TASK_ID]}\" --jobs " << per_task << " --threads "
-             << s.cpus_per_task << " &\n";
+             << s.cpus_per_task << forwarded << " &\n";
     else
       script << quoted(pelab) << " sweep " << quoted(fs::absolute(sweep.file).string())
-             << " --run-index \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-1}\" &\n";
+             << " --run-index \"$SLURM_ARRAY_TASK_ID\" --threads \"${SLURM_CPUS_PER_TASK:-1}\"" << forwarded << " &\n";
     script
            << "pelab_pid=$!\n"
            << "wait \"$pelab_pid\"; status=$?\n"
@@ -290,6 +384,13 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   std::vector<SweepRun> runs;
   try {
     sweep = load_sweep_config(a.sweep_path);
+    for (const auto& entry : a.set) {  // --set: after the file's own (a key given twice: the last wins)
+      const auto eq = entry.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw ConfigError("--set " + entry + ": expected KEY=VALUE, e.g. --set train.steps=100");
+      sweep.fixed.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+    if (!a.output.empty()) sweep.output = a.output;
     runs = expand_sweep(sweep, scheme_catalog(), task_catalog());
   } catch (const ConfigError& e) {
     err << "error: " << e.what() << "\n";
@@ -349,35 +450,59 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
       if (state != RunState::Complete && state != RunState::Outdated) todo.push_back(index);
     }
   }
+  if (a.in_process) {
+    if (!array_task) {
+      err << "error: --in-process trains the runs --run-index names\n";
+      return 2;
+    }
+    return train_in_process(sweep, runs, todo, threads_per_child(a.threads, std::max<size_t>(1, todo.size())), out);
+  }
   if (outdated > 0)
     err << fmt::format("warning: {} run(s) hold a run file of another pelab (its schema version; `pelab sweep "
                        "--dry-run` lists them as outdated): left as they are; move their runs/<id>/run.h5 away to "
                        "train them again\n", outdated);
 
-  // the slots runs go to: with --gpus, runs_per_gpu per GPU, the GPUs taken in turn so that
-  // fewer runs than slots spread over every GPU
+  // the slots processes go to: with --gpus, enough per GPU for runs_per_gpu runs, the GPUs
+  // taken in turn so that fewer processes than slots spread over every GPU. Each process
+  // trains up to runs_per_process runs (1: `pelab train` per run; more: the packed runner).
+  const int64_t per_process =
+      a.runs_per_process > 0 ? a.runs_per_process : (a.gpus.empty() ? 1 : a.runs_per_gpu);
   std::vector<std::string> slots;
-  for (int64_t k = 0; k < a.runs_per_gpu; ++k)
+  const int64_t processes_per_gpu = (a.runs_per_gpu + per_process - 1) / per_process;
+  for (int64_t k = 0; k < processes_per_gpu; ++k)
     for (int64_t gpu : a.gpus) slots.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(gpu));
-  if (a.gpus.empty()) slots.assign(std::max<int64_t>(1, std::min<int64_t>(a.jobs, std::max<size_t>(1, todo.size()))), "");
-  const int64_t jobs = std::min<int64_t>(slots.size(), std::max<size_t>(1, todo.size()));
-  const int64_t threads = threads_per_child(a.threads, jobs);
+  if (a.gpus.empty()) slots.assign(std::max<int64_t>(1, a.jobs), "");
+  // fewer runs than the slots hold: smaller groups, so that every slot gets some
+  const int64_t todo_count = std::max<int64_t>(1, todo.size());
+  const int64_t group_size = std::min<int64_t>(per_process, (todo_count + slots.size() - 1) / slots.size());
+  std::vector<std::vector<int64_t>> groups;
+  for (size_t first = 0; first < todo.size(); first += group_size)
+    groups.emplace_back(todo.begin() + first, todo.begin() + std::min<size_t>(todo.size(), first + group_size));
+  if (static_cast<int64_t>(slots.size()) > std::max<int64_t>(1, groups.size())) slots.resize(std::max<size_t>(1, groups.size()));
+  const int64_t at_once = std::min<int64_t>(todo_count, static_cast<int64_t>(slots.size()) * group_size);
+  const int64_t threads = threads_per_child(a.threads, at_once);
   std::vector<std::string> gpu_names;
   for (int64_t gpu : a.gpus) gpu_names.push_back(std::to_string(gpu));
-  out << fmt::format("sweep '{}': {} runs, {} complete, {} to run{}{}; {} at a time x {} threads{}; in {}\n", sweep.name,
+  out << fmt::format("sweep '{}': {} runs, {} complete, {} to run{}{}; {} at a time x {} threads{}{}; in {}\n", sweep.name,
                      runs.size(), complete, todo.size(),
                      resumable ? fmt::format(" ({} resumed from checkpoints)", resumable) : std::string(),
-                     failed_before ? fmt::format(" ({} failed before: retried)", failed_before) : std::string(), jobs,
+                     failed_before ? fmt::format(" ({} failed before: retried)", failed_before) : std::string(), at_once,
                      threads,
                      a.gpus.empty() ? std::string()
                                     : fmt::format(" on GPUs {} ({} per GPU)", join(gpu_names), a.runs_per_gpu),
+                     group_size > 1 ? fmt::format(", up to {} runs per process", group_size) : std::string(),
                      sweep.output);
   out.flush();
   // SIGINT/SIGTERM (handlers installed by main): start nothing more, pass the signal on to
-  // the runs (they checkpoint and exit with kExitInterrupted), wait for them, and exit with
-  // kExitInterrupted too.
+  // the processes (their runs checkpoint and exit with kExitInterrupted), wait for them, and
+  // exit with kExitInterrupted too.
   std::vector<ChildProcess> processes;
-  for (int64_t index : todo) processes.push_back(train_process(pelab, sweep, runs[index], threads));
+  for (const auto& group : groups) {
+    if (group.size() == 1) processes.push_back(train_process(pelab, sweep, runs[group[0]], threads));
+    else
+      processes.push_back(packed_process(pelab, sweep, a, group, threads,
+                                         sweep.output + "/processes/" + runs[group[0]].id + ".log"));
+  }
   int64_t done = 0, failed = 0, interrupted = 0;
   auto placed = [&](size_t slot) {  // " on GPU 1" with --gpus
     return a.gpus.empty() ? std::string() : " on GPU " + slots[slot].substr(slots[slot].find('=') + 1);
@@ -385,33 +510,54 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   const size_t not_started = run_child_processes(
       processes, slots,
       [&](size_t i) {
-        const SweepRun& run = runs[todo[i]];
-        fs::create_directories(run.dir);
-        fs::remove(run.dir + "/" + kFailedFile);
-        remove_leftovers(run.dir);
-      },
-      [&](const ChildEnd& end) {
-        const SweepRun& run = runs[todo[end.index]];
-        std::string error;
-        switch (finish_run(run, end.status, end.log_offset, error)) {
-          case RunEnd::Complete:
-            ++done;
-            out << fmt::format("[{}/{}] complete  {} ({:.0f}s{})\n", done + failed, todo.size(), run.id, end.seconds,
-                               placed(end.slot));
-            break;
-          case RunEnd::Interrupted:
-            ++interrupted;
-            out << fmt::format("[-/{}] stopped   {} ({:.0f}s): checkpointed, resumed by the next sweep\n",
-                               todo.size(), run.id, end.seconds);
-            break;
-          case RunEnd::Failed:
-            ++failed;
-            out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s{}): {}\n", done + failed, todo.size(), run.id,
-                               end.seconds, placed(end.slot), error);
-            break;
+        if (groups[i].size() > 1) fs::create_directories(sweep.output + "/processes");
+        for (int64_t index : groups[i]) {
+          const SweepRun& run = runs[index];
+          fs::create_directories(run.dir);
+          fs::remove(run.dir + "/" + kFailedFile);
+          remove_leftovers(run.dir);
         }
       },
-      "run(s) at their next step (they write checkpoints)", out);
+      [&](const ChildEnd& end) {
+        for (int64_t index : groups[end.index]) {
+          const SweepRun& run = runs[index];
+          std::string error;
+          // a packed process's runs: each one's own state first (complete, or failed.txt it wrote)
+          const bool packed = groups[end.index].size() > 1;
+          RunEnd outcome;
+          if (packed && is_complete_run_file(run_file_of(run))) outcome = RunEnd::Complete;
+          else if (packed && fs::exists(run.dir + "/" + kFailedFile)) {
+            outcome = RunEnd::Failed;
+            error = read_text(run.dir + "/" + kFailedFile);
+            while (!error.empty() && error.back() == '\n') error.pop_back();
+            if (error.rfind("error: ", 0) == 0) error = error.substr(7);
+          } else {
+            outcome = finish_run(run, end.status, end.log_offset, error,
+                                 packed ? processes[end.index].log_file : run.dir + "/" + kLogFile);
+          }
+          switch (outcome) {
+            case RunEnd::Complete:
+              ++done;
+              out << fmt::format("[{}/{}] complete  {} ({:.0f}s{})\n", done + failed, todo.size(), run.id, end.seconds,
+                                 placed(end.slot));
+              break;
+            case RunEnd::Interrupted:
+              ++interrupted;
+              out << fmt::format("[-/{}] stopped   {} ({:.0f}s): checkpointed, resumed by the next sweep\n",
+                                 todo.size(), run.id, end.seconds);
+              break;
+            case RunEnd::Failed:
+              ++failed;
+              out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s{}): {}\n", done + failed, todo.size(), run.id,
+                                 end.seconds, placed(end.slot), error);
+              break;
+          }
+        }
+      },
+      group_size > 1 ? "process(es) of up to " + std::to_string(group_size) +
+                           " runs at their next step (they write checkpoints)"
+                     : std::string("run(s) at their next step (they write checkpoints)"),
+      out);
   std::vector<ManifestRow> rows;
   for (const auto& r : runs) rows.push_back({r.index, r.id, join(r.overrides, " ")});
   if (!array_task) {

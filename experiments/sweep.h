@@ -21,7 +21,13 @@ struct SweepArguments {
   int64_t jobs = 1;          // runs at once (local)
   bool jobs_set = false;     // --jobs given (refused beside --gpus)
   std::vector<int64_t> gpus;  // place runs on these GPUs (CUDA_VISIBLE_DEVICES per run), runs_per_gpu
-  int64_t runs_per_gpu = 1;   //   on each at once: jobs = gpus x runs_per_gpu
+  int64_t runs_per_gpu = 1;   //   on each at once: runs at once = gpus x runs_per_gpu
+  bool runs_per_gpu_auto = false;  // --runs-per-gpu auto: kAutoRunsPerGpu, packed in one process per GPU
+  int64_t runs_per_process = 0;    // runs trained in one child process, each on its own thread
+                                   //   (0: 1, or runs_per_gpu with --gpus: one process per GPU)
+  bool in_process = false;   // internal: train the --run-index runs in this process (a packed child)
+  std::vector<std::string> set;  // --set KEY=VALUE: added to the sweep file's `set` (after it: wins)
+  std::string output;            // --output DIR: instead of the sweep file's `output`
   int64_t threads = 0;       // threads per run; 0: cores / jobs (at least 1)
   bool dry_run = false;      // list the runs and their state, run nothing
   std::vector<int64_t> run_indices;  // run only these runs, side by side (a Slurm array task)
@@ -31,6 +37,10 @@ struct SweepArguments {
   bool partition_set = false, time_set = false, cpus_set = false, gpus_set = false, mem_set = false,
        runs_per_task_set = false;
 };
+
+// --runs-per-gpu auto: runs packed into the one process of each GPU. Chosen on the CPU: not yet
+// measured on a GPU (docs/sweeps-and-slurm.md, "Many runs in one process").
+constexpr int64_t kAutoRunsPerGpu = 16;
 
 // Exit codes: 0 every run complete (or listed, or submitted), 1 some run failed, 2 a bad sweep file.
 int command_sweep(const SweepArguments& arguments, const std::string& pelab_executable, std::ostream& out,

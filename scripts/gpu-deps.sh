@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes .gpu-deps/ in the project root: pelab's non-torch dependencies (yaml-cpp, HDF5, CLI11,
-# fmt, Catch2), unpacked from Debian 12 packages, for a GPU machine that has Python's CUDA
+# fmt, Catch2) and the text task's default corpus (fortunes), unpacked from Debian 12 packages, for a GPU machine that has Python's CUDA
 # torch but no package registry. Run it here (a machine with Debian's registry), take
 # .gpu-deps/ along, and there, from the project root:
 #   source .gpu-deps/env.sh && BUILD_DIR=build-cuda scripts/dev build
@@ -12,7 +12,7 @@ root=$(git rev-parse --show-toplevel)
 dest="$root/.gpu-deps"
 pkgs=(libyaml-cpp-dev libyaml-cpp0.7 libhdf5-dev libhdf5-103-1 libhdf5-cpp-103-1
       libhdf5-hl-100 libhdf5-hl-cpp-100 libaec0 libsz2 libcli11-dev catch2
-      libfmt-dev libfmt9 nlohmann-json3-dev)
+      libfmt-dev libfmt9 nlohmann-json3-dev fortunes)
 exclude="$(git -C "$root" rev-parse --git-path info/exclude)"
 mkdir -p "$(dirname "$exclude")"
 grep -qx '/.gpu-deps/' "$exclude" 2>/dev/null || echo '/.gpu-deps/' >>"$exclude"
@@ -42,5 +42,11 @@ export CMAKE_ARGS="-DHDF5_C_INCLUDE_DIR=$hdf5_include -DHDF5_CXX_INCLUDE_DIR=$hd
 command -v make >/dev/null || export CMAKE_GENERATOR=Ninja  # CMake's default needs make
 export PELAB_SKIP_SETUP=1     # scripts/dev: nothing to install (there is no registry)
 export PELAB_PYTHON=python3   # tests: the Python with h5py (torch's)
+# the text task's default corpus (the text configs and tests read it where Debian puts it)
+corpus=/usr/share/games/fortunes/songs-poems
+if [ ! -e "$corpus" ]; then
+  { mkdir -p "$(dirname "$corpus")" && cp "$d/usr/share/games/fortunes/songs-poems" "$corpus"; } 2>/dev/null ||
+    echo "env.sh: cannot write $corpus; the text tests will fail (run as root)" >&2
+fi
 EOS
 du -sh "$dest" | cut -f1 | sed 's/^/bundle size: /'

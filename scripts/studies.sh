@@ -3,8 +3,8 @@
 # study when none is named. A study is a folder configs/studies/NAME/ of sweep files (or one
 # file configs/studies/NAME.yaml); NAME/SWEEP runs only configs/studies/NAME/SWEEP.yaml. For
 # each sweep: the sweep (resumed: complete runs are kept, so a stopped study goes on where it
-# stopped), its report (mean +- std over seeds) and its lengths plot, copied to
-# docs/studies/NAME/<sweep>.{csv,md,png}; then analysis/studies/NAME.py, when there is one,
+# stopped), its report (mean +- std over seeds), its per-run values and its lengths plot, copied
+# to docs/studies/NAME/<sweep>.{csv,md,png} and <sweep>_runs.csv; then analysis/studies/NAME.py, when there is one,
 # writes the study's own tables and plots there. docs/studies/NAME/runtime.md has a line per
 # sweep: the runs it made, the minutes they took and the machine. A sweep file may carry a line
 # "# report: OPTIONS" (e.g. --metric loss): options of both pelab report and plot_lengths.py
@@ -17,7 +17,9 @@ pelab="${PELAB:-build/pelab}"
 jobs="${STUDY_JOBS:-2}"
 py=/usr/bin/python3  # Debian's, with h5py and matplotlib
 
-available=$(ls configs/studies | grep -v '^base$' | sed 's/\.yaml$//' | sort -u)  # base/: their base configs
+# base/: their base configs; ruoss_paper/: the paper-protocol grid, a GPU job of its own
+# (scripts/ruoss-paper.sh)
+available=$(ls configs/studies | grep -v -x -e base -e ruoss_paper | sed 's/\.yaml$//' | sort -u)
 if [ $# -eq 0 ]; then set -- $available; fi
 cpu=$(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
 cpu=${cpu:-$(uname -m)}
@@ -48,6 +50,7 @@ for name in "$@"; do
     "$pelab" report "$dir" --format markdown "${report_options[@]}" || [ $? -eq 1 ]  # 1: some runs failed; the table has the rest
     cp "$dir/report.csv" "$out/$sweep.csv"
     cp "$dir/report.md" "$out/$sweep.md"
+    cp "$dir/report_runs.csv" "$out/${sweep}_runs.csv"  # every run's values: the table's source
     "$py" analysis/plot_lengths.py "$dir" "${report_options[@]}" --out "$out/$sweep.png" > /dev/null
   done
   if [ -f "analysis/studies/$study.py" ]; then

@@ -171,6 +171,51 @@ assert list(read("step2.csv")) == [("task=reverse_string min_length=1 max_length
 print("report matches numpy:", sum(len(g["cells"]) for g in groups.values()), "cells")
 PY
 
+echo "== the report's per-run file, the median's bootstrap interval, pooled keys, runs not learned"
+"$PELAB" report eval-out --aggregate median-ci --format csv > ci.csv
+"$PELAB" report eval-out --pool task.name --aggregate max --format csv > pooled.csv
+"$PELAB" report eval-out --learned 0.99 | tee learned.txt
+grep -q "12 run(s) had not learned their training range (per-token accuracy below 99% at the training lengths)" learned.txt
+fails_with 2 "--learned is a share of per-token accuracy, at most 1" "$PELAB" report eval-out --learned 2
+"$PELAB" report eval-out --learned 0.99 --format csv > learned99.csv
+"$PELAB" report eval-out --learned 0 --format csv > learned0.csv
+$py - <<'PY'
+import csv
+import h5py
+import numpy as np
+runs = list(csv.DictReader(open("eval-out/report_runs.csv")))
+# one row per run and evaluated row of the report's selection (3 training lengths + 12): 12 runs x 4
+assert len(runs) == 12 * 4, len(runs)
+for r in runs:
+    with h5py.File(f"eval-out/runs/{r['run']}/run.h5") as f:
+        e = f["evaluation"]
+        i = [k for k in range(len(e["length"])) if e["length"][k] == int(r["length"]) and e["step"][k] == 4
+             and e["sampler"].asstr()[k] == "contiguous"][0]
+        for key in ("per_token_accuracy", "per_sequence_accuracy", "loss", "chance_token_accuracy"):
+            assert abs(float(r[key]) - e[key][i]) < 1e-6, (r["run"], key)
+        train_max = int(e.attrs["train_max_length"])
+    assert r["beyond_training"] == str(int(int(r["length"]) > train_max))
+    same = [float(x["per_token_accuracy"]) for x in runs if x["run"] == r["run"]
+            and int(x["length"]) <= train_max and int(x["length"]) >= int(x["train_min_length"])]
+    assert abs(float(r["in_distribution_token_accuracy"]) - np.mean(same)) < 1e-6
+ci = {(r["group"], r["length"]): r for r in csv.DictReader(open("ci.csv"))}
+for r in ci.values():  # the median inside its interval, the interval inside the values' range
+    assert float(r["ci_low"]) <= float(r["median"]) <= float(r["ci_high"]), r
+    assert float(r["min"]) - 1e-9 <= float(r["ci_low"]) and float(r["ci_high"]) <= float(r["max"]) + 1e-9, r
+# the two tasks pooled: two groups (the training ranges) of 6 runs each
+pooled = [r for r in csv.DictReader(open("pooled.csv")) if r["length"] == "3"]
+assert sorted(r["group"] for r in pooled) == ["min_length=1 max_length=3", "min_length=2 max_length=6"], pooled
+assert all(r["seeds"] == "6" for r in pooled)
+# --learned 0: every run learned, the table as without it; 0.99: none did (4 steps of
+# training), so no value beyond training is used
+cells = lambda path, beyond: [(r["group"], r["length"], r["mean"]) for r in csv.DictReader(open(path))
+                              if r["beyond_training"] == beyond]
+assert cells("learned0.csv", "1") == cells("ci.csv", "1") and len(cells("ci.csv", "1")) == 14
+assert cells("learned99.csv", "1") == []
+assert cells("learned99.csv", "0") == cells("ci.csv", "0") and len(cells("ci.csv", "0")) == 6
+print("per-run file, intervals, pooling and --learned check out")
+PY
+
 echo "== plots: lengths per group, the evaluation curve"
 $py "$analysis/plot_lengths.py" eval-out --out lengths.png
 $py "$analysis/plot_training.py" eval-out --out training.png

@@ -3,10 +3,10 @@
 # with `device: cuda`, in float32 and under `precision: bf16`, against the same run on the
 # CPU. Skipped (exit 77) where pelab has no CUDA device: Debian's LibTorch is CPU-only, so
 # this runs only on a machine built against a CUDA LibTorch (docs/gpu.md).
-# CUDA_PATHS_PARTS (default "devices resume graphs") picks parts, for scarce GPU time.
+# CUDA_PATHS_PARTS (default "devices resume graphs packed") picks parts, for scarce GPU time.
 set -euo pipefail
 source_dir="$1"; work="$2"
-parts=" ${CUDA_PATHS_PARTS:-devices resume graphs} "
+parts=" ${CUDA_PATHS_PARTS:-devices resume graphs packed} "
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py (a GPU machine: its own python3)
 config="$source_dir/tests/fixtures/learning.yaml"
@@ -96,6 +96,29 @@ assert far > 100 * max(near, 1e-7), ("without rng/cuda", far, near)
 print("resume on the GPU: max |loss - straight| with rng/cuda", near, "without", far)
 PY
 
+fi
+
+if [[ $parts == *" packed "* ]]; then
+echo "== three runs packed in one process on the GPU (their own streams and graphs) equal the runs alone"
+for mode in alone packed; do
+  cat > packed_$mode.yaml << EOF
+name: packed_$mode
+base: $config
+set: {train.steps: 40, train.log_every: 5, device: cuda, eval.lengths: [4, 8], eval.samples: 64, train.cuda_graphs: "on"}
+grid: {encoding.name: [none, rope, relative_key]}
+output: packed_$mode-out
+EOF
+done
+"$PELAB" sweep packed_alone.yaml --jobs 1 > packed_alone.txt
+"$PELAB" sweep packed_packed.yaml --runs-per-process 3 > packed_packed.txt ||
+  { cat packed_packed.txt packed_packed-out/processes/*.log; exit 1; }
+"$py" - << 'PY'
+import h5py, numpy as np
+for scheme in ("none", "rope", "relative_key"):
+    alone, packed = (h5py.File(f"packed_{m}-out/runs/encoding-{scheme}/run.h5")["training/loss"][()] for m in ("alone", "packed"))
+    assert np.allclose(alone, packed, rtol=1e-5), (scheme, alone, packed)
+    print("packed", scheme, "max relative difference", np.max(np.abs(alone - packed) / np.abs(alone)))
+PY
 fi
 
 [[ $parts == *" graphs "* ]] || exit 0

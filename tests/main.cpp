@@ -45,4 +45,18 @@ struct SeedTorchPerTestCase : TestListenerBase {
 
 CATCH_REGISTER_LISTENER(SeedTorchPerTestCase)
 
-int main(int argc, char** argv) { return Catch::Session().run(argc, argv); }
+int main(int argc, char** argv) {
+  // PELAB_TEST_THREADS=N: LibTorch's intra-op threads (default: every core). Many test
+  // processes at once on a 16-core GPU machine (ctest -j16), each with 16 threads of two
+  // OpenMP runtimes (Python torch's and the system's), timed two tests out at 240 s there.
+  if (const char* text = std::getenv("PELAB_TEST_THREADS"); text && *text) {
+    char* end = nullptr;
+    const long threads = std::strtol(text, &end, 10);
+    if (*end || threads < 1) {
+      std::fprintf(stderr, "PELAB_TEST_THREADS=%s: expected a positive integer\n", text);
+      return 2;
+    }
+    torch::set_num_threads(static_cast<int>(threads));
+  }
+  return Catch::Session().run(argc, argv);
+}

@@ -142,6 +142,29 @@ CATCH_TEST_CASE("encoding_mix: blocks every-1, 2 every-1, ... use the other sche
   std::ostringstream log;
   trainer.train(log, false);
   CATCH_CHECK(trainer.trained_rows().size() == 2u);
+
+  // per-block parameters only for the blocks a scheme serves (block 0: main, block 1: mixed),
+  // so a mix trains under the default unused-parameter check (train.unused_parameters: error)
+  struct Mix {
+    std::string main, mixed;
+    std::vector<std::string> present, absent;
+  };
+  for (const Mix& mix : {Mix{"relative_key", "fire", {"main.distance_embedding_0", "mixed.c_1", "mixed.hidden.1.weight"},
+                             {"main.distance_embedding_1", "mixed.c_0", "mixed.hidden.0.weight"}},
+                         Mix{"rope", "cope", {"mixed.table_1"}, {"mixed.table_0"}},
+                         Mix{"shaw", "transformer_xl", {"main.key_table_0", "mixed.r_projection_1"},
+                             {"main.key_table_1", "mixed.r_projection_0"}}}) {
+    CATCH_CAPTURE(mix.main, mix.mixed);
+    auto config = test::tiny_config({"encoding.name=" + mix.main, "encoding_mix.name=" + mix.mixed,
+                                     "encoding_mix.every=2", "train.steps=6", "train.unused_parameters_steps=3"});
+    Encoder model = build_model(config, *task);
+    auto parameters = model->named_parameters();
+    for (const auto& name : mix.present) CATCH_CHECK(parameters.contains("position_encoding." + name));
+    for (const auto& name : mix.absent) CATCH_CHECK_FALSE(parameters.contains("position_encoding." + name));
+    Trainer mixed_trainer(config, model, *task, torch::kCPU);
+    std::ostringstream mixed_log;
+    CATCH_CHECK_NOTHROW(mixed_trainer.train(mixed_log, false));
+  }
   CATCH_CHECK_THROWS_WITH(build_model(test::tiny_config({"encoding.name=tupe", "encoding_mix.name=rope",
                                                          "encoding_mix.every=2"}), *task),
                           test::ContainsText("encoding_mix: 'tupe' and 'rope' scale the scores differently"));

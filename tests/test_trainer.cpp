@@ -154,30 +154,34 @@ CATCH_TEST_CASE("a parameter that gets no gradient fails the run, named", "[trai
   Trainer trainer(config, model, *task, torch::kCPU);
   std::ostringstream log;
   CATCH_CHECK_THROWS_WITH(trainer.train(log, false),
-                          test::ContainsText("no gradient, or an exactly zero one, at each of the first 20 steps: "
+                          test::ContainsText("parameter(s) no backward pass reached in the first 20 steps: "
                                              "forgotten_table."));
 }
 
-CATCH_TEST_CASE("a frozen parameter (an exactly zero gradient) fails the run after the first steps, or warns",
+CATCH_TEST_CASE("a parameter reached with exactly zero gradients warns and is recorded, the run goes on",
                 "[trainer]") {
+  // A sparse parameter (FIRE's length multiplier under randomized positions got exactly zero
+  // gradients in each of its first 20 steps by chance) is not a dead one: the run must not
+  // fail over it, whatever train.unused_parameters says.
   auto task = test::default_task("reverse_string");
   for (const char* policy : {"error", "warn"}) {
     CATCH_CAPTURE(policy);
     auto config = test::tiny_config({std::string("train.unused_parameters=") + policy,
                                      "train.unused_parameters_steps=3", "train.steps=6", "train.log_every=3"});
     Encoder model = build_model(config, *task);
-    // its gradient replaced by zeros at every step: used by the forward pass, never trained
+    // its gradient replaced by zeros at every step: reached by the forward pass, never moved
     model->named_parameters()["head.bias"].register_hook([](torch::Tensor g) { return torch::zeros_like(g); });
     Trainer trainer(config, model, *task, torch::kCPU);
     std::ostringstream log;
-    const std::string named = "no gradient, or an exactly zero one, at each of the first 3 steps: head.bias.";
-    if (std::string(policy) == "error") {
-      CATCH_CHECK_THROWS_WITH(trainer.train(log, false), test::ContainsText(named));
-      CATCH_CHECK(trainer.progress().step == 3);  // stopped right after the steps checked
-    } else {
-      CATCH_CHECK(trainer.train(log, false).step.back() == 6);
-      CATCH_CHECK_THAT(log.str(), test::ContainsText("warning: parameter(s) with " + named));
-    }
+    const auto curve = trainer.train(log, false);
+    CATCH_CHECK(curve.step.back() == 6);
+    CATCH_CHECK_THAT(log.str(), test::ContainsText("warning: parameter(s) reached by the forward pass whose gradient "
+                                                   "was exactly zero at each of the first 3 steps: head.bias"));
+    CATCH_CHECK(curve.zero_gradient_parameters == std::vector<std::string>{"head.bias"});
+    // kept in checkpoints, so a resumed run records it too
+    Trainer resumed(config, build_model(config, *task), *task, torch::kCPU);
+    resumed.restore(trainer.checkpoint());
+    CATCH_CHECK(resumed.progress().curve.zero_gradient_parameters == std::vector<std::string>{"head.bias"});
   }
   // the same run without the hook trains every parameter
   auto config = test::tiny_config({"train.unused_parameters_steps=3", "train.steps=6"});
@@ -770,4 +774,30 @@ CATCH_TEST_CASE("precision: bf16 trains under autocast: the same run within bflo
   }
   // autocast is off again after the run
   CATCH_CHECK_FALSE(at::autocast::is_cpu_enabled());
+}
+
+CATCH_TEST_CASE("attention maps, score terms and probes are made under the extrapolation method asked for",
+                "[trainer]") {
+  // `pelab eval --extrapolation yarn --attention-lengths 20` wrote maps identical to none's
+  auto task = test::default_task("reverse_string");
+  auto config = test::tiny_config({"encoding.name=rope"});
+  Encoder model = build_model(config, *task);
+  Trainer trainer(config, model, *task, torch::kCPU);
+  const int64_t beyond = 3 * config.train.max_length;  // a stretch factor of about 3
+  const AttentionMaps none = trainer.attention_maps(beyond, 2), yarn = trainer.attention_maps(beyond, 2, "yarn");
+  CATCH_CHECK(none.method == "none");
+  CATCH_CHECK(yarn.method == "yarn");
+  CATCH_CHECK((yarn.probs - none.probs).abs().max().item<double>() > 1e-3);
+  CATCH_CHECK_FALSE(torch::equal(yarn.terms.scores_mean_abs, none.terms.scores_mean_abs));
+  // and the model is left without the method: the same maps as before
+  CATCH_CHECK(torch::equal(trainer.attention_maps(beyond, 2).probs, none.probs));
+  // within the training length yarn leaves rope as it is (factor 1)
+  CATCH_CHECK(torch::allclose(trainer.attention_maps(config.train.max_length, 2, "yarn").probs,
+                              trainer.attention_maps(config.train.max_length, 2).probs, 1e-5, 1e-6));
+  const auto probes = trainer.probes(beyond, "yarn");
+  CATCH_REQUIRE_FALSE(probes.empty());
+  CATCH_CHECK(probes.front().method == "yarn");
+  ProbeResult other = probes.front();
+  other.method = "none";
+  CATCH_CHECK_FALSE(probes.front().same_settings(other));
 }

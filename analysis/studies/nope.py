@@ -3,14 +3,20 @@
 per task): exact-match (per-sequence) accuracy averaged over the test lengths beyond training,
 per encoding and task, and the mean reciprocal rank of each encoding, the paper's Figure 1
 measure: at every task and test length beyond training the five encodings are ranked by their
-exact match (mean over seeds; ties broken by per-token accuracy), and each encoding's
-reciprocal ranks are averaged.
+exact match (mean over seeds), and each encoding's reciprocal ranks are averaged. Equal exact
+match shares a rank: competition ranking (1, 1, 3), so a cell where every encoding is at 0%
+gives each the same reciprocal rank; the table also gives the average rank of ties (1.5, 1.5,
+3) and the ranks with the all-tied cells left out, which order the encodings alike.
 
   /usr/bin/python3 analysis/studies/nope.py runs/studies/nope docs/studies/nope
+  /usr/bin/python3 analysis/studies/nope.py --from-tables docs/studies/nope
 
 Writes OUT/nope.csv (one row per encoding and task), OUT/nope.md (the tables, the published
 ranks beside pelab's) and OUT/nope.png (the reciprocal ranks, pelab's beside the paper's).
+--from-tables makes nope.md and nope.png again from the shipped files alone: OUT/nope.csv and
+the per-length tables OUT/{copy,reverse,addition}.csv (`pelab report --metric sequence`).
 """
+import csv
 import os
 import sys
 
@@ -41,21 +47,98 @@ def collect(root):
     return cells
 
 
-def reciprocal_ranks(cells, tasks):
-    """{encoding: [1 / rank at every task and length beyond training that every encoding has]}."""
+def reciprocal_ranks(cells, tasks, ties="competition"):
+    """{encoding: [1 / rank at every task and length beyond training that every encoding has]},
+    ranked by mean exact match; ties: competition (1, 1, 3), average (1.5, 1.5, 3) or
+    exclude (a cell where every encoding ties is left out)."""
     ranks = {e: [] for e, _ in ENCODINGS}
     for task in tasks:
         per_encoding = {e: cells.get((e, task), {}) for e, _ in ENCODINGS}
         lengths = set.intersection(*(set(c) for c in per_encoding.values()))
         for length in sorted(lengths):
-            score = {e: tuple(np.mean(per_encoding[e][length], axis=0)) for e, _ in ENCODINGS}
-            order = sorted(score, key=lambda e: score[e], reverse=True)
-            for rank, e in enumerate(order, start=1):
-                ranks[e].append(1.0 / rank)
+            score = {e: float(np.mean([seed[0] for seed in per_encoding[e][length]])) for e, _ in ENCODINGS}
+            if ties == "exclude" and len(set(score.values())) == 1:
+                continue
+            for e in score:
+                better = sum(v > score[e] for v in score.values())
+                equal = sum(v == score[e] for v in score.values())
+                ranks[e].append(1.0 / (better + 1 if ties != "average" else better + (equal + 1) / 2))
     return ranks
 
 
+def cells_from_tables(out):
+    """The cells of collect() from the shipped per-length tables (the seeds' mean exact match
+    per length: one value a cell)."""
+    cells = {}
+    for task in TASKS:
+        path = os.path.join(out, f"{task}.csv")
+        if not os.path.exists(path):
+            continue
+        for r in csv.DictReader(open(path)):
+            if r["length"] == "beyond" or r["beyond_training"] != "1":
+                continue
+            encoding = r["group"].split("name: ")[1].rstrip("}")
+            cells.setdefault((encoding, task), {})[int(r["length"])] = [(float(r["mean"]) / 100, float("nan"))]
+    return cells
+
+
+def write_ranks(out, cells, tasks, lines):
+    """Appends the rank table to `lines`, writes nope.md and nope.png."""
+    by_rule = {rule: reciprocal_ranks(cells, tasks, rule) for rule in ("competition", "average", "exclude")}
+    mrr = {rule: {e: float(np.mean(r)) if r else float("nan") for e, r in ranks.items()}
+           for rule, ranks in by_rule.items()}
+    count = len(next(iter(by_rule["competition"].values())))
+    excluded = count - len(next(iter(by_rule["exclude"].values())))
+    lines += ["", f"Mean reciprocal rank over {count} task x length cells beyond training, ranked by mean exact "
+              f"match; ties share the best rank (1, 1, 3), or their average rank, or the {excluded} cells where "
+              "all five tie are left out (the paper: Figure 1, over all its tasks)", "",
+              "| encoding | pelab | ties averaged | all-tied cells out | Kazemnejad et al. |", "|---|---:|---:|---:|---:|"]
+    for encoding, label in sorted(ENCODINGS, key=lambda e: -mrr["competition"][e[0]]):
+        lines.append(f"| {label} | {mrr['competition'][encoding]:.2f} | {mrr['average'][encoding]:.2f} | "
+                     f"{mrr['exclude'][encoding]:.2f} | {PUBLISHED_MRR[encoding]:.2f} |")
+    lines.append("")
+    write_and_print(os.path.join(out, "nope.md"), lines)
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    x = np.arange(len(ENCODINGS))
+    ax.bar(x - 0.2, [mrr["competition"][e] for e, _ in ENCODINGS], 0.4, label="pelab")
+    ax.bar(x + 0.2, [PUBLISHED_MRR[e] for e, _ in ENCODINGS], 0.4, label="paper (Fig. 1)")
+    ax.set_xticks(x, [label for _, label in ENCODINGS], fontsize=8)
+    ax.set_ylabel("mean reciprocal rank")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"rank beyond training ({', '.join(tasks)}; higher is better)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "nope.png"), dpi=110)
+
+
+def beyond_table(tasks, value_of):
+    """The first table's lines; value_of(encoding, task) -> 'mean ± std' text or ''."""
+    lines = ["Exact match (%) averaged over the test lengths beyond training, mean ± std over seeds", "",
+             "| encoding | " + " | ".join(tasks) + " |", "|---|" + "---:|" * len(tasks)]
+    for encoding, label in ENCODINGS:
+        lines.append(f"| {label} | " + " | ".join(value_of(encoding, task) for task in tasks) + " |")
+    return lines
+
+
+def main_from_tables(out):
+    cells = cells_from_tables(out)
+    tasks = [t for t in TASKS if any(k[1] == t for k in cells)]
+    if not tasks:
+        print(f"nope: no per-length tables in {out}", file=sys.stderr)
+        return 1
+    shipped = {(r["encoding"], r["task"]): r for r in csv.DictReader(open(os.path.join(out, "nope.csv")))}
+
+    def value_of(encoding, task):
+        r = shipped.get((encoding, task))
+        return "" if r is None else f"{float(r['exact_match_beyond_mean']):.1f} ± {float(r['exact_match_beyond_std']):.1f}"
+    write_ranks(out, cells, tasks, beyond_table(tasks, value_of))
+    return 0
+
+
 def main():
+    if sys.argv[1] == "--from-tables":
+        return main_from_tables(sys.argv[2])
     root, out = sys.argv[1], sys.argv[2]
     cells = collect(root)
     tasks = [t for t in TASKS if any(k[1] == t for k in cells)]
@@ -79,38 +162,12 @@ def main():
                 v = beyond(encoding, task)
                 if v is not None:
                     f.write(f"{encoding},{task},{len(v)},{v.mean():.2f},{v.std(ddof=1) if len(v) > 1 else 0:.2f}\n")
-    ranks = reciprocal_ranks(cells, tasks)
-    mrr = {e: float(np.mean(r)) if r else float("nan") for e, r in ranks.items()}
-    lines = ["Exact match (%) averaged over the test lengths beyond training, mean ± std over seeds", "",
-             "| encoding | " + " | ".join(tasks) + " |", "|---|" + "---:|" * len(tasks)]
-    for encoding, label in ENCODINGS:
-        texts = []
-        for task in tasks:
-            v = beyond(encoding, task)
-            texts.append("" if v is None else f"{v.mean():.1f} ± {v.std(ddof=1) if len(v) > 1 else 0:.1f}")
-        lines.append(f"| {label} | " + " | ".join(texts) + " |")
-    count = len(next(iter(ranks.values())))
-    lines += ["", f"Mean reciprocal rank over {count} task x length cells beyond training "
-              "(the paper: Figure 1, over all its tasks)", "",
-              "| encoding | pelab | Kazemnejad et al. |", "|---|---:|---:|"]
-    for encoding, label in sorted(ENCODINGS, key=lambda e: -mrr[e[0]]):
-        lines.append(f"| {label} | {mrr[encoding]:.2f} | {PUBLISHED_MRR[encoding]:.2f} |")
-    lines.append("")
-    write_and_print(os.path.join(out, "nope.md"), lines)
 
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    x = np.arange(len(ENCODINGS))
-    ax.bar(x - 0.2, [mrr[e] for e, _ in ENCODINGS], 0.4, label=f"pelab ({', '.join(tasks)})")
-    ax.bar(x + 0.2, [PUBLISHED_MRR[e] for e, _ in ENCODINGS], 0.4, label="Kazemnejad et al., Figure 1")
-    ax.set_xticks(x, [label for _, label in ENCODINGS], fontsize=8)
-    ax.set_ylabel("mean reciprocal rank")
-    ax.set_ylim(0, 1)
-    ax.set_title("length generalization rank beyond training (higher is better)", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "nope.png"), dpi=110)
+    def value_of(encoding, task):
+        v = beyond(encoding, task)
+        return "" if v is None else f"{v.mean():.1f} ± {v.std(ddof=1) if len(v) > 1 else 0:.1f}"
+    write_ranks(out, cells, tasks, beyond_table(tasks, value_of))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

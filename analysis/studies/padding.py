@@ -5,8 +5,8 @@ when the padding row is zero, random or huge, with the attention mask and withou
 
   /usr/bin/python3 analysis/studies/padding.py runs/studies/padding docs/studies/padding
 
-PELAB names the pelab binary (default build/pelab). Writes OUT/padding.csv (every run and
-setting) and OUT/padding.md (max |logit change| and changed predictions; over the runs of a
+PELAB names the pelab binary (default build/pelab). Writes OUT/padding_row.csv (every run and
+setting) and OUT/padding_row.md (max |logit change| and changed predictions; over the runs of a
 scheme and direction when there are several seeds, the largest of each). A run that `pelab
 padding` cannot measure is named and left out.
 """
@@ -41,7 +41,7 @@ def main():
     if not rows:
         print(f"padding: no complete runs in {sweep}", file=sys.stderr)
         return 1
-    with open(os.path.join(out, "padding.csv"), "w") as f:
+    with open(os.path.join(out, "padding_row.csv"), "w") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         writer.writeheader()
         for row in rows:
@@ -60,10 +60,14 @@ def main():
                     and row["row"] == name and row["masked"] == masked]
             change = max(float(row["max_logit_change"]) for row in mine)
             changed = max(float(row["changed_predictions"]) for row in mine)
-            cells.append(f"{change:.2g} ({100 * changed:.0f}%)")
+            # float rounding (pelab padding's within_rounding, kPaddingRounding): not an effect
+            rounding = all(row.get("within_rounding") == "true" for row in mine)
+            cells.append(f"0* ({100 * changed:.0f}%)" if rounding else f"{change:.2g} ({100 * changed:.0f}%)")
         direction = "causal" if causal == "true" else "bidirectional"
         lines.append(f"| {encoding} | {direction} | " + " | ".join(cells) + " |")
-    write_and_print(os.path.join(out, "padding.md"), lines + [""])
+    lines += ["", "0*: every change under 1e-5 of the largest logit, float rounding (with the mask, padding "
+              "changes the products' shapes, not what they sum; pelab padding's within_rounding)."]
+    write_and_print(os.path.join(out, "padding_row.md"), lines + [""])
     return 0
 
 

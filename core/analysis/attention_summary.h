@@ -44,6 +44,7 @@ struct AttentionMaps {
   torch::Tensor probs;      // (N, layers, heads, T, T) float32 (CPU)
   torch::Tensor tokens;     // (N, T) int64
   torch::Tensor positions;  // (N, T) int64 (float64 from a continuous sampler): the key positions the encoding saw
+  std::string method = "none";  // the extrapolation method they were made under
   int64_t step = 0;         // the settings they were made under, as an evaluation row's
   std::string sampler = "contiguous";
   int64_t positions_max_length = 0;

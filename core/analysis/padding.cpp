@@ -42,6 +42,8 @@ std::vector<PaddingEffect> padding_effects(Encoder& model, const Batch& batch, c
       e.mean_logit_change = (change.sum() / (real.sum() * logits.size(-1))).item<double>();
       const auto differs = logits.argmax(-1).ne(reference.argmax(-1)).logical_and(scored);
       e.changed_predictions = differs.sum().item<double>() / std::max<double>(1.0, scored.sum().item<double>());
+      e.largest_logit = (reference.abs() * real).max().item<double>();
+      e.within_rounding = e.max_logit_change <= kPaddingRounding * e.largest_logit;
       effects.push_back(e);
     }
   }

@@ -25,9 +25,10 @@ struct ProbeResult {
   int64_t step = 0;                // the training step probed
   std::string sampler = "contiguous";  // the positions the probed sequences had
   int64_t positions_max_length = 0;
+  std::string method = "none";     // the extrapolation method of the probed forward passes
   // Rows of one probing: the same length and settings (the layers differ).
   bool same_settings(const ProbeResult& other) const {
-    return length == other.length && step == other.step && sampler == other.sampler &&
+    return length == other.length && method == other.method && step == other.step && sampler == other.sampler &&
            positions_max_length == other.positions_max_length;
   }
 };

@@ -7,6 +7,10 @@ CopeImpl::CopeImpl(const EncodingContext& context, const OptionValues& options)
   const int64_t rows = context.causal ? npos_max_ : 2 * npos_max_ - 1;
   const bool normal = options.get_string("init") == "normal";
   for (int64_t l = 0; l < context.num_layers; ++l) {
+    if (!context.serves(l)) {
+      tables_.emplace_back();
+      continue;
+    }
     auto table = normal ? torch::randn({rows, context.head_dim()}) * 0.02 : torch::zeros({rows, context.head_dim()});
     tables_.push_back(register_parameter("table_" + std::to_string(l), table));
   }

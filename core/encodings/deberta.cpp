@@ -31,9 +31,9 @@ DebertaImpl::DebertaImpl(const EncodingContext& context, const OptionValues& opt
   if (!share_att_key_) {
     pos_key_proj_ = register_module("pos_key_proj", torch::nn::ModuleList());
     pos_query_proj_ = register_module("pos_query_proj", torch::nn::ModuleList());
-    for (int64_t l = 0; l < context.num_layers; ++l) {
-      pos_key_proj_->push_back(torch::nn::Linear(D, D));
-      pos_query_proj_->push_back(torch::nn::Linear(D, D));
+    for (int64_t l = 0; l < context.num_layers; ++l) {  // a block not served: a placeholder without parameters
+      pos_key_proj_->push_back(linear_if(context.serves(l), D, D));
+      pos_query_proj_->push_back(linear_if(context.serves(l), D, D));
     }
   }
 }

@@ -10,6 +10,13 @@ FireImpl::FireImpl(const EncodingContext& context, const OptionValues& options)
   hidden_ = register_module("hidden", torch::nn::ModuleList());
   output_ = register_module("output", torch::nn::ModuleList());
   for (int64_t l = 0; l < context.num_layers; ++l) {
+    if (!context.serves(l)) {  // placeholders without parameters
+      hidden_->push_back(linear_if(false, 1, width));
+      output_->push_back(linear_if(false, width, context.num_heads));
+      c_.emplace_back();
+      length_multiplier_.emplace_back();
+      continue;
+    }
     hidden_->push_back(torch::nn::Linear(1, width));
     output_->push_back(torch::nn::Linear(width, context.num_heads));
     c_.push_back(register_parameter("c_" + std::to_string(l), torch::full({}, options.get_float("init_c"))));

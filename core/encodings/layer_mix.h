@@ -13,8 +13,9 @@ class LayerMixImpl : public PositionEncodingImpl {
  public:
   LayerMixImpl(const EncodingContext& context, PositionEncoding main, PositionEncoding mixed, int64_t every);
 
-  // The scheme block `layer` uses (kInputLayer: the main one).
-  bool mixed_at(int64_t layer) const { return layer != kInputLayer && (layer + 1) % every_ == 0; }
+  // Whether block `layer` (kInputLayer: the token embeddings) uses the mixed scheme.
+  static bool mixed_block(int64_t layer, int64_t every) { return layer != kInputLayer && (layer + 1) % every == 0; }
+  bool mixed_at(int64_t layer) const { return mixed_block(layer, every_); }
 
   void check_positions(const Positions& positions) const override;
   torch::Tensor embed(torch::Tensor x, const Positions& positions, int64_t layer) override;
@@ -26,6 +27,9 @@ class LayerMixImpl : public PositionEncodingImpl {
   torch::Tensor value_term(const torch::Tensor& probs, const AttentionContext& attention) override;
   RelativeRows relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   bool has_value_term() const override { return main_->has_value_term() || mixed_->has_value_term(); }
+  bool has_value_term_at(int64_t layer) const override {
+    return (mixed_at(layer) ? mixed_ : main_)->has_value_term_at(layer);
+  }
   double attention_scale() const override { return main_->attention_scale(); }
   bool supports_extrapolation() const override;
   void set_extrapolation(const Extrapolation& extrapolation) override;

@@ -7,15 +7,18 @@ LearnedPositionEncodingImpl::LearnedPositionEncodingImpl(const EncodingContext& 
     : AdditivePositionEncodingImpl(context, options), max_positions_(options.get_int("max_positions")) {
   const bool per_layer = inject() == "per_layer";
   for (int64_t l = 0; l < (per_layer ? context.num_layers : 1); ++l)
-    tables_.push_back(register_parameter(per_layer ? "table_" + std::to_string(l) : std::string("table"),
-                                         torch::randn({max_positions_, context.d_model}) *
-                                             options.get_float("init_std")));
+    tables_.push_back(per_layer && !context.serves(l)  // encoding_mix: a block of the other scheme
+                          ? torch::Tensor()
+                          : register_parameter(per_layer ? "table_" + std::to_string(l) : std::string("table"),
+                                               torch::randn({max_positions_, context.d_model}) *
+                                                   options.get_float("init_std")));
 }
 
 std::vector<PositionTable> LearnedPositionEncodingImpl::position_tables() const {
   if (tables_.size() == 1) return {{"table", "position", 0}};
   std::vector<PositionTable> tables;
-  for (size_t l = 0; l < tables_.size(); ++l) tables.push_back({"table_" + std::to_string(l), "position", 0});
+  for (size_t l = 0; l < tables_.size(); ++l)
+    if (tables_[l].defined()) tables.push_back({"table_" + std::to_string(l), "position", 0});
   return tables;
 }
 

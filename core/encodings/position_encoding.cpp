@@ -7,6 +7,11 @@
 
 namespace pelab {
 
+std::shared_ptr<torch::nn::Module> linear_if(bool served, int64_t in, int64_t out) {
+  if (served) return torch::nn::Linear(in, out).ptr();
+  return torch::nn::Identity().ptr();
+}
+
 Positions contiguous_positions(int64_t batch, int64_t length, torch::Device device) {
   auto row = torch::arange(length, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto positions = row.unsqueeze(0).expand({batch, length});
@@ -64,7 +69,8 @@ RelativeRows PositionEncodingImpl::checked_relative_rows(const torch::Tensor& q,
   RelativeRows rows = relative_rows(q, k, attention);
   if (!rows.defined()) return rows;
   const std::string who = (context_.scheme.empty() ? "a position encoding" : context_.scheme) + ": relative_rows";
-  TORCH_CHECK(rows.value.defined() || !has_value_term(), who, ": a scheme with a value term must return value rows");
+  TORCH_CHECK(rows.value.defined() || !has_value_term_at(attention.layer), who,
+              ": a scheme with a value term must return value rows");
   check_relative_rows(rows, who, q.sizes(), k.size(2));
   return rows;
 }

@@ -77,7 +77,11 @@ struct EncodingContext {
   int64_t num_layers = 2;
   bool causal = false;
   std::string scheme;  // the registered name (the registry sets it), for messages
+  // Under encoding_mix, per block whether this scheme serves it; empty: every block. A scheme
+  // makes per-block parameters only for the blocks it serves (the others could never train).
+  std::vector<bool> served;
   int64_t head_dim() const { return d_model / num_heads; }
+  bool serves(int64_t layer) const { return served.empty() || served.at(layer); }
 };
 
 // A parameter of a scheme whose rows are looked up by position, offset or bucket: the
@@ -95,6 +99,10 @@ struct ScoreTerm {
   std::string name;
   torch::Tensor value;
 };
+
+// A Linear(in, out) for a ModuleList of per-block layers, or, for a block the scheme does not
+// serve (EncodingContext::served), a placeholder without parameters that keeps the indices.
+std::shared_ptr<torch::nn::Module> linear_if(bool served, int64_t in, int64_t out);
 
 // `layer` value of the embed hook at the token embeddings (before the embedding LayerNorm).
 constexpr int64_t kInputLayer = -1;
@@ -175,6 +183,8 @@ class PositionEncodingImpl : public torch::nn::Module {
 
   // True when value_term adds something (attention then keeps the probabilities as a tensor).
   virtual bool has_value_term() const { return false; }
+  // The same for block `layer` (encoding_mix: the scheme of that block).
+  virtual bool has_value_term_at(int64_t layer) const { return has_value_term(); }
 
   // Multiplies q k^T; 1/sqrt(Dh) unless a scheme's options say otherwise (t5_bias scale: none gives 1).
   virtual double attention_scale() const;

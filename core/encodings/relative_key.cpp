@@ -14,14 +14,15 @@ RelativeKeyImpl::RelativeKeyImpl(const EncodingContext& context, const OptionVal
   const int64_t rows = clip_ > 0 ? 2 * clip_ + 1 : 2 * max_positions_ - 1;
   const double init_std = options.get_float("init_std");
   for (int64_t l = 0; l < context.num_layers; ++l)
-    tables_.push_back(register_parameter("distance_embedding_" + std::to_string(l),
-                                         torch::randn({rows, context.head_dim()}) * init_std));
+    tables_.push_back(context.serves(l) ? register_parameter("distance_embedding_" + std::to_string(l),
+                                                             torch::randn({rows, context.head_dim()}) * init_std)
+                                        : torch::Tensor());
 }
 
 std::vector<PositionTable> RelativeKeyImpl::position_tables() const {
   std::vector<PositionTable> tables;
   for (int64_t l = 0; l < context().num_layers; ++l)
-    tables.push_back({"distance_embedding_" + std::to_string(l), "offset", clip_ > 0 ? -clip_ : 1 - max_positions_});
+    if (context().serves(l)) tables.push_back({"distance_embedding_" + std::to_string(l), "offset", clip_ > 0 ? -clip_ : 1 - max_positions_});
   return tables;
 }
 

@@ -10,6 +10,11 @@ ShawImpl::ShawImpl(const EncodingContext& context, const OptionValues& options)
   const bool values = options.get_bool("values");
   for (int64_t l = 0; l < context.num_layers; ++l) {
     const std::string suffix = "_" + std::to_string(l);
+    if (!context.serves(l)) {  // encoding_mix: a block of the other scheme
+      key_tables_.emplace_back();
+      if (values) value_tables_.emplace_back();
+      continue;
+    }
     key_tables_.push_back(
         register_parameter("key_table" + suffix, torch::randn({2 * clip_ + 1, context.head_dim()}) * init_std));
     if (values)
@@ -21,6 +26,7 @@ ShawImpl::ShawImpl(const EncodingContext& context, const OptionValues& options)
 std::vector<PositionTable> ShawImpl::position_tables() const {
   std::vector<PositionTable> tables;
   for (int64_t l = 0; l < context().num_layers; ++l) {
+    if (!context().serves(l)) continue;
     tables.push_back({"key_table_" + std::to_string(l), "offset", -clip_});
     if (has_value_term()) tables.push_back({"value_table_" + std::to_string(l), "offset", -clip_});
   }

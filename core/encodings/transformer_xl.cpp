@@ -13,7 +13,9 @@ TransformerXLImpl::TransformerXLImpl(const EncodingContext& context, const Optio
   u_ = register_parameter("u", torch::randn({H, Dh}) * init_std);
   v_ = register_parameter("v", torch::randn({H, Dh}) * init_std);
   for (int64_t l = 0; l < context.num_layers; ++l)
-    projection_.push_back(register_parameter("r_projection_" + std::to_string(l), torch::randn({D, D}) * init_std));
+    projection_.push_back(context.serves(l) ? register_parameter("r_projection_" + std::to_string(l),
+                                                                 torch::randn({D, D}) * init_std)
+                                            : torch::Tensor());
 }
 
 std::string TransformerXLImpl::description() {

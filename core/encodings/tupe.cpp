@@ -18,7 +18,8 @@ TupeImpl::TupeImpl(const EncodingContext& context, const OptionValues& options)
   table_ = register_parameter("table", torch::randn({max_positions_, D}) * init_std);
   norm_ = register_module("table_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
   projections_ = register_module("projection", torch::nn::ModuleList());
-  for (int64_t l = 0; l < (per_layer_ ? context.num_layers : 1); ++l) projections_->push_back(torch::nn::Linear(D, 2 * D));
+  for (int64_t l = 0; l < (per_layer_ ? context.num_layers : 1); ++l)  // encoding_mix: a placeholder for a block
+    projections_->push_back(linear_if(!per_layer_ || context.serves(l), D, 2 * D));  //   of the other scheme
   if (options.get_bool("relative")) {
     check_t5_max_distance("tupe", context.causal, num_buckets_, max_distance_);
     relative_bias_ = register_parameter("relative_attention_bias",

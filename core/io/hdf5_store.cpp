@@ -70,6 +70,7 @@ void write_attention_maps(H5::H5File& file, const std::vector<AttentionMaps>& ma
     write_scalar_attribute<int64_t>(group, s::kLength, m.length);
     write_scalar_attribute<int64_t>(group, s::kExamples, m.probs.size(0));
     write_scalar_attribute<int64_t>(group, s::kEvalStep, m.step);
+    write_string_attribute(group, s::kMethod, m.method);
     write_string_attribute(group, s::kEvalSampler, m.sampler);
     write_scalar_attribute<int64_t>(group, s::kEvalPositionsMaxLength, m.positions_max_length);
     if (!m.terms.empty()) {
@@ -103,6 +104,7 @@ void write_probes(H5::H5File& file, const std::vector<ProbeResult>& rows) {
   write_column(probes, s::kOrderAccuracy, rows, &ProbeResult::order_accuracy);
   write_column(probes, s::kDistanceR2, rows, &ProbeResult::distance_r2);
   write_column(probes, s::kEvalStep, rows, &ProbeResult::step);
+  write_column(probes, s::kMethod, rows, &ProbeResult::method);
   write_column(probes, s::kEvalSampler, rows, &ProbeResult::sampler);
   write_column(probes, s::kEvalPositionsMaxLength, rows, &ProbeResult::positions_max_length);
 }
@@ -117,6 +119,7 @@ std::vector<ProbeResult> read_probes(const H5::Group& probes) {
   read_column(probes, s::kOrderAccuracy, rows, &ProbeResult::order_accuracy);
   read_column(probes, s::kDistanceR2, rows, &ProbeResult::distance_r2);
   read_column(probes, s::kEvalStep, rows, &ProbeResult::step);
+  if (probes.exists(s::kMethod)) read_column(probes, s::kMethod, rows, &ProbeResult::method);  // absent before: none
   read_column(probes, s::kEvalSampler, rows, &ProbeResult::sampler);
   read_column(probes, s::kEvalPositionsMaxLength, rows, &ProbeResult::positions_max_length);
   return rows;
@@ -446,6 +449,7 @@ bool is_complete_run_file(const std::string& path) { return complete_run_file_ve
 
 int64_t complete_run_file_version(const std::string& path) {
   if (!fs::exists(path)) return -1;
+  std::lock_guard<std::recursive_mutex> lock(hdf5_lock());
   try {
     H5::Exception::dontPrint();
     H5::H5File file(path, H5F_ACC_RDONLY);

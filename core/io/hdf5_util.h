@@ -5,6 +5,7 @@
 #include <H5Cpp.h>
 #include <torch/torch.h>
 
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -162,6 +163,9 @@ inline void write_training_curve(H5::Group& group, const TrainingCurve& curve) {
   write_vector(group, schema::kTokensPerSecond, curve.tokens_per_second);
   write_vector(group, schema::kPhase, curve.phase);
   write_scalar_attribute<int64_t>(group, schema::kSkippedSteps, curve.skipped_steps);
+  std::string zero;
+  for (const auto& name : curve.zero_gradient_parameters) zero += (zero.empty() ? "" : ", ") + name;
+  write_string_attribute(group, schema::kZeroGradientParameters, zero);
 }
 
 inline TrainingCurve read_training_curve(const H5::Group& group) {
@@ -175,6 +179,14 @@ inline TrainingCurve read_training_curve(const H5::Group& group) {
   curve.phase = group.exists(schema::kPhase) ? read_vector<int64_t>(group, schema::kPhase)
                                              : std::vector<int64_t>(curve.step.size(), 0);
   curve.skipped_steps = read_scalar_attribute<int64_t>(group, schema::kSkippedSteps);
+  if (group.attrExists(schema::kZeroGradientParameters)) {
+    const std::string zero = read_string_attribute(group, schema::kZeroGradientParameters);
+    for (size_t start = 0; start < zero.size();) {
+      const size_t end = std::min(zero.find(", ", start), zero.size());
+      curve.zero_gradient_parameters.push_back(zero.substr(start, end - start));
+      start = end + 2;
+    }
+  }
   return curve;
 }
 
@@ -216,10 +228,19 @@ inline std::string innermost_hdf5_error() {
   return message;
 }
 
-// Runs `body`, turning HDF5's exceptions into one std::runtime_error line:
+// One HDF5 call at a time in the process: the runs of a packed process (pelab sweep
+// --runs-per-process) write their checkpoints and run files from their own threads, and
+// HDF5's C++ layer is not thread-safe (its C library here is, with one global lock).
+inline std::recursive_mutex& hdf5_lock() {
+  static std::recursive_mutex lock;
+  return lock;
+}
+
+// Runs `body` under hdf5_lock(), turning HDF5's exceptions into one std::runtime_error line:
 // "cannot <what> <path>: <HDF5's message> (<where it started>)".
 template <typename F>
 auto with_hdf5_errors(const std::string& what, const std::string& path, F&& body) {
+  std::lock_guard<std::recursive_mutex> lock(hdf5_lock());
   H5::Exception::dontPrint();
   try {
     return body();

@@ -15,6 +15,9 @@ struct TrainingCurve {  // one row every train.log_every steps, averaged over th
   std::vector<double> loss, accuracy, learning_rate, tokens_per_second;
   std::vector<int64_t> phase;  // 0-based train.phases phase of the row's last step (0 without phases)
   int64_t skipped_steps = 0;  // steps with a non-finite loss or gradient, skipped (train.nonfinite: skip)
+  // Parameters whose gradient was exactly zero at each of the first train.unused_parameters_steps
+  // steps although the forward pass reached them (a warning, not an error: sparse, not dead)
+  std::vector<std::string> zero_gradient_parameters;
 };
 
 struct EvalResult {

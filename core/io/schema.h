@@ -40,6 +40,9 @@ constexpr const char* kLearningRate = "learning_rate";
 constexpr const char* kTokensPerSecond = "tokens_per_second";
 constexpr const char* kPhase = "phase";              // int64: the train.phases phase (0-based) of the row
 constexpr const char* kSkippedSteps = "skipped_steps";  // training attribute (int64)
+// training attribute (string, names joined by ", "; empty: none). Optional: absent in files
+// written before it, which read as none, so the schema version stays.
+constexpr const char* kZeroGradientParameters = "zero_gradient_parameters";
 
 constexpr const char* kEvaluation = "evaluation";    // group; 1-D datasets, one row per test length:
 constexpr const char* kMethod = "method";            // string: none | interpolation | ntk

@@ -8,6 +8,7 @@
 #include "core/model/attention_dropout.h"
 #include "core/model/batched_matmul.h"
 #include "core/model/fused_attention.h"
+#include "core/model/sdpa_backend.h"
 
 namespace pelab {
 
@@ -62,8 +63,17 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
                                    : kernels::AttentionDropout();
   const bool fusable = !record && fused_attention_supports(q) && !sdpa_on_cpu.load();
   const auto relative = fusable ? encoding.checked_relative_rows(q, k, hooks) : RelativeRows();
-  const bool fused = fusable && (relative.defined() || !encoding.has_value_term());
+  const bool value_term = encoding.has_value_term_at(layer_);
+  const bool fused = fusable && (relative.defined() || !value_term);
   const auto bias = relative.defined() ? relative.bias : encoding.score_bias(q, k, hooks);
+  // GPUs (LibTorch >= 2): SDPA's fused kernels, the kernel chosen by pelab's rule
+  // (core/model/sdpa_backend.h); only where no map is kept and the scheme has no value term
+  const bool sdpa_allowed = TORCH_VERSION_MAJOR >= 2 && !fused && !record && !value_term &&
+                            (!q.device().is_cpu() || sdpa_on_cpu.load());
+  const bool only_causal = mask.causal() && !mask.padding().defined() && !bias.defined();
+  const SdpaBackend sdpa_backend =
+      sdpa_allowed ? choose_sdpa_backend({q.is_cuda(), q.scalar_type(), bias.defined() || (mask.any() && !only_causal), Dh})
+                   : SdpaBackend::unfused;
   torch::Tensor context;  // (B, H, T, Dh)
   if (fused) {
     // core/model/fused_attention.h, with the scheme's relative rows if any; memory (B, T, H, Dh).
@@ -72,21 +82,21 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     context = rotated ? fused_attention(q, k, v, encoding.attention_scale(), bias, mask, relative, dropout)
                       : fused_attention_packed(projection, H, encoding.attention_scale(), bias, mask, relative, dropout);
 #if TORCH_VERSION_MAJOR >= 2
-  } else if (!record && !encoding.has_value_term() && (!q.device().is_cpu() || sdpa_on_cpu.load())) {
-    // GPUs (LibTorch >= 2): the fused scaled_dot_product_attention kernels, with bias + mask
-    // as one additive mask, or, causal with nothing else to add, is_causal (the flash
-    // kernel accepts that, not a mask). SDPA scales by 1/sqrt(Dh): q is pre-scaled to give
-    // attention_scale(). Both cast first: under bf16 autocast the (B, H, T, T) sum is then
-    // written once, in bf16 (adding a mask of 0 and -inf is exact in any dtype).
+  } else if (sdpa_backend != SdpaBackend::unfused) {
+    // bias + mask as one additive mask, or, causal with nothing else to add, is_causal (the
+    // flash kernel accepts that, not a mask). SDPA scales by 1/sqrt(Dh): q is pre-scaled to
+    // give attention_scale(). Both cast first: under bf16 autocast the (B, H, T, T) sum is
+    // then written once, in bf16 (adding a mask of 0 and -inf is exact in any dtype).
     const auto dtype = q.scalar_type();
-    const bool only_causal = mask.causal() && !mask.padding().defined() && !bias.defined();
     const torch::Tensor masked = only_causal ? torch::Tensor() : mask.additive();
     c10::optional<torch::Tensor> additive;  // none: no bias and no masked key, or only_causal
     if (bias.defined() && masked.defined()) additive = bias.to(dtype) + masked.to(dtype);
     else if (bias.defined()) additive = bias.to(dtype);
     else if (masked.defined()) additive = masked.to(dtype);
     const auto q_scaled = q * (encoding.attention_scale() * std::sqrt(static_cast<double>(Dh)));
-    context = at::scaled_dot_product_attention(q_scaled, k, v, additive, dropout_rate, only_causal);
+    context = with_sdpa_backend(sdpa_backend, [&] {
+      return at::scaled_dot_product_attention(q_scaled, k, v, additive, dropout_rate, only_causal);
+    });
 #endif
   } else {
     // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.

@@ -3,12 +3,14 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 
+#include "core/model/run_generator.h"
+
 #include <mutex>
 
 namespace pelab {
 
 uint64_t draw_attention_dropout_key() {
-  auto generator = at::detail::getDefaultCPUGenerator();
+  auto generator = run_cpu_generator();
   std::lock_guard<std::mutex> lock(generator.mutex());
   return generator.get<at::CPUGeneratorImpl>()->random64();
 }

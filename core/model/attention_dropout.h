@@ -11,8 +11,8 @@
 
 namespace pelab {
 
-// A key drawn from LibTorch's default CPU generator (the one torch::manual_seed seeds and the
-// trainer checkpoints), under its lock.
+// A key drawn from the run's CPU generator (run_cpu_generator: the thread's run generator, or
+// LibTorch's default one; the trainer checkpoints it), under its lock.
 uint64_t draw_attention_dropout_key();
 
 // The multipliers the decisions of `dropout` give a call's (B, H, Tq, Tk) probabilities: 1 / (1

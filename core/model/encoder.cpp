@@ -4,6 +4,7 @@
 #include "core/encodings/registry.h"
 #include "core/model/gelu.h"
 #include "core/model/layer_norm.h"
+#include "core/model/run_generator.h"
 
 namespace pelab {
 
@@ -21,17 +22,19 @@ BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer)
 
 torch::Tensor BlockImpl::forward(torch::Tensor x, const AttentionMask& mask, const Positions& positions,
                                  PositionEncodingImpl& encoding, AttentionRecord* record) {
+  // dropout from the run's own CPU stream (core/model/run_generator.h)
+  auto drop = [&](const torch::Tensor& t) { return run_dropout(t, dropout_->options.p(), is_training()); };
   auto feed_forward = [&](const torch::Tensor& h) {
     // GELU takes ff_in's bias into its own pass (core/model/gelu.h): h W^T here, + b there
     auto hidden = gelu_ ? gelu_activation(torch::nn::functional::linear(h, ff_in_->weight), ff_in_->bias)
                         : torch::relu(ff_in_->forward(h));
-    return dropout_->forward(ff_out_->forward(hidden));
+    return drop(ff_out_->forward(hidden));
   };
   if (pre_norm_) {
-    x = x + dropout_->forward(attention_->forward(layer_norm(norm1_, x), mask, positions, encoding, record));
+    x = x + drop(attention_->forward(layer_norm(norm1_, x), mask, positions, encoding, record));
     return x + feed_forward(layer_norm(norm2_, x));
   }
-  x = layer_norm(norm1_, x + dropout_->forward(attention_->forward(x, mask, positions, encoding, record)));
+  x = layer_norm(norm1_, x + drop(attention_->forward(x, mask, positions, encoding, record)));
   return layer_norm(norm2_, x + feed_forward(x));
 }
 
@@ -54,12 +57,20 @@ EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encodin
     embedding_norm_ = register_module("embedding_norm", torch::nn::LayerNorm(norm_options));
   dropout_ = register_module("dropout", torch::nn::Dropout(model.dropout));
   EncodingContext context{model.d_model, model.num_heads, model.num_layers, model.causal, encoding.name};
-  PositionEncoding scheme = make_position_encoding(encoding.name, context, encoding.options);
+  PositionEncoding scheme{nullptr};
   if (mix.every > 0) {
-    EncodingContext mixed_context = context;
+    // each scheme makes per-block parameters only for the blocks it serves
+    EncodingContext main_context = context, mixed_context = context;
     mixed_context.scheme = mix.encoding.name;
+    for (int64_t l = 0; l < model.num_layers; ++l) {
+      main_context.served.push_back(!LayerMixImpl::mixed_block(l, mix.every));
+      mixed_context.served.push_back(LayerMixImpl::mixed_block(l, mix.every));
+    }
+    PositionEncoding main = make_position_encoding(encoding.name, main_context, encoding.options);
     scheme = PositionEncoding(std::shared_ptr<PositionEncodingImpl>(std::make_shared<LayerMixImpl>(
-        context, scheme, make_position_encoding(mix.encoding.name, mixed_context, mix.encoding.options), mix.every)));
+        context, main, make_position_encoding(mix.encoding.name, mixed_context, mix.encoding.options), mix.every)));
+  } else {
+    scheme = make_position_encoding(encoding.name, context, encoding.options);
   }
   position_encoding_ = register_module("position_encoding", scheme);
   blocks_ = register_module("blocks", torch::nn::ModuleList());
@@ -86,7 +97,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
   }
   if (request.position_embeddings) x = position_encoding_->embed(x, positions, kInputLayer);
   if (embedding_norm_) x = layer_norm(embedding_norm_, x);
-  x = dropout_->forward(x);
+  x = run_dropout(x, dropout_->options.p(), is_training());  // the run's own CPU stream
   if (request.hidden_states) out.hidden_states.push_back(x);
 
   const AttentionMask mask = padding.defined() ? AttentionMask(padding, config_.causal)

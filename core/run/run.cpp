@@ -23,6 +23,7 @@
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/kernels/instruction_sets.h"
+#include "core/model/run_generator.h"
 #include "core/train/checkpoint.h"
 #include "data/task_registry.h"
 
@@ -64,8 +65,12 @@ void configure_cpu_math() {
 }
 
 Encoder build_model(const RunConfig& config, const Task& task) {
-  torch::manual_seed(config.seed);
-  return Encoder(config.model, config.encoding, task.vocab_size(), task.num_classes(), config.encoding_mix);
+  Encoder model{nullptr};
+  // under one lock: several runs may be built at once in one process (the packed runner)
+  initialize_with_seed(config.seed, [&] {
+    model = Encoder(config.model, config.encoding, task.vocab_size(), task.num_classes(), config.encoding_mix);
+  });
+  return model;
 }
 
 void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model) {
@@ -209,6 +214,9 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
     log << "run '" << config.name << "' is already complete: " << run_file << "\n";
     return RunOutcome{run_file, done.training, done.evaluation, 0};
   }
+  // the run's own CPU random stream: the same whether it trains alone or beside other runs
+  // in this process (core/model/run_generator.h)
+  RunGeneratorScope run_generator;
   PreparedRun prepared = prepare_run(config);
   const torch::Device device = prepared.device;
   auto& task = prepared.task;

@@ -24,7 +24,8 @@ constexpr const char* kEvaluationCurve = "evaluation_curve";  // group: eval.eve
 constexpr const char* kSnapshots = "snapshots";  // group of step_<S> groups: output.keep_checkpoints
 constexpr const char* kTrainedRows = "trained_rows";  // group: uint8 per position table (attributes as
                                                       //   the run file's), and gradient_seen (uint8)
-constexpr const char* kGradientSeen = "gradient_seen";
+constexpr const char* kGradientSeen = "gradient_seen";        // before: 1 nonzero, 0 otherwise
+constexpr const char* kGradientRecord = "gradient_record";    // 0 none, 1 zero, 2 nonzero
 
 void write_bytes(H5::Group& group, const std::string& name, const void* data, size_t size) {
   hsize_t dims[1] = {size};
@@ -92,7 +93,7 @@ void write_training_checkpoint(const std::string& path, const TrainingCheckpoint
     write_snapshots(snapshots, p.snapshots);
     H5::Group trained = file.createGroup(kTrainedRows);
     write_trained_rows(trained, c.trained_rows);
-    write_bytes(root, kGradientSeen, c.gradient_seen.data(), c.gradient_seen.size());
+    write_bytes(root, kGradientRecord, c.gradient_seen.data(), c.gradient_seen.size());
   });
 }
 
@@ -139,7 +140,12 @@ TrainingCheckpoint read_training_checkpoint(const std::string& path) {
     p.evaluation_curve = read_evaluation_rows(file.openGroup(kEvaluationCurve));
     p.snapshots = read_snapshots(file.openGroup(kSnapshots));
     c.trained_rows = read_trained_rows(file.openGroup(kTrainedRows));
-    c.gradient_seen = read_bytes(root, kGradientSeen);
+    if (root.exists(kGradientRecord)) {
+      c.gradient_seen = read_bytes(root, kGradientRecord);
+    } else {  // a checkpoint from before: 1 nonzero; 0 is taken as zero so far (a warning, not an error)
+      c.gradient_seen = read_bytes(root, kGradientSeen);
+      for (auto& b : c.gradient_seen) b = b ? 2 : 1;
+    }
     return c;
   });
 }

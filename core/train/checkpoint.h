@@ -31,8 +31,8 @@ struct TrainingCheckpoint {
   std::vector<std::pair<std::string, torch::Tensor>> model;  // parameters and buffers (CPU)
   std::vector<std::pair<std::string, torch::Tensor>> optimizer;  // AdamStep::state (CPU)
   std::vector<TrainedRows> trained_rows;  // position tables' rows updated so far
-  std::vector<uint8_t> gradient_seen;     // per parameter: a nonzero gradient in the first
-                                          //   train.unused_parameters_steps steps
+  std::vector<uint8_t> gradient_seen;     // per parameter, in the first train.unused_parameters_steps
+                                          //   steps: 0 no gradient, 1 only exactly zero ones, 2 a nonzero one
 };
 
 // Writes `path` atomically; throws std::runtime_error naming the file and the cause.

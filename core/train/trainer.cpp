@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "core/encodings/host_to_device.h"
+#include "core/model/run_generator.h"
 #include "core/io/hdf5_store.h"
 #include "core/train/adam.h"
 #include "core/train/checkpoint.h"
@@ -67,7 +68,7 @@ Trainer::Trainer(const RunConfig& config, Encoder model, const Task& task, torch
                        torch::zeros({table.size(0)}, torch::TensorOptions(torch::kBool).device(table.device()))});
   }
   gradient_seen_ = torch::zeros({static_cast<int64_t>(model_->parameters().size())},
-                                torch::TensorOptions(torch::kBool).device(device_));
+                                torch::TensorOptions(torch::kUInt8).device(device_));
   const std::string& graphs = config_.train.cuda_graphs;
   if (graphs == "on" && !(device_.is_cuda() && cuda_graphs_available()))
     throw std::runtime_error(fmt::format("train.cuda_graphs: on needs a CUDA device and a LibTorch with CUDA; this "
@@ -102,6 +103,11 @@ torch::Tensor flags_on_device(std::vector<uint8_t> bytes, torch::Device device) 
   return torch::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, torch::kUInt8).to(device, torch::kBool);
 }
 
+torch::Tensor bytes_on_device(std::vector<uint8_t> bytes, torch::Device device) {
+  // cloned: on the CPU, to() would return the view of `bytes`, which dies here
+  return torch::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, torch::kUInt8).clone().to(device);
+}
+
 // 3, 4, 5, 9 -> "3..5, 9"
 std::string value_ranges(const std::vector<int64_t>& sorted_values) {
   std::vector<std::string> parts;
@@ -123,21 +129,37 @@ void Trainer::record_gradients(int64_t step, const std::vector<torch::Tensor>& p
   if (step >= config_.train.unused_parameters_steps) return;
   ++progress_.gradient_steps;
   for (size_t i = 0; i < parameters.size(); ++i)
-    if (parameters[i].grad().defined()) gradient_seen_[i].logical_or_(parameters[i].grad().ne(0).any());  // a view
+    if (parameters[i].grad().defined()) {  // kGradientZero at least; kGradientNonzero once one is nonzero
+      auto seen = gradient_seen_[i];  // a view
+      seen.copy_(torch::maximum(seen, parameters[i].grad().ne(0).any().to(torch::kUInt8) + kGradientZero));
+    }
 }
 
-void Trainer::check_unused_parameters(std::ostream& log) const {
+void Trainer::check_unused_parameters(std::ostream& log) {
   if (progress_.gradient_steps == 0) return;  // every step skipped (train.nonfinite: skip): nothing to judge
-  std::vector<std::string> unused;
+  // Unreachable: no backward reached it (LibTorch left its gradient undefined), so no step can
+  // train it: the config or the scheme is wrong. Zero so far: reached, but the gradient was
+  // exactly zero each time (a sparse parameter, e.g. FIRE's threshold under randomized
+  // positions): a warning and a record in the run file, never the end of the run.
+  std::vector<std::string> unreachable, zero;
   const auto seen = flags_on_host(gradient_seen_);  // one read-back
   size_t i = 0;
-  for (const auto& p : model_->named_parameters())
-    if (!seen[i++]) unused.push_back(p.key());
-  if (unused.empty()) return;
+  for (const auto& p : model_->named_parameters()) {
+    const uint8_t record = seen[i++];
+    if (record == kGradientNone) unreachable.push_back(p.key());
+    if (record == kGradientZero) zero.push_back(p.key());
+  }
+  if (!zero.empty()) {
+    progress_.curve.zero_gradient_parameters = zero;
+    log << fmt::format("warning: parameter(s) reached by the forward pass whose gradient was exactly zero at each of "
+                       "the first {} steps: {} (recorded in the run file; training goes on)\n",
+                       progress_.gradient_steps, join(zero));
+  }
+  if (unreachable.empty()) return;
   const std::string what = fmt::format(
-      "parameter(s) with no gradient, or an exactly zero one, at each of the first {} steps: {}. Every parameter a "
-      "scheme or the model owns must be trained by the forward pass",
-      progress_.gradient_steps, join(unused));
+      "parameter(s) no backward pass reached in the first {} steps: {}. Every parameter a scheme or the model owns "
+      "must be trained by the forward pass",
+      progress_.gradient_steps, join(unreachable));
   if (config_.train.unused_parameters == "error")
     throw std::runtime_error(what + " (train.unused_parameters: warn goes on regardless)");
   log << "warning: " << what << "\n";
@@ -533,7 +555,7 @@ TrainingCheckpoint Trainer::checkpoint() const {
   positions << position_rng_;
   c.data_rng = data.str();
   c.position_rng = positions.str();
-  c.torch_rng = generator_state(at::detail::getDefaultCPUGenerator());
+  c.torch_rng = generator_state(run_cpu_generator());
   if (device_.is_cuda()) c.cuda_rng = generator_state(at::globalContext().defaultGenerator(device_));
   c.model = checkpoint_of(*model_);
   c.optimizer = optimizer_.state(parameter_names());
@@ -547,7 +569,7 @@ void Trainer::restore(const TrainingCheckpoint& c) {
   data >> data_rng_;
   positions >> position_rng_;
   if (!data || !positions) throw std::runtime_error("the checkpoint's RNG states cannot be read");
-  set_generator_state(at::detail::getDefaultCPUGenerator(), c.torch_rng);
+  set_generator_state(run_cpu_generator(), c.torch_rng);
   // a checkpoint from the CPU has no GPU state (and one from a GPU resumed on the CPU needs none)
   if (device_.is_cuda() && c.cuda_rng.defined())
     set_generator_state(at::globalContext().defaultGenerator(device_), c.cuda_rng);
@@ -555,7 +577,7 @@ void Trainer::restore(const TrainingCheckpoint& c) {
   set_trained_rows(c.trained_rows);
   if (static_cast<int64_t>(c.gradient_seen.size()) != gradient_seen_.numel())
     throw std::runtime_error("the checkpoint's gradient record does not match the model's parameters");
-  gradient_seen_ = flags_on_device(c.gradient_seen, device_);
+  gradient_seen_ = bytes_on_device(c.gradient_seen, device_);
 }
 
 void Trainer::write_checkpoint() const { write_training_checkpoint(checkpoint_path_, checkpoint()); }
@@ -564,15 +586,22 @@ void Trainer::stop_if_requested() const {
   if (stop_signal() != 0) throw RunInterrupted(stop_signal(), progress_.step, checkpoint_path_);
 }
 
+Trainer::ExtrapolationScope::ExtrapolationScope(Trainer& trainer, int64_t length, const std::string& method)
+    : encoding_(trainer.model_->encoding()) {
+  // stretch rotary schemes by test length / training length (in tokens)
+  const int64_t training_tokens = trainer.task_.sequence_length(trainer.config_.train.max_length);
+  encoding_.set_extrapolation(
+      {method, double(trainer.task_.sequence_length(length)) / double(training_tokens), training_tokens});
+}
+
+Trainer::ExtrapolationScope::~ExtrapolationScope() { encoding_.set_extrapolation({}); }
+
 EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::string& method, bool statistics) {
   torch::NoGradGuard no_grad;
   model_->eval();
   Rng rng(evaluation_data_seed(config_.seed, length));
   Rng position_rng(position_stream_seed(evaluation_data_seed(config_.seed, length)));
-  // stretch rotary schemes by test length / training length (in tokens)
-  const int64_t training_tokens = task_.sequence_length(config_.train.max_length);
-  model_->encoding().set_extrapolation(
-      {method, double(task_.sequence_length(length)) / double(training_tokens), training_tokens});
+  std::optional<ExtrapolationScope> extrapolation(std::in_place, *this, length, method);
   EvalResult r;
   r.method = method;
   r.length = length;
@@ -603,7 +632,7 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
     chance.add(batch);
     done += n;
   }
-  model_->encoding().set_extrapolation({});
+  extrapolation.reset();
   model_->train();
   r.samples = examples;
   r.loss = loss_sum / std::max<int64_t>(1, scored);
@@ -680,9 +709,10 @@ std::pair<Batch, Positions> Trainer::evaluation_examples(int64_t length, int64_t
   return {batch, evaluation_positions(batch, position_rng)};
 }
 
-AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples) {
+AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples, const std::string& method) {
   torch::NoGradGuard no_grad;
   model_->eval();
+  ExtrapolationScope extrapolation(*this, length, method);
   auto [batch, positions] = evaluation_examples(length, examples, evaluation_data_seed(config_.seed, length));
   ForwardRequest request;
   request.attentions = true;
@@ -700,6 +730,7 @@ AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples) {
   AttentionMaps maps;
   maps.terms = score_term_statistics(output.score_parts, content, batch.padding, config_.model.causal);
   maps.length = length;
+  maps.method = method;
   maps.step = progress_.step;
   std::tie(maps.sampler, maps.positions_max_length) = evaluation_sampler(config_.positions);
   maps.probs = torch::stack(output.attentions, 1).to(torch::kCPU, torch::kFloat32);  // (N, layers, H, T, T)
@@ -708,9 +739,10 @@ AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples) {
   return maps;
 }
 
-std::vector<ProbeResult> Trainer::probes(int64_t length) {
+std::vector<ProbeResult> Trainer::probes(int64_t length, const std::string& method) {
   torch::NoGradGuard no_grad;
   model_->eval();
+  ExtrapolationScope extrapolation(*this, length, method);
   const uint64_t seed = evaluation_data_seed(config_.seed, length) ^ 0x9B0BEull;  // not the evaluation set
   auto [batch, positions] = evaluation_examples(length, config_.analysis.probe_examples, seed);
   ForwardRequest request;
@@ -722,6 +754,7 @@ std::vector<ProbeResult> Trainer::probes(int64_t length) {
   auto results = position_probes(output.hidden_states, batch.tokens, task_.vocab_size(), length,
                                  config_.analysis.probe_ridge, seed);
   for (auto& p : results) {
+    p.method = method;
     p.step = progress_.step;
     std::tie(p.sampler, p.positions_max_length) = evaluation_sampler(config_.positions);
   }

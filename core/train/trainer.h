@@ -98,22 +98,34 @@ class Trainer {
   // The position tables' rows updated by training so far, and (pelab eval) those of a run file.
   std::vector<TrainedRows> trained_rows() const;
   void set_trained_rows(const std::vector<TrainedRows>& rows);
-  // Attention maps of the first `examples` examples of the evaluation set at `length` (the
-  // positions evaluation uses, no extrapolation method).
-  AttentionMaps attention_maps(int64_t length, int64_t examples);
-  // Position probes of every layer on analysis.probe_examples sequences at `length`.
-  std::vector<ProbeResult> probes(int64_t length);
+  // Attention maps (and score terms) of the first `examples` examples of the evaluation set at
+  // `length` (the positions evaluation uses), under the extrapolation `method` (as evaluate_length).
+  AttentionMaps attention_maps(int64_t length, int64_t examples, const std::string& method = "none");
+  // Position probes of every layer on analysis.probe_examples sequences at `length`, under `method`.
+  std::vector<ProbeResult> probes(int64_t length, const std::string& method = "none");
 
   double training_seconds() const { return progress_.training_seconds; }
   // Tokens (input + placeholders) per second over the whole training.
   double tokens_per_second() const { return progress_.total_tokens / std::max(1e-9, progress_.training_seconds); }
 
  private:
+  // While alive: the scheme's extrapolation `method` for sequences of `length` (stretched by
+  // their tokens over the training length's); then none again.
+  class ExtrapolationScope {
+   public:
+    ExtrapolationScope(Trainer& trainer, int64_t length, const std::string& method);
+    ~ExtrapolationScope();
+    ExtrapolationScope(const ExtrapolationScope&) = delete;
+    ExtrapolationScope& operator=(const ExtrapolationScope&) = delete;
+
+   private:
+    PositionEncodingImpl& encoding_;
+  };
   // bf16 autocast on the run's device for a forward pass when `precision: bf16`, else nothing
   AutocastScope autocast() const { return AutocastScope(config_.precision == "bf16", device_); }
   // After a backward pass: which parameters and table rows got a nonzero gradient.
   void record_gradients(int64_t step, const std::vector<torch::Tensor>& parameters);
-  void check_unused_parameters(std::ostream& log) const;  // train.unused_parameters
+  void check_unused_parameters(std::ostream& log);  // train.unused_parameters (records zero ones in the curve)
   // The rows of position tables that a forward pass over `batch` uses (a nonzero gradient)
   // and training never updated, described for EvalResult::untrained; empty: none.
   std::string untrained_rows_used(const Batch& batch, const Positions& positions);
@@ -191,7 +203,9 @@ class Trainer {
   std::map<std::string, GraphEntry> graphs_;
   const CudaGraphStep* graph_pool_owner_ = nullptr;  // the first graph: the others share its memory pool
   int64_t graph_replays_ = 0;
-  torch::Tensor gradient_seen_;  // (parameters,) bool on the device
+  // (parameters,) uint8 on the device: what the first train.unused_parameters_steps gave each
+  static constexpr uint8_t kGradientNone = 0, kGradientZero = 1, kGradientNonzero = 2;
+  torch::Tensor gradient_seen_;
   std::string checkpoint_path_;
   int64_t checkpoint_every_ = 0;
 };

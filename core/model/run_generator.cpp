@@ -1,0 +1,47 @@
+#include "core/model/run_generator.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <mutex>
+
+namespace pelab {
+
+namespace {
+thread_local at::Generator* thread_generator = nullptr;
+std::mutex initialization;
+}  // namespace
+
+at::Generator run_cpu_generator() {
+  return thread_generator ? *thread_generator : at::detail::getDefaultCPUGenerator();
+}
+
+RunGeneratorScope::RunGeneratorScope() : generator_(at::detail::createCPUGenerator()), outer_(thread_generator) {
+  // until initialize_with_seed: the default generator's current state
+  generator_.set_state(at::detail::getDefaultCPUGenerator().get_state());
+  thread_generator = &generator_;
+}
+
+RunGeneratorScope::~RunGeneratorScope() { thread_generator = outer_; }
+
+void initialize_with_seed(uint64_t seed, const std::function<void()>& initialize) {
+  std::lock_guard<std::mutex> lock(initialization);
+  torch::manual_seed(seed);
+  initialize();
+  if (thread_generator) {
+    auto default_generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> generator_lock(default_generator.mutex());
+    thread_generator->set_state(default_generator.get_state());
+  }
+}
+
+torch::Tensor run_dropout(const torch::Tensor& x, double p, bool training) {
+  if (!training || p == 0.0) return x;
+  if (!x.device().is_cpu()) return torch::dropout(x, p, training);
+  // ATen's CPU dropout: noise = bernoulli(1 - p) / (1 - p), x * noise
+  // (bernoulli_ locks the generator itself)
+  auto noise = at::empty_like(x, at::MemoryFormat::Contiguous).bernoulli_(1 - p, run_cpu_generator());
+  noise.div_(1 - p);
+  return x * noise;
+}
+
+}  // namespace pelab
