@@ -35,6 +35,9 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
           << (arguments.out_dir.empty() ? std::string() : " --out " + arguments.out_dir)
           << (arguments.overrides.empty() ? std::string() : " (and the same --set options)") << "\n";
     return kExitInterrupted;
+  } catch (const LengthsDoNotFit& e) {  // the config asks what the scheme cannot do: 2, as a config error
+    err << "error: run '" << config.name << "' failed: " << e.what() << "\n";
+    return 2;
   } catch (const c10::Error& e) {  // LibTorch's what() carries a C++ backtrace: leave it out
     err << "error: run '" << config.name << "' failed: " << e.what_without_backtrace() << "\n";
     return 1;

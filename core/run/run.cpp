@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -82,7 +83,10 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
   for (int64_t L : config.analysis.probe_lengths) lengths.push_back(L);
   lengths.push_back(config.train.max_length);  // last: checked as a training length
   const PositionSampler sampler(config.positions);
-  for (size_t i = 0; i < lengths.size(); ++i) {
+  std::vector<std::string> problems;  // one per length that does not fit: all named at once
+  std::set<int64_t> checked;
+  // one length (the last: the training length); throws std::runtime_error naming what does not fit
+  auto check = [&](size_t i) {
     const int64_t length = lengths[i];
     try {
       task.check_length(length, /*training=*/i + 1 == lengths.size());
@@ -130,10 +134,21 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
                                (real ? " with positions.sampler " + config.positions.sampler : std::string()) + ": " +
                                e.what_without_backtrace());
     }
+  };
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (i + 1 < lengths.size() && !checked.insert(lengths[i]).second) continue;  // a test length listed twice
+    try {
+      check(i);
+    } catch (const std::runtime_error& e) {
+      if (std::find(problems.begin(), problems.end(), e.what()) == problems.end()) problems.push_back(e.what());
+    }
   }
+  if (problems.size() == 1) throw LengthsDoNotFit(problems.front());
+  if (problems.size() > 1)
+    throw LengthsDoNotFit(std::to_string(problems.size()) + " lengths do not fit: " + join(problems, "; "));
   for (const auto& method : config.eval.extrapolation)
     if (method != "none" && !model.encoding().supports_extrapolation())
-      throw std::runtime_error("extrapolation method '" + method + "' (eval.extrapolation, pelab eval "
+      throw LengthsDoNotFit("extrapolation method '" + method + "' (eval.extrapolation, pelab eval "
                                "--extrapolation) needs a rotary scheme (rope, xpos); '" + config.encoding.name +
                                "' has none");
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "core/config/yaml_reader.h"
 #include "core/model/encoder.h"
 #include "core/train/trainer.h"
 #include "data/task.h"
@@ -26,9 +27,16 @@ void configure_cpu_math();
 // The encoder for a config and task, seeded from config.seed.
 Encoder build_model(const RunConfig& config, const Task& task);
 
-// Throws, naming the length and the option to change, when a training or test length does
-// not fit the scheme (a `learned` table, HF relative_key without clipping) or the position
-// sampler's range, or when an extrapolation method is asked of a scheme without one.
+// A config whose lengths or methods the scheme cannot take: a config error (pelab exits 2).
+class LengthsDoNotFit : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
+// Throws LengthsDoNotFit, naming every length that does not fit and the option to change,
+// when training or test lengths do not fit the scheme (a `learned` table, HF relative_key
+// without clipping) or the position sampler's range, or when an extrapolation method is
+// asked of a scheme without one.
 void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model);
 
 struct RunOutcome {
