@@ -503,22 +503,42 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
       processes.push_back(packed_process(pelab, sweep, a, group, threads,
                                          sweep.output + "/processes/" + runs[group[0]].id + ".log"));
   }
-  int64_t done = 0, failed = 0, interrupted = 0;
+  int64_t done = 0, failed = 0, interrupted = 0, running = 0;
   auto placed = [&](size_t slot) {  // " on GPU 1" with --gpus
     return a.gpus.empty() ? std::string() : " on GPU " + slots[slot].substr(slots[slot].find('=') + 1);
+  };
+  // the sweep's progress after a run ends: what runs, what is left, and an estimate of the time
+  // left from the runs finished so far
+  const auto sweep_start = std::chrono::steady_clock::now();
+  auto progress = [&] {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
+    const int64_t finished = done + failed, left = static_cast<int64_t>(todo.size()) - finished - interrupted;
+    std::string eta;
+    if (finished > 0 && left > 0) {
+      const int64_t seconds = std::llround(elapsed / finished * left);
+      eta = seconds >= 60 ? fmt::format(", about {}m{:02d}s left", seconds / 60, seconds % 60)
+                          : fmt::format(", about {}s left", seconds);
+    }
+    return fmt::format("; {} running, {} to start{}", running, std::max<int64_t>(0, left - running), eta);
   };
   const size_t not_started = run_child_processes(
       processes, slots,
       [&](size_t i) {
         if (groups[i].size() > 1) fs::create_directories(sweep.output + "/processes");
+        std::vector<std::string> ids;
         for (int64_t index : groups[i]) {
           const SweepRun& run = runs[index];
           fs::create_directories(run.dir);
           fs::remove(run.dir + "/" + kFailedFile);
           remove_leftovers(run.dir);
+          ids.push_back(run.id);
         }
+        running += static_cast<int64_t>(groups[i].size());
+        out << fmt::format("[-/{}] started   {}\n", todo.size(), join(ids));
+        out.flush();
       },
       [&](const ChildEnd& end) {
+        running -= static_cast<int64_t>(groups[end.index].size());
         for (int64_t index : groups[end.index]) {
           const SweepRun& run = runs[index];
           std::string error;
@@ -538,8 +558,8 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
           switch (outcome) {
             case RunEnd::Complete:
               ++done;
-              out << fmt::format("[{}/{}] complete  {} ({:.0f}s{})\n", done + failed, todo.size(), run.id, end.seconds,
-                                 placed(end.slot));
+              out << fmt::format("[{}/{}] complete  {} ({:.0f}s{}){}\n", done + failed, todo.size(), run.id,
+                                 end.seconds, placed(end.slot), progress());
               break;
             case RunEnd::Interrupted:
               ++interrupted;
@@ -548,8 +568,8 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
               break;
             case RunEnd::Failed:
               ++failed;
-              out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s{}): {}\n", done + failed, todo.size(), run.id,
-                                 end.seconds, placed(end.slot), error);
+              out << fmt::format("[{}/{}] FAILED    {} ({:.0f}s{}): {}{}\n", done + failed, todo.size(), run.id,
+                                 end.seconds, placed(end.slot), error, progress());
               break;
           }
         }

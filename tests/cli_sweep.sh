@@ -21,6 +21,10 @@ echo "== a grid x zip sweep, 2 at a time"
 grep -q "8 of 8 runs complete" sweep.txt
 # each run gets cores / jobs threads (a GPU machine's 16 cores: 8)
 grep -q "2 at a time x $(( $(getconf _NPROCESSORS_ONLN) / 2 > 1 ? $(getconf _NPROCESSORS_ONLN) / 2 : 1 )) threads" sweep.txt
+# progress: a line as each run starts, and with each end what runs, what is left and the time left
+test "$(grep -c '^\[-/8\] started   ' sweep.txt)" = 8
+grep -q -E "^\[1/8\] complete  .*\); 1 running, 6 to start, about [0-9]+(m[0-9]+)?s left$" sweep.txt
+grep -q -E "^\[8/8\] complete  .*\); 0 running, 0 to start$" sweep.txt
 for id in $(cut -f2 sweep-out/runs.tsv | tail -n +2); do test -f "sweep-out/runs/$id/run.h5"; done
 "$PELAB" report sweep-out | tee report.txt
 grep -q "8 of 8 runs complete" report.txt
