@@ -3,17 +3,70 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/encodings/registry.h"
 #include "core/config/catalog_yaml.h"
 #include "core/io/hdf5_store.h"
 #include "core/config/yaml_reader.h"
 #include "core/run/run.h"
+#include "core/train/checkpoint.h"
 #include "core/train/progress.h"
 #include "core/train/stop_signal.h"
 #include "data/task_registry.h"
 
 namespace pelab {
+
+namespace {
+
+// --resume of a run that has a checkpoint (or a complete run file) in `config`'s output
+// folder: the config stored there, so that the --set options of the first command need not
+// be typed again. Options given now must agree with it (name, threads, device, sync_every
+// and cuda_graphs may differ); each that does not is named with its stored value. Without a
+// stored config, `config` itself.
+RunConfig resumed_config(const RunConfig& config, const std::vector<std::string>& overrides) {
+  namespace fs = std::filesystem;
+  const std::string checkpoint = config.output.dir + "/" + kCheckpointFileName;
+  const std::string run_file = config.output.dir + "/run.h5";
+  std::string source, stored_yaml;
+  try {
+    if (fs::exists(checkpoint)) {
+      source = checkpoint;
+      stored_yaml = read_training_checkpoint(checkpoint).config_yaml;
+    } else if (is_complete_run_file(run_file)) {
+      source = run_file;
+      stored_yaml = read_run_file(run_file, /*with_checkpoint=*/false).config_yaml;
+    } else {
+      return config;
+    }
+  } catch (const std::runtime_error&) {  // unreadable: the run itself says so, with its path
+    return config;
+  }
+  const RunConfig stored = stored_run_config(source, stored_yaml);
+  std::vector<std::string> disagreeing;
+  for (const auto& entry : overrides) {
+    if (entry.rfind("output.dir=", 0) == 0) continue;
+    const RunConfig with = parse_run_config(to_yaml(stored), source, {entry}, scheme_catalog(), task_catalog());
+    for (const auto& difference : config_differences(to_yaml(stored), to_yaml(with)))
+      disagreeing.push_back("--set " + entry + " (stored " + difference.substr(0, difference.find(" -> ")) + ")");
+  }
+  if (!disagreeing.empty())
+    throw ConfigError(source + " was trained with another config: " + join(disagreeing, "; ") +
+                      ". Leave these options out to resume it as stored, or give another --out for a new run");
+  RunConfig resumed = stored;  // what may differ from the stored run: given now, or as stored
+  for (const auto& entry : overrides) {
+    const std::string key = entry.substr(0, entry.find('='));
+    if (key == "name" || key == "threads" || key == "device" || key == "train.sync_every" ||
+        key == "train.cuda_graphs") {
+      const RunConfig with = parse_run_config(to_yaml(resumed), source, {entry}, scheme_catalog(), task_catalog());
+      resumed = with;
+    }
+  }
+  resumed.output.dir = config.output.dir;
+  return resumed;
+}
+
+}  // namespace
 
 int command_train(const TrainArguments& arguments, std::ostream& out, std::ostream& err) {
   RunConfig config;
@@ -21,6 +74,7 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
     std::vector<std::string> overrides = arguments.overrides;
     if (!arguments.out_dir.empty()) overrides.push_back("output.dir=" + arguments.out_dir);
     config = load_run_config(arguments.config_path, overrides, scheme_catalog(), task_catalog());
+    if (arguments.resume) config = resumed_config(config, arguments.overrides);
   } catch (const ConfigError& e) {
     err << "error: " << e.what() << "\n";
     return 2;
@@ -30,10 +84,9 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
   } catch (const RunInterrupted& e) {
     out.flush();
     err << "interrupted: run '" << config.name << "' " << e.what() << "\n";
-    if (!e.checkpoint.empty())
+    if (!e.checkpoint.empty())  // the checkpoint holds the config: no --set options needed
       err << "resume with: pelab train " << arguments.config_path << " --resume"
-          << (arguments.out_dir.empty() ? std::string() : " --out " + arguments.out_dir)
-          << (arguments.overrides.empty() ? std::string() : " (and the same --set options)") << "\n";
+          << (arguments.out_dir.empty() ? std::string() : " --out " + arguments.out_dir) << "\n";
     return kExitInterrupted;
   } catch (const LengthsDoNotFit& e) {  // the config asks what the scheme cannot do: 2, as a config error
     err << "error: run '" << config.name << "' failed: " << e.what() << "\n";
