@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "core/encodings/registry.h"
 #include "core/config/catalog_yaml.h"
 #include "core/io/hdf5_store.h"
+#include "core/config/sweep_config.h"
 #include "core/config/yaml_reader.h"
 #include "core/run/run.h"
 #include "core/train/checkpoint.h"
@@ -66,6 +68,23 @@ RunConfig resumed_config(const RunConfig& config, const std::vector<std::string>
   return resumed;
 }
 
+// The --set options that change what a run computes, as (key, value): not where it writes,
+// how many threads or which device, how often it logs or checkpoints.
+std::vector<std::pair<std::string, std::string>> naming_overrides(const std::vector<std::string>& overrides) {
+  static const std::set<std::string> operational = {"output.dir",       "threads",          "device",
+                                                    "train.cuda_graphs", "train.sync_every", "train.checkpoint_every",
+                                                    "train.log_every"};
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& entry : overrides) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;  // the loader names the malformed entry
+    const std::string key = entry.substr(0, eq);
+    if (key == "name") return {};  // named on the command line: nothing to derive
+    if (!operational.count(key)) pairs.emplace_back(key, entry.substr(eq + 1));
+  }
+  return pairs;
+}
+
 }  // namespace
 
 int command_train(const TrainArguments& arguments, std::ostream& out, std::ostream& err) {
@@ -74,6 +93,13 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
     std::vector<std::string> overrides = arguments.overrides;
     if (!arguments.out_dir.empty()) overrides.push_back("output.dir=" + arguments.out_dir);
     config = load_run_config(arguments.config_path, overrides, scheme_catalog(), task_catalog());
+    // runs of one config file with other --set options get names (and default output folders)
+    // that say what differs: quickstart_encoding-alibi_seed-1, unless --set name=... is given
+    const auto naming = naming_overrides(arguments.overrides);
+    if (!naming.empty()) {
+      overrides.push_back("name=" + config.name + "_" + run_id(naming));
+      config = load_run_config(arguments.config_path, overrides, scheme_catalog(), task_catalog());
+    }
     if (arguments.resume) config = resumed_config(config, arguments.overrides);
   } catch (const ConfigError& e) {
     err << "error: " << e.what() << "\n";
@@ -85,8 +111,7 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
     out.flush();
     err << "interrupted: run '" << config.name << "' " << e.what() << "\n";
     if (!e.checkpoint.empty())  // the checkpoint holds the config: no --set options needed
-      err << "resume with: pelab train " << arguments.config_path << " --resume"
-          << (arguments.out_dir.empty() ? std::string() : " --out " + arguments.out_dir) << "\n";
+      err << "resume with: pelab train " << arguments.config_path << " --resume --out " << config.output.dir << "\n";
     return kExitInterrupted;
   } catch (const LengthsDoNotFit& e) {  // the config asks what the scheme cannot do: 2, as a config error
     err << "error: run '" << config.name << "' failed: " << e.what() << "\n";

@@ -29,7 +29,7 @@ print("loss:", loss_w, loss_b)
 assert np.allclose(loss_w, loss_b, rtol=1e-3, atol=1e-4), (loss_w, loss_b)
 PY
 "$py" "$source_dir/analysis/summarize_run.py" "$out/baseline/run.h5" | tee "$out/summary.txt"
-grep -Eq "^run 'quickstart': .*, cpu \(baseline CPU kernels\), 1 threads" "$out/summary.txt"
+grep -Eq "^run 'quickstart[^']*': .*, cpu \(baseline CPU kernels\), 1 threads" "$out/summary.txt"
 # an unknown copy: an error naming the variable, before any training
 if PELAB_CPU_KERNELS=sse9 "$PELAB" train "$source_dir/configs/quickstart.yaml" --out "$out/refused" \
      --set train.steps=2 > "$out/refused.log" 2>&1; then

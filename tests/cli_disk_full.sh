@@ -29,7 +29,7 @@ echo "== no room at all: refused before training"
 status=0; full 0 "$PELAB" train "$config" "${set_args[@]}" --out empty > empty.log 2> empty.err || status=$?
 cat empty.err
 test "$status" = 1 && test "$(wc -l < empty.err)" = 1
-grep -q "error: run 'quickstart' failed: output.dir 'empty' is not writable: No space left on device" empty.err
+grep -q "error: run 'quickstart[^']*' failed: output.dir 'empty' is not writable: No space left on device" empty.err
 ! grep -q "^step" empty.log
 
 echo "== room for checkpoints, but the disk fills up during training"
@@ -39,7 +39,7 @@ full "$run_bytes" "$PELAB" train "$config" "${set_args[@]}" --out filling > fill
   || status=$?
 cat filling.err
 test "$status" = 1 && test "$(wc -l < filling.err)" = 1
-grep -q "error: run 'quickstart' failed: cannot write checkpoint filling/checkpoint.h5: .*No space left on device" filling.err
+grep -q "error: run 'quickstart[^']*' failed: cannot write checkpoint filling/checkpoint.h5: .*No space left on device" filling.err
 no_partial_files filling
 checkpoint_bytes=$(stat -c %s filling/checkpoint.h5)
 "$py" -c "import h5py; h5py.File('filling/checkpoint.h5', 'r')['model']"   # the last good one is whole
@@ -61,7 +61,7 @@ full $((checkpoint_bytes * 3 / 2)) "$PELAB" train "$config" "${set_args[@]}" --s
   --out last > last.log 2> last.err || status=$?
 cat last.err
 test "$status" = 1 && test "$(wc -l < last.err)" = 1
-grep -q "error: run 'quickstart' failed: cannot write HDF5 run file last/run.h5: .*No space left on device" last.err
+grep -q "error: run 'quickstart[^']*' failed: cannot write HDF5 run file last/run.h5: .*No space left on device" last.err
 no_partial_files last
 test -f last/checkpoint.h5   # training is not lost: --resume evaluates and writes the run file
 echo "== a sweep's own files: its run list, then its report"

@@ -35,7 +35,7 @@ kill -TERM "$pid"
 status=0; wait "$pid" || status=$?
 cat term.err
 test "$status" = 75
-grep -q "interrupted: run 'learning' stopped by SIGTERM after step [0-9]*; checkpoint stopped/checkpoint.h5" term.err
+grep -q "interrupted: run 'learning[^']*' stopped by SIGTERM after step [0-9]*; checkpoint stopped/checkpoint.h5" term.err
 grep -q "resume with: pelab train .*learning.yaml --resume --out stopped" term.err
 test -f stopped/checkpoint.h5 && test ! -e stopped/run.h5 && test -z "$(ls stopped/*.tmp 2>/dev/null)"
 
