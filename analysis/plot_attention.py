@@ -44,17 +44,20 @@ def main():
         print(f"{args.run_file}: --example {args.example}: {examples} examples are stored at length {length} "
               f"(0-{examples - 1})", file=sys.stderr)
         return 1
-    fig, axes = plt.subplots(layers, heads, figsize=(2.2 * heads, 2.2 * layers), squeeze=False)
+    fig, axes = plt.subplots(layers, heads, figsize=(2.2 * heads + 0.8, 2.2 * layers), squeeze=False,
+                             constrained_layout=True)
+    image = None
     for l in range(layers):
         for h in range(heads):
             ax = axes[l][h]
-            ax.imshow(probs[args.example, l, h], cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+            image = ax.imshow(probs[args.example, l, h], cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
             ax.set_xticks([])
             ax.set_yticks([])
             if l == 0:
                 ax.set_title(f"head {h}", fontsize=9)
             if h == 0:
                 ax.set_ylabel(f"layer {l}", fontsize=9)
+    fig.colorbar(image, ax=axes, shrink=0.8, label="attention probability")
     train_max = run["train_max_length"]
     fig.suptitle(f"{run['run_name']}: length {length} ({T} tokens{', beyond training' if length > train_max else ''}),"
                  f" example {args.example}; rows: queries, columns: keys", fontsize=9)

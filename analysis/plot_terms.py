@@ -14,7 +14,8 @@ a sweep group), empty where a group has no such term. The CSV adds the min and m
 Runs of a sweep are grouped by their axis values but the seed; a run file is its own group.
 --length picks the attention-map length (default: the one most runs stored; runs without it
 are left out, with a note). Writes
-FILE.png (default terms.png beside the first input) and the plotted numbers as FILE.csv.
+FILE.png (default: terms.png in the first input's folder: a sweep's own, or the run file's) and
+the plotted numbers as FILE.csv.
 """
 import argparse
 import os
@@ -128,7 +129,9 @@ def main():
     for row in axes:
         fig.colorbar(row[-1].images[0], ax=row[-1], fraction=0.05)
     fig.suptitle(f"attention terms at length {length} (means over heads and seeds)", fontsize=10)
-    out = args.out or os.path.join(os.path.dirname(os.path.abspath(runs[0][1])), "terms.png")
+    first = args.inputs[0]  # a sweep: into its folder; a run file: beside it
+    out = args.out or os.path.join(first if os.path.isdir(first) else os.path.dirname(os.path.abspath(first)),
+                                   "terms.png")
     save_figure_and_csv(fig, out, ["group", "layer", "term", "share", "share_min", "share_max", "correlation", "runs"],
                         rows)
     return 0

@@ -19,7 +19,8 @@ def save_figure_and_csv(fig, png_path, header, rows, dpi=120):
     """Writes png_path and its numbers as the same name with .csv (creating the folder if
     needed); prints both paths."""
     os.makedirs(os.path.dirname(os.path.abspath(png_path)), exist_ok=True)
-    fig.tight_layout()
+    if not fig.get_constrained_layout():  # a figure with a colour bar lays itself out
+        fig.tight_layout()
     fig.savefig(png_path, dpi=dpi)
     csv_path = os.path.splitext(png_path)[0] + ".csv"
     with open(csv_path, "w", newline="") as f:

@@ -5,8 +5,14 @@ Every name used here is part of the schema; core/io/schema.h is its C++ twin.
 import os
 import re
 
-import h5py
-import numpy as np
+import sys
+
+try:
+    import h5py
+    import numpy as np
+except ImportError as error:  # a python3 earlier on PATH without Debian's python3-h5py / -numpy
+    sys.exit(f"{error.name} is missing from {sys.executable}: run pelab's analysis scripts with /usr/bin/python3 "
+             "(Debian's, with python3-h5py, python3-numpy and python3-matplotlib: scripts/setup-deps.sh)")
 
 SCHEMA_VERSION = 6
 
@@ -297,7 +303,14 @@ def sweep_runs(sweep_dir):
         parts = re.split(r" (?=[A-Za-z_][A-Za-z0-9_.]*=)", row["overrides_text"]) if row["overrides_text"] else []
         row["overrides"] = dict(p.split("=", 1) for p in parts)
         row["path"] = os.path.join(sweep_dir, "runs", row["id"], "run.h5")
-        row["run"] = load(row["path"]) if row["status"] == "complete" else None
+        row["run"] = None
+        if row["status"] == "complete":
+            try:
+                row["run"] = load(row["path"])
+            except (OSError, KeyError, SchemaError) as error:  # truncated, moved or foreign: named, left out
+                print(f"warning: {row['path']}: cannot be read ({error}); left out", file=sys.stderr)
+        elif row["status"] in ("failed", "pending"):
+            print(f"note: {row['id']} is {row['status']}; left out", file=sys.stderr)
     return rows
 
 

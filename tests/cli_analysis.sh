@@ -16,6 +16,14 @@ run=sweep-out/runs/encoding-alibi_seed-0_max_length-8_lengths-4-8/run.h5
 $py "$analysis/summarize_run.py" --check "$run"
 $py "$analysis/plot_attention.py" "$run" --out attention.png
 $py "$analysis/plot_terms.py" sweep-out --out terms.png
+$py "$analysis/plot_terms.py" sweep-out > /dev/null   # without --out: into the sweep's folder
+test -f sweep-out/terms.png && test -f sweep-out/terms.csv
+# a complete run whose file cannot be read is named and left out, not dropped silently
+cp -r sweep-out broken-out
+broken=$(ls broken-out/runs | head -1)
+truncate -s 1000 "broken-out/runs/$broken/run.h5"
+$py "$analysis/plot_lengths.py" broken-out --out broken.png > /dev/null 2> broken.err
+grep -q "warning: broken-out/runs/$broken/run.h5: cannot be read (.*); left out" broken.err
 grep -q '^"encoding=alibi [^"]*",1,position bias,' terms.csv
 for f in lengths probes attention terms; do
   test -s "$f.png"
