@@ -88,14 +88,15 @@ def ensemble_figure(args, scheme, copies, compiled):
                "--copies", str(copies), "--train-steps", str(args.steps)] + (["--compile"] if compiled else [])
     busy = GpuBusy(shutil.which("nvidia-smi") is not None)
     try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout).stdout
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
         return None, busy.stop(), "timeout"
-    for line in out.splitlines():
+    for line in done.stdout.splitlines():
         if line.startswith("RESULT_ENSEMBLE"):
             value = line.split()[3]
             return (float(value), busy.stop(), "") if value != "failed:" else (None, busy.stop(), line.split(":", 1)[1])
-    return None, busy.stop(), "no result"
+    errors = done.stderr.strip().splitlines()
+    return None, busy.stop(), "no result" + (f": {errors[-1]}" if errors else "")
 
 
 def main():
