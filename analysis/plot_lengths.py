@@ -90,7 +90,7 @@ def main():
     for run_id in left_out:
         print(f"note: {run_id}: no evaluation rows at the selected settings; left out", file=sys.stderr)
     out = args.out or os.path.join(args.sweep_dir, "lengths.png")
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))  # room for the legend beside the axes
     ranges = {(g["train_min"], g["train_max"]) for g in groups.values()}
     shared_range = len(ranges) == 1
     if shared_range:
@@ -102,11 +102,16 @@ def main():
             chances.setdefault(length, []).append(np.mean(c))
     shared_chance = all(max(c) - min(c) <= 1e-9 for c in chances.values())
     rows, untrained_points = [], []
-    for name, g in groups.items():
+    # a marker and a line style of their own per group: lines with equal values stay visible
+    styles = [dict(marker=m, linestyle=ls, markerfacecolor=face) for m, ls, face in
+              [("o", "-", None), ("s", "--", "none"), ("^", "-.", None), ("D", ":", "none"), ("v", "-", "none"),
+               ("P", "--", None), ("X", "-.", "none"), ("*", ":", None)]]
+    for i, (name, g) in enumerate(groups.items()):
         lengths = sorted(g["values"])
         values = [g["values"][L] for L in lengths]
         chance = [np.mean(g["chance"][L]) for L in lengths]
-        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={max(len(v) for v in values)})")
+        style = {k: v for k, v in styles[i % len(styles)].items() if v is not None}
+        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={max(len(v) for v in values)})", **style)
         ax.axvline(g["train_max"], color=line.get_color(), linestyle=":")
         if not shared_chance:
             ax.plot(lengths, chance, linestyle="--", color=line.get_color())
@@ -137,7 +142,8 @@ def main():
         ax.set_ylim(0, 100)
     ax.set_title(f"length generalization: {os.path.basename(os.path.normpath(args.sweep_dir))} ({tasks})"
                  + (f"\n{', '.join(selection)}" if selection else ""), fontsize=10)
-    ax.legend(handles=ax.get_legend_handles_labels()[0] + proxies, fontsize=8)
+    ax.legend(handles=ax.get_legend_handles_labels()[0] + proxies, fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     save_figure_and_csv(fig, out, ["group", "length", "beyond_training", "mean", "std", "min", "max", "seeds",
                                    "chance", "untrained"], rows)
     return 0

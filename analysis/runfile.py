@@ -336,9 +336,21 @@ def scheme_name(overrides):
 
 
 def group_label(overrides):
-    """The axis values of a run but its seed, as `encoding=rope max_length=20`."""
+    """The axis values of a run but its seed, short enough for a legend: `rope max_length=20`,
+    `sinusoidal layout=concatenated sampler=randomized` (an `encoding` axis shows its scheme
+    and options without the key; other keys their last part)."""
     def label(key):
         parts = key.split(".")
         return parts[-2] if parts[-1] == "name" and len(parts) > 1 else parts[-1]
-    text = " ".join(f"{label(k)}={v}" for k, v in overrides.items() if k != "seed")
+
+    def item(key, value):
+        name = label(key)
+        if value.startswith("{") and value.endswith("}"):  # a mapping: {name: X, option: v}
+            fields = [f.split(":", 1) for f in value[1:-1].split(", ") if ":" in f]
+            pairs = {k.strip(): v.strip() for k, v in fields}
+            inner = " ".join([pairs.pop("name")] if "name" in pairs else [])
+            inner = " ".join([inner] + [f"{k}={v}" for k, v in pairs.items()]).strip()
+            return inner if name == "encoding" else f"{name}=({inner})"
+        return value if name == "encoding" else f"{name}={value}"
+    text = " ".join(item(k, v) for k, v in overrides.items() if k != "seed")
     return text or "(base)"

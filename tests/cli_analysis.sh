@@ -24,7 +24,7 @@ broken=$(ls broken-out/runs | head -1)
 truncate -s 1000 "broken-out/runs/$broken/run.h5"
 $py "$analysis/plot_lengths.py" broken-out --out broken.png > /dev/null 2> broken.err
 grep -q "warning: broken-out/runs/$broken/run.h5: cannot be read (.*); left out" broken.err
-grep -q '^"encoding=alibi [^"]*",1,position bias,' terms.csv
+grep -q '^"alibi [^"]*",1,position bias,' terms.csv
 for f in lengths probes attention terms; do
   test -s "$f.png"
   test "$(head -c 4 "$f.png" | tail -c 3)" = "PNG"
