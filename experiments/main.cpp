@@ -192,7 +192,10 @@ int main(int argc, char** argv) {
   CLI::App* report_cmd = app.add_subcommand(
       "report", "the length-generalization table of a sweep: each group's seeds aggregated per test length and "
                 "over the lengths beyond its training, with the spread and the chance level");
-  report_cmd->add_option("sweep_dir", report.sweep_dir, "the sweep's output directory")->required();
+  report_cmd->add_option("paths", report.paths, "sweep directories and run files (run.h5), any mix; a run file "
+                         "is a group of its own, named by its run name")->required();
+  report_cmd->add_option("--out", report.out_dir, "folder for report.csv, report.md and report_runs.csv (default: "
+                         "the sweep directory when one is given alone)")->check(non_empty_path);
   report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str()
       ->check(CLI::IsMember({"token", "sequence", "loss"}));
   report_cmd->add_option("--aggregate", report.aggregate, "over seeds: mean (+- std), median [interquartile "

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -176,13 +177,42 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     err << "error: --learned is a share of per-token accuracy, at most 1 (0.9 for 90%)\n";
     return 2;
   }
+  if (a.paths.empty()) {
+    err << "error: give sweep directories or run files (run.h5)\n";
+    return 2;
+  }
+  // one sweep directory: its index is refreshed and the report written there, as before
+  const bool one_sweep = a.paths.size() == 1 && std::filesystem::is_directory(a.paths.front());
+  const std::string out_dir = !a.out_dir.empty() ? a.out_dir : one_sweep ? a.paths.front() : std::string();
   std::vector<SweepDirectoryRun> runs;
   try {
-    runs = sweep_directory_runs(a.sweep_dir);
+    for (const auto& path : a.paths) {
+      if (std::filesystem::is_directory(path)) {
+        for (auto& run : sweep_directory_runs(path)) runs.push_back(run);
+        continue;
+      }
+      if (!std::filesystem::exists(path))
+        throw std::runtime_error(path + " does not exist: give sweep directories or run files (run.h5)");
+      // a run file: its own group, named by its run name
+      SweepDirectoryRun run;
+      run.dir = std::filesystem::path(path).parent_path().string();
+      if (run.dir.empty()) run.dir = ".";
+      if (std::filesystem::path(path).filename() != schema::kRunFileName)
+        throw std::runtime_error(path + ": a run file is named " + schema::kRunFileName);
+      const int64_t version = complete_run_file_version(path);
+      run.state = version == schema::kSchemaVersion ? "complete" : version >= 0 ? "outdated" : "not complete";
+      run.id = path;
+      if (run.state == "complete") {
+        const std::string name = read_run_file(path, /*with_checkpoint=*/false).run_name;
+        run.overrides = "run=" + name;
+      }
+      runs.push_back(run);
+    }
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";
     return 2;
   }
+  const std::string described = a.paths.size() == 1 ? a.paths.front() : join(a.paths, ", ");
   std::vector<Line> lines;
   std::set<int64_t> lengths;
   std::vector<std::string> problems;
@@ -372,7 +402,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
                                                                : "best of the " + over + " [worst] (n)")
                                                        : "mean +- std over " + over + " (n)";
   std::vector<std::string> notes;
-  notes.push_back(fmt::format("{}: {}, {}; {} of {} runs complete", a.sweep_dir, what, how, complete, runs.size()));
+  notes.push_back(fmt::format("{}: {}, {}; {} of {} runs complete", described, what, how, complete, runs.size()));
   notes.push_back(fmt::format("rows at {}, positions {}{}{}", a.step >= 0 ? fmt::format("step {}", a.step) : "the final step",
                               a.sampler.empty() ? "as each run evaluated" : a.sampler,
                               a.sampler_max_length > 0 ? fmt::format(" (max_length {})", a.sampler_max_length) : "",
@@ -437,22 +467,28 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   else if (a.format == "csv") out << csv.str();
   else if (a.format == "latex") out << tex.str();
   else out << text.str();
-  try {
-    update_sweep_index(a.sweep_dir, runs);
-  } catch (const std::exception& e) {
-    err << "warning: could not write the sweep index: " << e.what() << "\n";
+  if (one_sweep) {
+    try {
+      update_sweep_index(a.paths.front(), runs);
+    } catch (const std::exception& e) {
+      err << "warning: could not write the sweep index: " << e.what() << "\n";
+    }
+  }
+  if (out_dir.empty()) {
+    if (a.format == "text") out << "(several inputs: --out DIR writes report.csv, report.md and report_runs.csv)\n";
+    return problems.empty() ? 0 : 1;
   }
   try {
-    write_file_atomically(a.sweep_dir + "/report.csv", csv.str(), "the report");
-    write_file_atomically(a.sweep_dir + "/report.md", md.str(), "the report");
-    write_file_atomically(a.sweep_dir + "/report_runs.csv", per_run.str(), "the per-run values");
+    std::filesystem::create_directories(out_dir);
+    write_file_atomically(out_dir + "/report.csv", csv.str(), "the report");
+    write_file_atomically(out_dir + "/report.md", md.str(), "the report");
+    write_file_atomically(out_dir + "/report_runs.csv", per_run.str(), "the per-run values");
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";
     return 1;
   }
   if (a.format == "text")
-    out << "wrote " << a.sweep_dir << "/report.csv, " << a.sweep_dir << "/report.md, " << a.sweep_dir
-        << "/report_runs.csv\n";
+    out << "wrote " << out_dir << "/report.csv, " << out_dir << "/report.md, " << out_dir << "/report_runs.csv\n";
   return problems.empty() ? 0 : 1;
 }
 

@@ -12,7 +12,9 @@
 namespace pelab {
 
 struct ReportArguments {
-  std::string sweep_dir;
+  std::vector<std::string> paths;  // sweep directories and run files (run.h5), any mix
+  std::string out_dir;             // where report.{csv,md} and report_runs.csv go (default: the
+                                   //   sweep directory when one is given alone; else none)
   std::string metric = "token";      // token | sequence | loss
   std::string aggregate = "mean";    // mean (+- std) | median [interquartile range] | median-ci [95%
                                      //   bootstrap interval] | max [min..max]
@@ -37,8 +39,10 @@ struct ReportArguments {
   int64_t samples = 0;
 };
 
-// Prints the table in `format` and writes report.csv, report.md and report_runs.csv (one row per
-// run, method and test length, every value unaggregated) in the sweep directory. Exit codes: 0, 1 when some run is not complete (left out) or a file cannot be
+// Prints the table in `format` over the runs of the sweep directories and run files given
+// (a lone run file's group is its run name), and writes report.csv, report.md and
+// report_runs.csv (one row per run, method and test length, every value unaggregated) in
+// out_dir. Exit codes: 0, 1 when some run is not complete (left out) or a file cannot be
 // written, 2 bad arguments.
 int command_report(const ReportArguments& arguments, std::ostream& out, std::ostream& err);
 

@@ -58,6 +58,18 @@ PY
 "$PELAB" sweep "$fixtures/tiny.yaml" --jobs 2 > again.txt
 grep -q "8 complete, 0 to run" again.txt
 
+echo "== a report over run files (each its own group, named by its run) and a sweep together"
+a=encoding-none_seed-0_max_length-6_lengths-3-6 b=encoding-alibi_seed-1_max_length-8_lengths-4-8
+"$PELAB" report "sweep-out/runs/$a/run.h5" "sweep-out/runs/$b/run.h5" --out two | tee two.txt
+grep -q "2 of 2 runs complete" two.txt
+grep -q "^run=$a " two.txt && grep -q "^run=$b " two.txt
+test "$(tail -n +2 two/report_runs.csv | wc -l)" = 4   # 2 runs x 2 lengths
+"$PELAB" report sweep-out "sweep-out/runs/$a/run.h5" > mixed.txt
+grep -q "9 of 9 runs complete" mixed.txt
+grep -q "several inputs: --out DIR writes" mixed.txt
+status=0; "$PELAB" report sweep-out/nothing.h5 2> missing.err || status=$?
+test "$status" = 2 && grep -q "nothing.h5 does not exist: give sweep directories or run files" missing.err
+
 echo "== a failing run is recorded and the sweep goes on"
 set +e
 "$PELAB" sweep "$fixtures/failing.yaml" > failing.txt 2>&1
