@@ -6,11 +6,15 @@ whose evaluation used position-table rows training never updated circled in red.
 
   /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
       [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N] [--out FILE.png]
+  /usr/bin/python3 analysis/plot_lengths.py runs/a/run.h5 runs/b/run.h5 [SWEEP_DIR ...] --out FILE.png
+
+Any mix of sweep directories and run files: a run file is a group of its own, named by its
+run name (`pelab train` names a run after its --set options).
 
 Rows are selected as `pelab report` selects them: each run's final step, its own sampler and
 the most samples at each length, unless --step, --sampler (any max length of it unless
 --sampler-max-length) or --samples say otherwise. Writes FILE.png (default:
-SWEEP_DIR/lengths.png) and the plotted numbers as FILE.csv. Reads only the documented
+SWEEP_DIR/lengths.png for one sweep, else lengths.png here) and the plotted numbers as FILE.csv. Reads only the documented
 schema: sweep.h5 and the run files it indexes. --metric loss plots the evaluation loss in nats per
 scored token (as `pelab report --metric loss`; for text, exp(loss) is the per-byte perplexity).
 """
@@ -25,7 +29,7 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from plotting import plot_mean_and_spread, save_figure_and_csv  # noqa: E402
-from runfile import evaluation_settings, group_label, select_rows, sweep_runs, task_name  # noqa: E402
+from runfile import evaluation_settings, group_label, load, select_rows, sweep_runs, task_name  # noqa: E402
 
 
 def collect(runs, args, key, chance_key, scale):
@@ -63,7 +67,7 @@ def no_rows_message(args, runs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("sweep_dir", help="a sweep directory (pelab sweep's output)")
+    parser.add_argument("paths", nargs="+", help="sweep directories (pelab sweep's output) and run files (run.h5)")
     parser.add_argument("--metric", choices=["token", "sequence", "loss"], default="token",
                         help="per-token or per-sequence accuracy, or the loss (nats per scored token)")
     parser.add_argument("--method", default="none", help="evaluation extrapolation method to plot (default none)")
@@ -72,24 +76,33 @@ def main():
                         help="the position sampler evaluation used (default: each run's own)")
     parser.add_argument("--sampler-max-length", type=int, help="that sampler's max length (default: any)")
     parser.add_argument("--samples", type=int, help="evaluation samples (default: the most at each length)")
-    parser.add_argument("--out", help="PNG to write (default SWEEP_DIR/lengths.png); the CSV goes beside it")
+    parser.add_argument("--out", help="PNG to write (default SWEEP_DIR/lengths.png for one sweep, else "
+                                      "lengths.png here); the CSV goes beside it")
     args = parser.parse_args()
     key = {"token": "per_token_accuracy", "sequence": "per_sequence_accuracy", "loss": "loss"}[args.metric]
     chance_key = {"token": "chance_token_accuracy", "sequence": "chance_sequence_accuracy",
                   "loss": "chance_loss"}[args.metric]
     loss = args.metric == "loss"
     scale = 1 if loss else 100  # accuracies in percent
-    runs = [r for r in sweep_runs(args.sweep_dir) if r["run"] is not None]
+    runs = []
+    for path in args.paths:
+        if os.path.isdir(path):
+            runs += [r for r in sweep_runs(path) if r["run"] is not None]
+        else:  # a run file: its own group, named by its run
+            run = load(path)
+            runs.append(dict(id=run["run_name"], path=path, overrides={"run": run["run_name"]}, run=run))
+    where = args.paths[0] if len(args.paths) == 1 else f"{len(args.paths)} inputs"
     if not runs:
-        print(f"{args.sweep_dir}: no complete runs", file=sys.stderr)
+        print(f"{where}: no complete runs", file=sys.stderr)
         return 1
     groups, left_out = collect(runs, args, key, chance_key, scale)
     if not groups:
-        print(f"{args.sweep_dir}: {no_rows_message(args, runs)}", file=sys.stderr)
+        print(f"{where}: {no_rows_message(args, runs)}", file=sys.stderr)
         return 1
     for run_id in left_out:
         print(f"note: {run_id}: no evaluation rows at the selected settings; left out", file=sys.stderr)
-    out = args.out or os.path.join(args.sweep_dir, "lengths.png")
+    one_sweep = len(args.paths) == 1 and os.path.isdir(args.paths[0])
+    out = args.out or (os.path.join(args.paths[0], "lengths.png") if one_sweep else "lengths.png")
     fig, ax = plt.subplots(figsize=(9.5, 4.5))  # room for the legend beside the axes
     ranges = {(g["train_min"], g["train_max"]) for g in groups.values()}
     shared_range = len(ranges) == 1
@@ -140,7 +153,8 @@ def main():
     else:
         ax.set_ylabel(f"per-{args.metric} accuracy (%)")
         ax.set_ylim(0, 100)
-    ax.set_title(f"length generalization: {os.path.basename(os.path.normpath(args.sweep_dir))} ({tasks})"
+    title = os.path.basename(os.path.normpath(args.paths[0])) if one_sweep else f"{len(runs)} runs"
+    ax.set_title(f"length generalization: {title} ({tasks})"
                  + (f"\n{', '.join(selection)}" if selection else ""), fontsize=10)
     ax.legend(handles=ax.get_legend_handles_labels()[0] + proxies, fontsize=8, loc="upper left",
               bbox_to_anchor=(1.01, 1.0), borderaxespad=0)

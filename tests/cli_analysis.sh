@@ -18,6 +18,10 @@ $py "$analysis/plot_attention.py" "$run" --out attention.png
 $py "$analysis/plot_terms.py" sweep-out --out terms.png
 $py "$analysis/plot_terms.py" sweep-out > /dev/null   # without --out: into the sweep's folder
 test -f sweep-out/terms.png && test -f sweep-out/terms.csv
+# plot_lengths over run files: each its own group, named by its run
+runs=(sweep-out/runs/*/run.h5)
+$py "$analysis/plot_lengths.py" "${runs[0]}" "${runs[1]}" --out two.png > /dev/null
+test "$(cut -d, -f1 two.csv | tail -n +2 | sort -u | grep -c '^run=')" = 2
 # a complete run whose file cannot be read is named and left out, not dropped silently
 cp -r sweep-out broken-out
 broken=$(ls broken-out/runs | head -1)
