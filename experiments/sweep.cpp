@@ -219,6 +219,9 @@ int train_in_process(const SweepConfig& sweep, const std::vector<SweepRun>& runs
       }
     }
   };
+  // LibTorch's sync debug mode is process-wide: with several runs it stays off (the graphed
+  // steps then find read-backs by a failed capture)
+  if (indices.size() > 1) SyncCheck::shared_process();
   std::vector<std::thread> workers;
   for (size_t k = 0; k < indices.size(); ++k) {
     const SweepRun& run = runs[indices[k]];

@@ -1,5 +1,6 @@
 #include "core/train/cuda_graph_step.h"
 
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -20,17 +21,26 @@ bool cuda_graphs_available() {
 #endif
 }
 
+namespace {
+std::atomic<bool> sync_checks_shared_process{false};
+}  // namespace
+
+void SyncCheck::shared_process() { sync_checks_shared_process = true; }
+bool SyncCheck::active_in_process() { return !sync_checks_shared_process.load(); }
+
 SyncCheck::SyncCheck() {
 #ifdef PELAB_WITH_CUDA
+  if (!active_in_process()) return;
   auto& state = c10::cuda::warning_state();
   previous_ = static_cast<int>(state.get_sync_debug_mode());
   state.set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+  set_ = true;
 #endif
 }
 
 SyncCheck::~SyncCheck() {
 #ifdef PELAB_WITH_CUDA
-  c10::cuda::warning_state().set_sync_debug_mode(static_cast<c10::cuda::SyncDebugMode>(previous_));
+  if (set_) c10::cuda::warning_state().set_sync_debug_mode(static_cast<c10::cuda::SyncDebugMode>(previous_));
 #endif
 }
 
@@ -117,7 +127,9 @@ CudaGraphStep::CudaGraphStep(const std::vector<torch::Tensor>& inputs, const Gra
   TORCH_CHECK(at::cuda::getCurrentCUDAStream() != at::cuda::getDefaultCUDAStream(),
               "CUDA graphs are captured on a side stream (SideStream), not the default one");
   impl_ = std::make_unique<Impl>(inputs);
-  impl_->graph.capture_begin(pool_owner ? pool_owner->impl_->graph.pool() : c10::cuda::MempoolId_t{0, 0});
+  // thread-local: another run's thread of a packed process may allocate or read back meanwhile
+  impl_->graph.capture_begin(pool_owner ? pool_owner->impl_->graph.pool() : c10::cuda::MempoolId_t{0, 0},
+                             cudaStreamCaptureModeThreadLocal);
   try {
     impl_->outputs = body(impl_->inputs.tensors());
   } catch (...) {

@@ -26,7 +26,10 @@ bool cuda_graphs_available();
 
 // While alive, an operation that waits for the GPU (reading a value back, a selection whose
 // size depends on the data) throws instead (torch.cuda.set_sync_debug_mode("error")). A
-// no-op without CUDA.
+// no-op without CUDA, and once shared_process() was called: LibTorch's mode is process-wide,
+// so in a process training several runs on their threads (the packed runner) it would turn
+// the other runs' own read-backs into errors. There a step that reads back is found when its
+// capture fails instead (captures are thread-local: CudaGraphStep).
 class SyncCheck {
  public:
   SyncCheck();
@@ -36,9 +39,13 @@ class SyncCheck {
 
   // Whether `error` is the one such an operation throws.
   static bool is_sync_error(const std::exception& error);
+  // From now on in this process SyncCheck does nothing (several runs share the process).
+  static void shared_process();
+  static bool active_in_process();
 
  private:
   int previous_ = 0;
+  bool set_ = false;
 };
 
 // One side stream of the current CUDA device, made the current stream while a Scope of it

@@ -333,7 +333,20 @@ bool Trainer::graph_step(StepRecord& record, const Batch& batch, const torch::Te
     entry.probed = true;
   } else {
     if (!entry.graph) {
-      entry.graph = std::make_unique<CudaGraphStep>(inputs, body, graph_pool_owner_);
+      const auto rng = generator_state(at::globalContext().defaultGenerator(device_));
+      try {
+        entry.graph = std::make_unique<CudaGraphStep>(inputs, body, graph_pool_owner_);
+      } catch (const std::exception& e) {
+        // a packed process (SyncCheck off, core/train/cuda_graph_step.h): a step that reads
+        // back is found here, when its thread-local capture fails; elsewhere a failure is one
+        if (SyncCheck::active_in_process()) throw;
+        entry.eager = true;
+        log << fmt::format("steps of shape {} run without a CUDA graph: their capture failed ({})\n", key,
+                           std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+        optimizer_.clear_gradients();
+        set_generator_state(at::globalContext().defaultGenerator(device_), rng);
+        return false;
+      }
       if (!graph_pool_owner_) graph_pool_owner_ = entry.graph.get();
     }
     outputs = entry.graph->replay(inputs);
