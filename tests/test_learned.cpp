@@ -47,6 +47,19 @@ CATCH_TEST_CASE("learned inject: per_layer gives every block a table, added befo
   const int64_t table = 512 * shared.model.d_model;
   CATCH_CHECK(count_parameters(*build_model(shared, *task)).at("position_encoding") == table);
   CATCH_CHECK(count_parameters(*build_model(own, *task)).at("position_encoding") == shared.model.num_layers * table);
+  // one block: its table is table_0, and the trainer records that table's rows (it looked
+  // for "table" and failed before training)
+  LearnedPositionEncodingImpl single(EncodingContext{16, 2, 1, false}, options);
+  CATCH_REQUIRE(single.position_tables().size() == 1u);
+  CATCH_CHECK(single.position_tables()[0].parameter == "table_0");
+  auto one_block = test::tiny_config({"encoding.name=learned", "encoding.inject=per_layer", "model.num_layers=1",
+                                      "train.steps=2"});
+  Encoder model = build_model(one_block, *task);
+  Trainer trainer(one_block, model, *task, torch::kCPU);
+  std::ostringstream log;
+  trainer.train(log, false);
+  CATCH_REQUIRE(trainer.trained_rows().size() == 1u);
+  CATCH_CHECK(trainer.trained_rows()[0].parameter == "position_encoding.table_0");
 }
 
 CATCH_TEST_CASE("learned returns the table rows of the positions", "[learned]") {

@@ -15,7 +15,7 @@ LearnedPositionEncodingImpl::LearnedPositionEncodingImpl(const EncodingContext& 
 }
 
 std::vector<PositionTable> LearnedPositionEncodingImpl::position_tables() const {
-  if (tables_.size() == 1) return {{"table", "position", 0}};
+  if (inject() != "per_layer") return {{"table", "position", 0}};  // per_layer: table_<l>, even for one block
   std::vector<PositionTable> tables;
   for (size_t l = 0; l < tables_.size(); ++l)
     if (tables_[l].defined()) tables.push_back({"table_" + std::to_string(l), "position", 0});
