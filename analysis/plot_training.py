@@ -6,7 +6,9 @@ extrapolation methods (method none): training evaluates without them. On a sweep
 directory, one panel per group of runs (the sweep's axis values but the seed): the mean
 over seeds with its min-max band.
 
-  /usr/bin/python3 analysis/plot_training.py RUN.h5|SWEEP_DIR [--metric token|sequence|loss] [--out FILE.png]
+  /usr/bin/python3 analysis/plot_training.py RUN.h5|RUN_DIR|SWEEP_DIR [--metric token|sequence|loss] [--out FILE.png]
+
+A run still training is read from its curve.json (the curves so far, rewritten at every row).
 
 Writes FILE.png (default: training_curve.png beside the run file, or SWEEP_DIR/training.png)
 and the plotted numbers as FILE.csv.
@@ -22,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from plotting import plot_mean_and_spread, save_figure_and_csv  # noqa: E402
-from runfile import curve_rows, group_label, load, sweep_runs, task_name  # noqa: E402
+from runfile import LIVE_CURVE, curve_rows, group_label, live_run, load, sweep_runs, task_name  # noqa: E402
 
 METRICS = {"token": ("per_token_accuracy", 100, "per-token accuracy (%)"),
            "sequence": ("per_sequence_accuracy", 100, "per-sequence accuracy (%)"),
@@ -30,8 +32,17 @@ METRICS = {"token": ("per_token_accuracy", 100, "per-token accuracy (%)"),
 
 
 def panels(path):
-    """[(label, [(run file, loaded run)])]: one panel per group of a sweep, or the one run."""
+    """[(label, [(run file, loaded run)])]: one panel per group of a sweep, or the one run (a run
+    still training: its curve.json)."""
+    if os.path.isdir(path) and not os.path.exists(os.path.join(path, "sweep.h5")):
+        path = os.path.join(path, "run.h5")  # a run's folder
     if not os.path.isdir(path):
+        folder = os.path.dirname(path) or "."
+        if not os.path.exists(path) and os.path.exists(os.path.join(folder, LIVE_CURVE)):
+            run = live_run(folder)
+            run["run_name"] += f" (training: step {run['training']['step'][-1] if len(run['training']['step']) else 0}" \
+                               f" of {run['train_steps']})"
+            return [(run["run_name"], [(os.path.join(folder, LIVE_CURVE), run)])]
         run = load(path)
         return [(run["run_name"], [(path, run)])]
     groups = {}
@@ -54,7 +65,7 @@ def curve_error(runs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("path", help="a run file (run.h5) or a sweep directory")
+    parser.add_argument("path", help="a run file (run.h5), a run's folder or a sweep directory")
     parser.add_argument("--metric", choices=sorted(METRICS), default="token",
                         help="per-token or per-sequence accuracy, or the loss")
     parser.add_argument("--out", help="PNG to write; the CSV goes beside it")
@@ -69,9 +80,10 @@ def main():
         if error:
             print(error, file=sys.stderr)
             return 1
-    sweep = os.path.isdir(args.path)
+    sweep = os.path.exists(os.path.join(args.path, "sweep.h5"))
+    run_folder = args.path if os.path.isdir(args.path) else os.path.dirname(os.path.abspath(args.path))
     out = args.out or (os.path.join(args.path, "training.png") if sweep else
-                       os.path.join(os.path.dirname(os.path.abspath(args.path)), "training_curve.png"))
+                       os.path.join(run_folder, "training_curve.png"))
     columns = min(len(groups), 2)
     fig, axes = plt.subplots(math.ceil(len(groups) / columns), columns, figsize=(6.5 * columns, 4.2 * math.ceil(
         len(groups) / columns)), squeeze=False, sharey=args.metric != "loss")

@@ -11,6 +11,7 @@
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/run/run.h"
+#include "core/run/trained_run.h"
 #include "core/train/stop_signal.h"
 #include "core/train/trainer.h"
 #include "experiments/child_processes.h"
@@ -23,8 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The run's config with the arguments' settings in place of its own.
-RunConfig evaluation_config(const EvalArguments& a, const RunRecord& record, const std::string& run_file) {
-  RunConfig config = stored_run_config(run_file, record.config_yaml);
+void adjust_for_evaluation(const EvalArguments& a, const std::string& run_file, RunConfig& config) {
   config.threads = a.threads;
   config.device = a.device;
   if (!a.sampler.empty()) {
@@ -43,21 +43,17 @@ RunConfig evaluation_config(const EvalArguments& a, const RunRecord& record, con
   else if (!a.probes.empty() || !a.attention_lengths.empty()) config.eval.lengths = {};
   config.analysis.probe_lengths = a.probes;
   config.analysis.attention_lengths = a.attention_lengths;
-  return config;
 }
 
 // Evaluates one run file and adds what it made; returns a line saying what was done.
 std::string evaluate_run_file(const EvalArguments& a, const std::string& run_file, std::ostream& out) {
   const auto start = std::chrono::steady_clock::now();
-  const RunRecord record = read_run_file(run_file);  // with the parameters: read once
-  const RunConfig config = evaluation_config(a, record, run_file);
-  PreparedRun run = prepare_run(config);
-  load_checkpoint(record, run_file, *run.model, a.step);
-  check_lengths_fit(config, *run.task, *run.model);
-  const int64_t step = a.step >= 0 ? a.step : record.train_steps;
-  Trainer trainer(config, run.model, *run.task, run.device);
-  trainer.set_evaluated_step(step);
-  trainer.set_trained_rows(record.trained_rows);
+  TrainedRun run = load_trained_run(
+      run_file, [&](RunConfig& config) { adjust_for_evaluation(a, run_file, config); }, a.step);
+  const RunRecord& record = run.record;
+  const RunConfig& config = run.config;
+  const int64_t step = run.step;
+  Trainer& trainer = *run.evaluator;
   const auto [sampler, sampler_max_length] = evaluation_sampler(config.positions);
 
   RunFileAdditions added;
@@ -79,7 +75,7 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
       EvalResult wanted;
       wanted.method = method;
       wanted.length = length;
-      wanted.samples = run.task->evaluation_size(length, config.eval.samples);
+      wanted.samples = run.prepared->task->evaluation_size(length, config.eval.samples);
       if (kept_already(record.evaluation, wanted)) continue;
       added.evaluation.push_back(trainer.evaluate_length(length, config.eval.samples, method));
     }
@@ -106,7 +102,7 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
   if (!added.evaluation.empty()) {
     out << fmt::format("{}: step {}, positions {}{}\n", run_file, step, sampler,
                        sampler_max_length > 0 ? fmt::format(" (max_length {})", sampler_max_length) : "");
-    out << format_evaluation_table(added.evaluation, config.train.max_length, run.task->models_text());
+    out << format_evaluation_table(added.evaluation, config.train.max_length, run.prepared->task->models_text());
   }
   for (const auto& m : added.attention_maps)
     out << fmt::format("{}: /attention/length_{}: {} examples x {} layers x {} heads x {} x {} ({}, extrapolation {})\n",

@@ -18,7 +18,10 @@
 int main(int argc, char** argv) {
   pelab::reexec_with_best_openblas_core(argv);  // first: OpenBLAS reads its kernel choice only at load
   CLI::App app{"pelab: compare position encodings in transformers"};
-  app.set_version_flag("--version", std::string("pelab ") + PELAB_VERSION + " (" + PELAB_GIT_COMMIT + ")");
+  // with the BLAS kernels it runs (import pelab loads the same: python/pelab/__init__.py)
+  const std::string blas = pelab::openblas_core();
+  app.set_version_flag("--version", std::string("pelab ") + PELAB_VERSION + " (" + PELAB_GIT_COMMIT + ")" +
+                                        (blas.empty() ? std::string() : "\nOpenBLAS kernels: " + blas));
   app.require_subcommand(1);
 
   // An empty path would read as "not given" (the config's output.dir; no CSV; no trace).

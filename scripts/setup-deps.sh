@@ -9,6 +9,7 @@ run_packages=(
   libtorch-dev libopenblas0-openmp  # OpenBLAS: Debian's LibTorch calls the system BLAS
   libyaml-cpp-dev libhdf5-dev libcli11-dev libfmt-dev
   python3 python3-h5py python3-numpy python3-matplotlib  # analysis/
+  python3-dev pybind11-dev python3-torch python3-pandas  # import pelab: the same LibTorch 1.13 as libtorch-dev
 )
 test_packages=(
   catch2

@@ -22,6 +22,7 @@
 #include "core/encodings/position_sampler.h"
 #include "core/encodings/registry.h"
 #include "core/io/hdf5_store.h"
+#include "core/io/live_curve.h"
 #include "core/io/schema.h"
 #include "core/kernels/instruction_sets.h"
 #include "core/model/run_generator.h"
@@ -226,6 +227,7 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
     check_same_config(run_file, done.config_yaml, config);
     std::error_code ignored;  // a kill between the run file's rename and the checkpoint's removal
     fs::remove(checkpoint_file, ignored);
+    fs::remove(config.output.dir + "/" + kLiveCurveFileName, ignored);
     log << "run '" << config.name << "' is already complete: " << run_file << "\n";
     return RunOutcome{run_file, done.training, done.evaluation, 0};
   }
@@ -314,7 +316,8 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   trainer.stop_if_requested();
   outcome.run_file = run_file;
   write_run_file(outcome.run_file, record);
-  fs::remove(checkpoint_file);  // run.h5 holds the final parameters
+  fs::remove(checkpoint_file);  // run.h5 holds the final parameters, and the curves:
+  fs::remove(config.output.dir + "/" + kLiveCurveFileName);
   log << "evaluation: " << task->evaluation_protocol() << "; chance = the best input-independent prediction\n";
   log << format_evaluation_table(outcome.evaluation, config.train.max_length, task->models_text());
   log << "run file: " << outcome.run_file << "\n";

@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "core/encodings/host_to_device.h"
 #include "core/model/run_generator.h"
 #include "core/io/hdf5_store.h"
+#include "core/io/live_curve.h"
 #include "core/train/adam.h"
 #include "core/train/checkpoint.h"
 #include "core/train/metrics.h"
@@ -526,6 +528,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
       settle_pending(progress);
     if (unused_check) check_unused_parameters(log);
     if (curve_point) evaluate_curve_point();
+    if ((log_row || curve_point) && !checkpoint_path_.empty()) write_live_curve_file(log);
     if (keep) p.snapshots.emplace_back(p.step, checkpoint_of(*model_));
     if (checkpoint) {
       update_seconds();
@@ -593,18 +596,35 @@ void Trainer::restore(const TrainingCheckpoint& c) {
   gradient_seen_ = bytes_on_device(c.gradient_seen, device_);
 }
 
+void Trainer::write_live_curve_file(std::ostream& log) {
+  LiveCurve run;
+  run.run_name = config_.name;
+  run.config_yaml = to_yaml(config_);
+  run.train_min_length = config_.train.min_length;
+  run.train_max_length = config_.train.max_length;
+  run.steps = config_.train.steps;
+  std::tie(run.run_sampler, run.run_positions_max_length) = evaluation_sampler(config_.positions);
+  const std::string folder = std::filesystem::path(checkpoint_path_).parent_path().string();
+  try {
+    write_live_curve((folder.empty() ? std::string(".") : folder) + "/" + kLiveCurveFileName, run, progress_.curve,
+                     progress_.evaluation_curve);
+  } catch (const std::exception& e) {  // the run goes on; its checkpoints and run file say what is lost
+    if (!live_curve_warned_) log << "warning: " << e.what() << "; training goes on\n";
+    live_curve_warned_ = true;
+  }
+}
+
 void Trainer::write_checkpoint() const { write_training_checkpoint(checkpoint_path_, checkpoint()); }
 
 void Trainer::stop_if_requested() const {
   if (stop_signal() != 0) throw RunInterrupted(stop_signal(), progress_.step, checkpoint_path_);
 }
 
-Trainer::ExtrapolationScope::ExtrapolationScope(Trainer& trainer, int64_t length, const std::string& method)
+Trainer::ExtrapolationScope::ExtrapolationScope(Trainer& trainer, int64_t tokens, const std::string& method)
     : encoding_(trainer.model_->encoding()) {
   // stretch rotary schemes by test length / training length (in tokens)
   const int64_t training_tokens = trainer.task_.sequence_length(trainer.config_.train.max_length);
-  encoding_.set_extrapolation(
-      {method, double(trainer.task_.sequence_length(length)) / double(training_tokens), training_tokens});
+  encoding_.set_extrapolation({method, double(tokens) / double(training_tokens), training_tokens});
 }
 
 Trainer::ExtrapolationScope::~ExtrapolationScope() { encoding_.set_extrapolation({}); }
@@ -614,7 +634,7 @@ EvalResult Trainer::evaluate_length(int64_t length, int64_t samples, const std::
   model_->eval();
   Rng rng(evaluation_data_seed(config_.seed, length));
   Rng position_rng(position_stream_seed(evaluation_data_seed(config_.seed, length)));
-  std::optional<ExtrapolationScope> extrapolation(std::in_place, *this, length, method);
+  std::optional<ExtrapolationScope> extrapolation(std::in_place, *this, task_.sequence_length(length), method);
   EvalResult r;
   r.method = method;
   r.length = length;
@@ -722,31 +742,44 @@ std::pair<Batch, Positions> Trainer::evaluation_examples(int64_t length, int64_t
   return {batch, evaluation_positions(batch, position_rng)};
 }
 
-AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples, const std::string& method) {
+Trainer::Inspection Trainer::inspect(const torch::Tensor& tokens, const torch::Tensor& padding,
+                                     const Positions& positions, const torch::Tensor& segments,
+                                     const std::string& method, ForwardRequest request, bool score_terms) {
   torch::NoGradGuard no_grad;
   model_->eval();
-  ExtrapolationScope extrapolation(*this, length, method);
+  ExtrapolationScope extrapolation(*this, tokens.size(1), method);
+  request.score_parts = request.score_parts || score_terms;
+  const auto scope = autocast();
+  Inspection result;
+  result.output = model_->forward(tokens, padding, positions, segments, request);
+  if (request.score_parts && model_->encoding().adds_to_residual()) {  // the same forward without position vectors
+    ForwardRequest content_request;
+    content_request.score_parts = true;
+    content_request.position_embeddings = false;
+    result.content = model_->forward(tokens, padding, positions, segments, content_request).score_parts;
+  }
+  model_->train();
+  if (score_terms)
+    for (size_t l = 0; l < result.output.score_parts.size(); ++l)
+      result.score_terms.push_back(
+          layer_score_terms(result.output.score_parts[l], result.content.empty() ? nullptr : &result.content[l]));
+  return result;
+}
+
+AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples, const std::string& method) {
   auto [batch, positions] = evaluation_examples(length, examples, evaluation_data_seed(config_.seed, length));
   ForwardRequest request;
   request.attentions = true;
   request.score_parts = true;
-  const auto scope = autocast();
-  auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
-  std::vector<AttentionRecord> content;  // additive schemes: the same forward without position vectors
-  if (model_->encoding().adds_to_residual()) {
-    ForwardRequest content_request;
-    content_request.score_parts = true;
-    content_request.position_embeddings = false;
-    content = model_->forward(batch.tokens, batch.padding, positions, batch.segments, content_request).score_parts;
-  }
-  model_->train();
+  const Inspection inspection = inspect(batch.tokens, batch.padding, positions, batch.segments, method, request);
   AttentionMaps maps;
-  maps.terms = score_term_statistics(output.score_parts, content, batch.padding, config_.model.causal);
+  maps.terms = score_term_statistics(inspection.output.score_parts, inspection.content, batch.padding,
+                                     config_.model.causal);
   maps.length = length;
   maps.method = method;
   maps.step = progress_.step;
   std::tie(maps.sampler, maps.positions_max_length) = evaluation_sampler(config_.positions);
-  maps.probs = torch::stack(output.attentions, 1).to(torch::kCPU, torch::kFloat32);  // (N, layers, H, T, T)
+  maps.probs = torch::stack(inspection.output.attentions, 1).to(torch::kCPU, torch::kFloat32);  // (N, layers, H, T, T)
   maps.tokens = batch.tokens.cpu();
   maps.positions = positions.key.cpu();
   return maps;
@@ -755,7 +788,7 @@ AttentionMaps Trainer::attention_maps(int64_t length, int64_t examples, const st
 std::vector<ProbeResult> Trainer::probes(int64_t length, const std::string& method) {
   torch::NoGradGuard no_grad;
   model_->eval();
-  ExtrapolationScope extrapolation(*this, length, method);
+  ExtrapolationScope extrapolation(*this, task_.sequence_length(length), method);
   const uint64_t seed = evaluation_data_seed(config_.seed, length) ^ 0x9B0BEull;  // not the evaluation set
   auto [batch, positions] = evaluation_examples(length, config_.analysis.probe_examples, seed);
   ForwardRequest request;

@@ -103,17 +103,38 @@ class Trainer {
   AttentionMaps attention_maps(int64_t length, int64_t examples, const std::string& method = "none");
   // Position probes of every layer on analysis.probe_examples sequences at `length`, under `method`.
   std::vector<ProbeResult> probes(int64_t length, const std::string& method = "none");
+  // One forward pass as evaluation makes it (eval mode, no gradient, autocast as the run's
+  // precision), under the extrapolation `method` stretched by the tokens' length over the
+  // training length's, keeping what `request` asks for. With request.score_parts, additive
+  // schemes' records of a second forward without position embeddings too (`content`); with
+  // `score_terms` (score_parts implied), each layer's score terms (layer_score_terms). The maps of attention_maps and `import pelab`'s
+  // forward pass (docs/python.md) are this call.
+  // tokens, padding (undefined: none), segments (undefined: all 0): (B, T); positions: (B, T)
+  struct Inspection {
+    EncoderOutput output;
+    std::vector<std::vector<ScoreTerm>> score_terms;  // layers x terms (name, (B|1, H|1, T, T))
+    std::vector<AttentionRecord> content;             // the content-only forward's records, or empty
+  };
+  Inspection inspect(const torch::Tensor& tokens, const torch::Tensor& padding, const Positions& positions,
+                     const torch::Tensor& segments, const std::string& method, ForwardRequest request,
+                     bool score_terms = false);
+  // The config, task, model and device it runs with.
+  const RunConfig& config() const { return config_; }
+  const Task& task() const { return task_; }
+  Encoder& model() { return model_; }
+  torch::Device device() const { return device_; }
 
   double training_seconds() const { return progress_.training_seconds; }
   // Tokens (input + placeholders) per second over the whole training.
   double tokens_per_second() const { return progress_.total_tokens / std::max(1e-9, progress_.training_seconds); }
 
  private:
-  // While alive: the scheme's extrapolation `method` for sequences of `length` (stretched by
-  // their tokens over the training length's); then none again.
+  // While alive: the scheme's extrapolation `method` for sequences of `tokens` tokens
+  // (stretched over the training length's tokens); then none again.
   class ExtrapolationScope {
    public:
-    ExtrapolationScope(Trainer& trainer, int64_t length, const std::string& method);
+    // `tokens`: the sequences' length in tokens
+    ExtrapolationScope(Trainer& trainer, int64_t tokens, const std::string& method);
     ~ExtrapolationScope();
     ExtrapolationScope(const ExtrapolationScope&) = delete;
     ExtrapolationScope& operator=(const ExtrapolationScope&) = delete;
@@ -130,6 +151,9 @@ class Trainer {
   // and training never updated, described for EvalResult::untrained; empty: none.
   std::string untrained_rows_used(const Batch& batch, const Positions& positions);
   void evaluate_curve_point();  // eval.every
+  // The curves so far beside the checkpoint (core/io/live_curve.h); a failed write is a warning.
+  void write_live_curve_file(std::ostream& log);
+  bool live_curve_warned_ = false;
   // One training step as the host sees it. With train.sync_every > 1 the step's values stay
   // on the device (device_*) until settle_pending reads a batch of steps back at once.
   struct StepRecord {

@@ -1,0 +1,270 @@
+"""pelab from Python: the registries, configs, training, trained models and results of the C++
+core, through its extension module (docs/python.md). Nothing here re-implements a scheme, a
+task or a metric: every call goes to the code the `pelab` command runs.
+
+    import pelab
+    cfg = pelab.config("configs/quickstart.yaml", **{"encoding.name": "alibi", "train.steps": 300})
+    path = pelab.train(cfg, out="runs/py_alibi")
+    run = pelab.load(path)
+    run.evaluate(lengths=[20, 40])                   # a pandas DataFrame, as `pelab eval`
+    out = run(run.examples(40, 2)["tokens"])         # logits, attentions, hidden states
+    pelab.results(["runs/py_alibi", "runs/sweeps/quickstart"])
+
+`pelab.runfile` reads run files with h5py alone (no torch): the analysis scripts use it.
+"""
+import collections
+import json
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_REPO = os.path.dirname(os.path.dirname(_HERE))
+_core = None
+
+
+def _build_dir():
+    return os.path.abspath(os.environ.get("PELAB_BUILD_DIR", os.path.join(_REPO, "build")))
+
+
+def _use_the_clis_blas_kernels():
+    """The CLI re-executes itself with OPENBLAS_CORETYPE set when OpenBLAS would run kernels
+    below the CPU's (core/kernels/blas_core.h): the kernels' rounding differs, so Python loads
+    the same ones, asked of the CLI before numpy or torch loads OpenBLAS. Returns the kernels'
+    name, or None when they cannot be matched (a user's OPENBLAS_CORETYPE is kept)."""
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return os.environ["OPENBLAS_CORETYPE"]
+    if "numpy" in sys.modules or "torch" in sys.modules:
+        return None
+    try:
+        import subprocess
+        version = subprocess.run([os.path.join(_build_dir(), "pelab"), "--version"], capture_output=True, text=True,
+                                 timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in version.splitlines():
+        if line.startswith("OpenBLAS kernels: "):
+            os.environ["OPENBLAS_CORETYPE"] = line.split(": ", 1)[1].strip()
+            return os.environ["OPENBLAS_CORETYPE"]
+    return None
+
+
+_CLI_BLAS_KERNELS = _use_the_clis_blas_kernels()
+# The extension module (_pelab) is built into <build>/python (CMakeLists.txt): $PELAB_BUILD_DIR,
+# else the repository's build/.
+__path__.append(os.path.join(_build_dir(), "python"))
+
+
+def _c():
+    """The extension module, loaded on first use (torch first: its types are the tensors')."""
+    global _core
+    if _core is None:
+        try:
+            import torch  # noqa: F401
+        except ImportError as error:
+            raise ImportError(f"pelab needs torch, which {sys.executable} lacks: use Debian's /usr/bin/python3 "
+                              "with python3-torch (scripts/setup-deps.sh installs it)") from error
+        try:
+            from . import _pelab
+        except ImportError as error:
+            raise ImportError(f"pelab's extension module is not built or not loadable ({error}): run "
+                              "scripts/dev build, which builds build/python/_pelab*.so") from error
+        _pelab.configure()
+        loaded = _pelab.openblas_core()
+        if loaded and loaded != _CLI_BLAS_KERNELS and _pelab.better_openblas_core(loaded):
+            import warnings
+            warnings.warn(f"OpenBLAS runs its {loaded} kernels here, the CLI its {_pelab.better_openblas_core(loaded)} "
+                          "ones: numbers differ from the CLI's in the last bits. Import pelab before numpy and "
+                          "torch, or set OPENBLAS_CORETYPE", stacklevel=3)
+        _core = _pelab
+    return _core
+
+
+def __getattr__(name):
+    # pelab.ConfigError: the CLI's config errors (a ValueError), from the extension module
+    if name == "ConfigError":
+        return _c().ConfigError
+    raise AttributeError(f"module 'pelab' has no attribute '{name}'")
+
+
+def _catalog(kind):
+    return {entry["name"]: dict(entry, options={o["name"]: o for o in entry["options"]})
+            for entry in _c().catalogs()[kind]}
+
+
+def schemes():
+    """The position-encoding registry: name -> {description, options: name -> {kind, default,
+    help, choices, range}, causal_only} (what `pelab list` prints)."""
+    return _catalog("schemes")
+
+
+def tasks():
+    """The task registry: name -> {description, formats, options} (what `pelab list` prints)."""
+    return _catalog("tasks")
+
+
+class Config:
+    """A validated run config, every default filled in. `config["train.steps"]` reads a key,
+    `to_dict()` gives the nested dict, `yaml` the text a run file stores."""
+
+    def __init__(self, yaml_text):
+        self.yaml = yaml_text
+        self._tree = _c().yaml_to_python(yaml_text)
+
+    def to_dict(self):
+        return json.loads(json.dumps(self._tree))
+
+    def __getitem__(self, key):
+        node = self._tree
+        for part in key.split("."):
+            node = node[part]
+        return node
+
+    def __repr__(self):
+        return f"pelab.Config(name={self['name']!r}, task={self['task.name']!r}, encoding={self['encoding.name']!r})"
+
+
+def _override_list(overrides):
+    """`key.path=value` entries; `a__b=` is `a.b=`; values as YAML (JSON is YAML)."""
+    return [f"{key.replace('__', '.')}={value if isinstance(value, str) else json.dumps(value)}"
+            for key, value in overrides.items()]
+
+
+def config(source, **overrides):
+    """A run config from a YAML file's path, a dict (as the YAML would be) or a Config, with
+    `overrides` as `pelab train --set` (`**{"train.steps": 100}` or `train__steps=100`).
+    Raises pelab.ConfigError with the CLI's message."""
+    entries = _override_list(overrides)
+    if isinstance(source, Config):
+        return Config(_c().resolve_config("", source.yaml, "<config>", entries))
+    if isinstance(source, dict):
+        return Config(_c().resolve_config("", json.dumps(source) or "{}", "<dict>", entries))
+    return Config(_c().resolve_config(os.fspath(source), "", "", entries))
+
+
+def train(source, out=None, resume=False, quiet=False, **overrides):
+    """Trains a run (`source`: as config()) into `out` (else the config's output.dir) and returns
+    its run file's path. Its log goes to standard output unless `quiet`. Ctrl-C stops it as in
+    the CLI: a checkpoint, then KeyboardInterrupt; `resume=True` continues it."""
+    cfg = config(source, **overrides)
+    entries = [f"output.dir={os.fspath(out)}"] if out is not None else []
+    sys.stdout.flush()
+    return _c().train(cfg.yaml, entries, resume, quiet)
+
+
+class Run:
+    """A trained run loaded from its run file (pelab.load)."""
+
+    def __init__(self, path, device="cpu", threads=0, step=None):
+        self.path = os.fspath(path)
+        self._run = _c().Run(self.path, device, threads, -1 if step is None else step)
+        self.config = Config(self._run.config_yaml)
+        self.step = self._run.step
+
+    def __repr__(self):
+        return f"pelab.Run({self.path!r}, step={self.step}, {self.config!r})"
+
+    def __call__(self, tokens, positions=None, method="none", segments=None, padding=None, attentions=True,
+                 hidden_states=True, score_terms=False):
+        """The forward pass as evaluation makes it. tokens: (B, T) int64 (0 is padding);
+        positions: (B, T) int64 or float64, default 0..T-1; method: the extrapolation method.
+        Returns a dict: logits (B, T, C); attentions: per layer (B, H, T, T) probabilities;
+        hidden_states: the embedding output and each layer's (B, T, D); score_terms (when asked):
+        per layer, term name -> (B|1, H|1, T, T), adding up to the scores before the mask."""
+        return self._run.forward(tokens, positions, method, segments, padding, attentions, hidden_states,
+                                 score_terms)
+
+    def examples(self, length, count=4):
+        """The first `count` examples of the evaluation set at task length `length` (the ones
+        `pelab eval` scores and the attention maps show): tokens, positions (those evaluation
+        gives them), targets, scored, padding, segments."""
+        return self._run.examples(length, count)
+
+    def evaluate(self, lengths=None, samples=None, method="none"):
+        """`pelab eval` at `lengths` (default: the run's eval.lengths) on `samples` sequences each,
+        under the extrapolation `method`: a DataFrame, one row per length."""
+        import pandas as pd
+        rows = self._run.evaluate(list(lengths or []), samples or 0, method)
+        frame = pd.DataFrame(rows)
+        frame["beyond_training"] = frame["length"] > self.config["train.max_length"]
+        return frame
+
+    def attention_maps(self, length, examples=4, method="none"):
+        """What `pelab eval --attention-lengths` stores: probs (N, layers, H, T, T) float32, the
+        tokens, the key positions, and the score-term statistics (term_names, term_mean_abs,
+        term_correlation: (layers, H, terms))."""
+        return self._run.attention_maps(length, examples, method)
+
+    def probes(self, length, method="none"):
+        """Position probes of every layer at `length` (as `pelab eval --probes`): a DataFrame."""
+        import pandas as pd
+        return pd.DataFrame(self._run.probes(length, method))
+
+    def state_dict(self):
+        """The parameters and buffers: an OrderedDict of name -> CPU tensor (copies)."""
+        return collections.OrderedDict(self._run.state_dict())
+
+
+def load(path, device="cpu", threads=0, step=None):
+    """The trained run of a run file (a run's folder works too): its config and model.
+    `step`: a snapshot kept with output.keep_checkpoints (default: the final parameters)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "run.h5")
+    return Run(path, device, threads, step)
+
+
+def _flatten(tree, prefix=""):
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = json.dumps(value) if isinstance(value, (list, dict)) else value
+    return flat
+
+
+def _run_files(path):
+    """(run file, sweep id or None) of a run file, a run's folder, a sweep or a folder of them."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        return [(path, None)]
+    if os.path.exists(os.path.join(path, "sweep.h5")):
+        return [(r["path"], r["id"]) for r in runfile.sweep_runs(path, load_runs=False) if r["status"] == "complete"]
+    if os.path.exists(os.path.join(path, "run.h5")):
+        return [(os.path.join(path, "run.h5"), None)]
+    if os.path.isdir(path):
+        found = []
+        for entry in sorted(os.listdir(path)):
+            found += _run_files(os.path.join(path, entry)) if os.path.isdir(os.path.join(path, entry)) else []
+        return found
+    raise FileNotFoundError(f"{path}: not a run file, a run's folder or a sweep")
+
+
+def results(paths):
+    """Run files, run folders and sweeps (a path or a list) as one pandas DataFrame: one row per
+    run and evaluation row, with the run file, the sweep run id, the training range, whether the
+    length is beyond it, and every config key as a column (`train.steps`, `encoding.name`, ...).
+    A run file that cannot be read is named on stderr and left out."""
+    import pandas as pd
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    rows = []
+    for path in paths:
+        for run_file, run_id in _run_files(path):
+            try:
+                run = runfile.load(run_file)
+            except (OSError, KeyError, runfile.SchemaError) as error:
+                print(f"warning: {run_file}: cannot be read ({error}); left out", file=sys.stderr)
+                continue
+            keys = _flatten(_c().yaml_to_python(run["config"]))
+            for row in runfile.table_rows(run["evaluation"]):
+                row.pop("row", None)
+                rows.append(dict(run_file=run_file, run_id=run_id, run_name=run["run_name"],
+                                 train_min_length=run["train_min_length"], train_max_length=run["train_max_length"],
+                                 beyond_training=row["length"] > run["train_max_length"], **row,
+                                 **{f"config.{k}" if k in row else k: v for k, v in keys.items()}))
+    return pd.DataFrame(rows)
+
+
+from . import runfile  # noqa: E402  (h5py only: importable without torch)

@@ -1,0 +1,373 @@
+"""Reads pelab run files (HDF5) through the documented schema (docs/run-files.md).
+
+Every name used here is part of the schema; core/io/schema.h is its C++ twin.
+"""
+import os
+import re
+import sys
+
+try:
+    import h5py
+    import numpy as np
+except ImportError as error:  # a python3 earlier on PATH without Debian's python3-h5py / -numpy
+    raise ImportError(f"{error.name} is missing from {sys.executable}: use /usr/bin/python3 (Debian's, with "
+                      "python3-h5py, python3-numpy and python3-matplotlib: scripts/setup-deps.sh)") from error
+
+SCHEMA_VERSION = 6
+
+ROOT_ATTRS = ["schema_version", "run_name", "status"]
+ENVIRONMENT_ATTRS = ["pelab_version", "git_commit", "torch_version", "device", "threads",
+                     "hostname", "created_utc", "training_seconds"]
+TRAINING_DATASETS = ["step", "loss", "accuracy", "learning_rate", "tokens_per_second"]
+# evaluation and evaluation_curve; a row's settings are (method, length, samples, sampler,
+# positions_max_length, step)
+EVALUATION_DATASETS = ["method", "length", "sequence_length", "samples", "loss", "per_token_accuracy",
+                       "per_sequence_accuracy", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss",
+                       "step", "sampler", "positions_max_length", "untrained"]
+EVALUATION_ATTRS = ["train_min_length", "train_max_length", "task_format", "protocol", "train_steps", "run_sampler",
+                    "run_positions_max_length"]
+ATTENTION_STATISTICS = ["mean_distance", "entropy", "diagonal", "first", "last"]  # evaluation/attention/*
+PROBE_DATASETS = ["length", "layer", "position_accuracy", "position_chance", "position_r2", "order_accuracy",
+                  "distance_r2", "step", "sampler", "positions_max_length"]
+STRING_DATASETS = {"method", "sampler", "untrained"}  # of evaluation, evaluation_curve and probes
+TERM_DATASETS = ["mean_abs", "correlation", "scores_mean_abs"]  # attention/length_<L>/terms/*, with names
+ROW_KINDS = ["position", "offset", "bucket"]  # trained_rows/<parameter> attribute row_kind
+
+
+class SchemaError(Exception):
+    pass
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _table(group, names):
+    """The datasets `names` of `group` as a dict: numpy arrays, strings as lists of str."""
+    return {k: ([_text(v) for v in group[k][()]] if k in STRING_DATASETS else group[k][()]) for k in names}
+
+
+def _check_equal_shapes(f, group, names):
+    """Raises SchemaError unless the datasets `names` of `group` are there, 1-D and of one length."""
+    lengths = set()
+    for name in names:
+        if name not in f[group]:
+            raise SchemaError(f"dataset '{group}/{name}' is missing")
+        lengths.add(f[group][name].shape)
+    if len(lengths) != 1:
+        raise SchemaError(f"datasets of '{group}' differ in shape: {sorted(lengths)}")
+    if len(lengths.pop()) != 1:
+        raise SchemaError(f"datasets of '{group}' are not 1-D")
+
+
+def check(f):
+    """Raises SchemaError naming the first thing the file lacks."""
+    for name in ROOT_ATTRS:
+        if name not in f.attrs:
+            raise SchemaError(f"root attribute '{name}' is missing")
+    version = int(f.attrs["schema_version"])
+    if version != SCHEMA_VERSION:
+        raise SchemaError(f"schema_version {version}, this reader knows {SCHEMA_VERSION}")
+    if _text(f.attrs["status"]) != "complete":
+        raise SchemaError(f"status is {_text(f.attrs['status'])!r}, not 'complete'")
+    for group in ["config", "environment", "parameter_counts", "training", "evaluation", "checkpoint"]:
+        if group not in f:
+            raise SchemaError(f"'{group}' is missing")
+    for name in ENVIRONMENT_ATTRS:
+        if name not in f["environment"].attrs:
+            raise SchemaError(f"environment attribute '{name}' is missing")
+    if "total" not in f["parameter_counts"].attrs:
+        raise SchemaError("parameter_counts has no 'total'")
+    _check_equal_shapes(f, "training", TRAINING_DATASETS)
+    _check_equal_shapes(f, "evaluation", EVALUATION_DATASETS)
+    if "evaluation_curve" in f:
+        _check_equal_shapes(f, "evaluation_curve", EVALUATION_DATASETS)
+    if "skipped_steps" not in f["training"].attrs:
+        raise SchemaError("training attribute 'skipped_steps' is missing")
+    for name in EVALUATION_ATTRS:
+        if name not in f["evaluation"].attrs:
+            raise SchemaError(f"evaluation attribute '{name}' is missing")
+    rows = f["evaluation"]["length"].shape[0]
+    if "attention" in f["evaluation"]:
+        for name in ATTENTION_STATISTICS:
+            shape = f["evaluation/attention"][name].shape
+            if len(shape) != 3 or shape[0] != rows:
+                raise SchemaError(f"evaluation/attention/{name} has shape {shape}, expected ({rows}, layers, heads)")
+    for name, group in f.get("attention", {}).items():
+        for member in ["probs", "tokens", "positions"]:
+            if member not in group:
+                raise SchemaError(f"attention/{name}/{member} is missing")
+        n, layers, heads, t, t2 = group["probs"].shape
+        if t != t2 or group["tokens"].shape != (n, t) or group["positions"].shape != (n, t):
+            raise SchemaError(f"attention/{name}: probs {group['probs'].shape} and tokens {group['tokens'].shape} "
+                              "do not match")
+        for attr in ["length", "examples"]:
+            if attr not in group.attrs:
+                raise SchemaError(f"attention/{name} attribute '{attr}' is missing")
+        if "terms" in group:
+            terms = group["terms"]
+            names = terms["names"].shape[0] if "names" in terms else None
+            for member in TERM_DATASETS:
+                expected = (layers, heads) if member == "scores_mean_abs" else (layers, heads, names)
+                if member not in terms or terms[member].shape != expected:
+                    raise SchemaError(f"attention/{name}/terms/{member} is missing or not of shape {expected}")
+    if "probes" in f:
+        _check_equal_shapes(f, "probes", PROBE_DATASETS)
+    checkpoint = f["checkpoint"]
+    for name, group in f.get("snapshots", {}).items():
+        if "step" not in group.attrs or name != f"step_{int(group.attrs['step'])}":
+            raise SchemaError(f"snapshots/{name} is not a step_<S> group with attribute step S")
+        for parameter, data in group.items():
+            if parameter not in checkpoint or data.shape != checkpoint[parameter].shape:
+                raise SchemaError(f"snapshots/{name}/{parameter} {data.shape} matches no checkpoint parameter")
+    for name, data in f.get("trained_rows", {}).items():
+        if data.dtype != np.uint8 or len(data.shape) != 1:
+            raise SchemaError(f"trained_rows/{name} is {data.dtype} {data.shape}, not 1-D uint8")
+        if name not in checkpoint or checkpoint[name].shape[:1] != data.shape:
+            raise SchemaError(f"trained_rows/{name} {data.shape} matches no checkpoint parameter's rows")
+        if _text(data.attrs.get("row_kind", "")) not in ROW_KINDS or "first_row_value" not in data.attrs:
+            raise SchemaError(f"trained_rows/{name} needs attributes row_kind ({' | '.join(ROW_KINDS)}) "
+                              "and first_row_value")
+    counted = sum(int(v) for k, v in f["parameter_counts"].attrs.items() if k != "total")
+    stored = sum(int(np.prod(d.shape)) for d in f["checkpoint"].values())
+    if counted != int(f["parameter_counts"].attrs["total"]):
+        raise SchemaError("parameter_counts do not add up to total")
+    if stored < counted:
+        raise SchemaError(f"checkpoint holds {stored} numbers, fewer than the {counted} parameters")
+
+
+def load(path):
+    """A plain dict of one run: config text, environment, training curve, evaluation table (and,
+    when the run stored them, evaluation curve, snapshot steps, trained position-table rows)."""
+    with h5py.File(path, "r") as f:
+        check(f)
+        return {
+            "run_name": _text(f.attrs["run_name"]),
+            "config": _text(f["config"][()]),
+            "environment": {k: (_text(v) if isinstance(v, (bytes, str)) else v.item())
+                            for k, v in f["environment"].attrs.items()},
+            "parameter_counts": {k: int(v) for k, v in f["parameter_counts"].attrs.items()},
+            "training": dict({k: f["training"][k][()] for k in TRAINING_DATASETS},
+                             phase=(f["training"]["phase"][()] if "phase" in f["training"]
+                                    else np.zeros(f["training"]["step"].shape, np.int64))),
+            "evaluation": _table(f["evaluation"], EVALUATION_DATASETS),
+            "evaluation_curve": (_table(f["evaluation_curve"], EVALUATION_DATASETS)
+                                 if "evaluation_curve" in f else None),
+            "train_min_length": int(f["evaluation"].attrs["train_min_length"]),
+            "train_max_length": int(f["evaluation"].attrs["train_max_length"]),
+            "train_steps": int(f["evaluation"].attrs["train_steps"]),
+            "run_sampler": _text(f["evaluation"].attrs["run_sampler"]),
+            "run_positions_max_length": int(f["evaluation"].attrs["run_positions_max_length"]),
+            "task_format": _text(f["evaluation"].attrs["task_format"]),
+            "protocol": _text(f["evaluation"].attrs["protocol"]),
+            "attention_statistics": ({k: f["evaluation/attention"][k][()] for k in ATTENTION_STATISTICS}
+                                     if "attention" in f["evaluation"] else None),
+            "probes": _table(f["probes"], PROBE_DATASETS) if "probes" in f else None,
+            "attention_lengths": sorted(int(g.attrs["length"]) for g in f.get("attention", {}).values()),
+            "trained_rows": ({k: d[()] for k, d in f["trained_rows"].items()} if "trained_rows" in f else None),
+            "snapshot_steps": sorted(int(g.attrs["step"]) for g in f.get("snapshots", {}).values()),
+        }
+
+
+LIVE_CURVE = "curve.json"  # <output.dir>/curve.json while a run trains (core/io/live_curve.h)
+
+
+def live_run(folder):
+    """The curves of a run still training (<folder>/curve.json, rewritten at every curve row) in
+    load()'s form: run_name, config, training, evaluation_curve (None without eval.every), the
+    training range and sampler, status "training"; what only a finished run has is absent."""
+    import json
+    with open(os.path.join(folder, LIVE_CURVE), encoding="utf-8") as f:
+        live = json.load(f)
+    curve = {k: (v if k in STRING_DATASETS else np.asarray(v)) for k, v in live["evaluation_curve"].items()}
+    return dict({k: live[k] for k in ["run_name", "config", "train_min_length", "train_max_length", "train_steps",
+                                      "run_sampler", "run_positions_max_length"]},
+                training={k: np.asarray(v) for k, v in live["training"].items()},
+                evaluation_curve=curve if len(curve["step"]) else None, status="training")
+
+
+def table_rows(table):
+    """The rows of an evaluation table (load()'s evaluation or evaluation_curve) as dicts of
+    Python values, each with its index as "row"."""
+    return [dict({k: (v[i] if k in STRING_DATASETS else v[i].item()) for k, v in table.items()}, row=i)
+            for i in range(len(table["length"]))]
+
+
+def _matches(row, wanted):
+    """Whether `row` has each setting of `wanted` ({column: value}) that is not None."""
+    return all(value is None or row[k] == value for k, value in wanted.items())
+
+
+def _selection(run, step, sampler, sampler_max_length):
+    """The settings a selection of one run's rows wants ({column: value or None for any}): the
+    run's final step (train_steps) unless `step`; the run's sampler and its max length
+    (run_sampler, run_positions_max_length) unless `sampler` (then any max length of it) or
+    `sampler_max_length`. Shared by the evaluation rows and the probe rows."""
+    if sampler is None and sampler_max_length is None:
+        sampler_max_length = run["run_positions_max_length"]
+    return {"step": run["train_steps"] if step is None else step, "sampler": sampler or run["run_sampler"],
+            "positions_max_length": sampler_max_length}
+
+
+def _pick(table, wanted):
+    """{(step, length): row} of the rows matching `wanted` (see _matches); where several match one
+    step and length, the one with the most samples (on a tie, the last written)."""
+    chosen = {}
+    for row in table_rows(table):
+        if not _matches(row, wanted):
+            continue
+        key = (row["step"], row["length"])
+        if key not in chosen or row["samples"] >= chosen[key]["samples"]:
+            chosen[key] = row
+    return chosen
+
+
+def select_rows(run, method="none", step=None, sampler=None, sampler_max_length=None, samples=None):
+    """{length: row} of one loaded run's evaluation, by the selection pelab report and the plots
+    share: the run's final step (train_steps) unless `step`; the run's sampler and its max
+    length (run_sampler, run_positions_max_length) unless `sampler` (then any max length of it)
+    or `sampler_max_length`; of the rows left at one length, the most samples unless `samples`."""
+    wanted = dict(_selection(run, step, sampler, sampler_max_length), method=method, samples=samples)
+    chosen = _pick(run["evaluation"], wanted)
+    return {length: chosen[(s, length)] for s, length in sorted(chosen)}
+
+
+def select_probe_rows(run, length, step=None, sampler=None, sampler_max_length=None):
+    """{layer: row} of one loaded run's probes at `length`, selected as select_rows selects
+    evaluation rows: the run's final step unless `step`, the run's sampler and its max length
+    unless `sampler` (then any max length of it) or `sampler_max_length`. Where several rows
+    match one layer, the last written. Empty when the run has no probes."""
+    if run["probes"] is None:
+        return {}
+    wanted = dict(_selection(run, step, sampler, sampler_max_length), length=length)
+    chosen = {row["layer"]: row for row in table_rows(run["probes"]) if _matches(row, wanted)}
+    return {layer: chosen[layer] for layer in sorted(chosen)}
+
+
+def curve_rows(run):
+    """{length: {step: row}} of a run's evaluation curve (None when it has none), with the run's
+    sampler and, where several rows share a step and length, the most samples. The curve is
+    evaluated without extrapolation methods (method none), so its rows are not filtered by method."""
+    if run["evaluation_curve"] is None:
+        return None
+    chosen = _pick(run["evaluation_curve"], {"sampler": run["run_sampler"],
+                                             "positions_max_length": run["run_positions_max_length"]})
+    curve = {}
+    for step, length in sorted(chosen):
+        curve.setdefault(length, {})[step] = chosen[(step, length)]
+    return curve
+
+
+def evaluation_settings(run):
+    """The distinct (method, step, sampler, positions_max_length, samples) of a run's evaluation
+    rows, sorted: what a selection can pick from (for error messages)."""
+    return sorted({(r["method"], r["step"], r["sampler"], r["positions_max_length"], r["samples"])
+                   for r in table_rows(run["evaluation"])})
+
+
+def probe_settings(run):
+    """The distinct (length, step, sampler, positions_max_length) of a run's probe rows, sorted
+    (empty when it has none): what a probe selection can pick from (for error messages)."""
+    if run["probes"] is None:
+        return []
+    return sorted({(r["length"], r["step"], r["sampler"], r["positions_max_length"])
+                   for r in table_rows(run["probes"])})
+
+
+def task_name(run):
+    """The task's name from the run's config (the `task:` block's `name:`); PyYAML when it is
+    installed, else the block read with a regex (the resolved config writes it in block style)."""
+    try:
+        import yaml
+    except ImportError:
+        block = re.search(r"^task:[ \t]*\n((?:[ \t]+.*\n?)*)", run["config"], re.M).group(1)
+        indent = re.match(r"[ \t]*", block).group()
+        return re.search(rf"^{indent}name:[ \t]*(.*?)[ \t]*$", block, re.M).group(1).strip("'\"")
+    return str(yaml.safe_load(run["config"])["task"]["name"])
+
+
+def attention_maps(path, length):
+    """(probs (N, layers, heads, T, T) float32, tokens (N, T), positions (N, T)) stored at `length`."""
+    with h5py.File(path, "r") as f:
+        group = f["attention"][f"length_{length}"]
+        return group["probs"][()].astype(np.float32), group["tokens"][()], group["positions"][()]
+
+
+def score_terms(path, length):
+    """The attention terms stored at `length` (docs/analysis.md, "Attention terms"): a dict of
+    names (list of str), mean_abs and correlation (layers, heads, terms), scores_mean_abs
+    (layers, heads); None when the file has maps but no terms at that length (older files)."""
+    with h5py.File(path, "r") as f:
+        group = f["attention"][f"length_{length}"]
+        if "terms" not in group:
+            return None
+        terms = group["terms"]
+        return dict(names=[_text(n) for n in terms["names"][()]],
+                    **{k: terms[k][()].astype(np.float64) for k in TERM_DATASETS})
+
+
+def sweep_runs(sweep_dir, load_runs=True):
+    """The runs of a sweep index (sweep.h5): a list of dicts with id, status, error, overrides (a dict
+    of key path -> value text), path (its run file) and, for complete runs with `load_runs`, the
+    loaded run."""
+    path = os.path.join(sweep_dir, "sweep.h5")
+    with h5py.File(path, "r") as f:
+        table = f["table"]
+        rows = [dict(id=_text(i), status=_text(s), error=_text(e), overrides_text=_text(o))
+                for i, s, e, o in zip(table["id"][()], table["status"][()], table["error"][()],
+                                      table["overrides"][()])]
+    for row in rows:
+        parts = re.split(r" (?=[A-Za-z_][A-Za-z0-9_.]*=)", row["overrides_text"]) if row["overrides_text"] else []
+        row["overrides"] = dict(p.split("=", 1) for p in parts)
+        row["path"] = os.path.join(sweep_dir, "runs", row["id"], "run.h5")
+        row["run"] = None
+        if row["status"] == "complete" and load_runs:
+            try:
+                row["run"] = load(row["path"])
+            except (OSError, KeyError, SchemaError) as error:  # truncated, moved or foreign: named, left out
+                print(f"warning: {row['path']}: cannot be read ({error}); left out", file=sys.stderr)
+        elif row["status"] in ("failed", "pending"):
+            print(f"note: {row['id']} is {row['status']}; left out", file=sys.stderr)
+    return rows
+
+
+def complete_runs_of_sweeps(root, names):
+    """(name, row) for every complete run (sweep_runs' rows, loaded) of the sweeps root/NAME, in
+    the order of `names`; a sweep not run yet (no sweep.h5) gives none."""
+    for name in names:
+        sweep = os.path.join(root, name)
+        if not os.path.exists(os.path.join(sweep, "sweep.h5")):
+            continue
+        for r in sweep_runs(sweep):
+            if r["run"] is not None:
+                yield name, r
+
+
+def scheme_name(overrides):
+    """The scheme of a sweep run, from its `encoding` mapping or `encoding.name` axis (None when
+    the run's overrides do not set it)."""
+    if "encoding.name" in overrides:
+        return overrides["encoding.name"]
+    match = re.search(r"\bname:\s*['\"]?([\w-]+)", overrides.get("encoding", ""))
+    return match.group(1) if match else None
+
+
+def group_label(overrides):
+    """The axis values of a run but its seed, short enough for a legend: `rope max_length=20`,
+    `sinusoidal layout=concatenated sampler=randomized` (an `encoding` axis shows its scheme
+    and options without the key; other keys their last part)."""
+    def label(key):
+        parts = key.split(".")
+        return parts[-2] if parts[-1] == "name" and len(parts) > 1 else parts[-1]
+
+    def item(key, value):
+        name = label(key)
+        if value.startswith("{") and value.endswith("}"):  # a mapping: {name: X, option: v}
+            fields = [f.split(":", 1) for f in value[1:-1].split(", ") if ":" in f]
+            pairs = {k.strip(): v.strip() for k, v in fields}
+            inner = " ".join([pairs.pop("name")] if "name" in pairs else [])
+            inner = " ".join([inner] + [f"{k}={v}" for k, v in pairs.items()]).strip()
+            return inner if name == "encoding" else f"{name}=({inner})"
+        return value if name == "encoding" else f"{name}={value}"
+    text = " ".join(item(k, v) for k, v in overrides.items() if k != "seed")
+    return text or "(base)"
