@@ -13,7 +13,7 @@
 #include "core/run/run.h"
 #include "core/run/trained_run.h"
 #include "core/train/stop_signal.h"
-#include "core/train/trainer.h"
+#include "core/train/evaluator.h"
 #include "experiments/child_processes.h"
 #include "experiments/sweep.h"
 
@@ -53,7 +53,10 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
   const RunRecord& record = run.record;
   const RunConfig& config = run.config;
   const int64_t step = run.step;
-  Trainer& trainer = *run.evaluator;
+  Evaluator& evaluator = *run.evaluator;
+  auto stop_if_requested = [&] {  // the run file stays as it was
+    if (stop_signal() != 0) throw RunInterrupted(stop_signal(), step, "");
+  };
   const auto [sampler, sampler_max_length] = evaluation_sampler(config.positions);
 
   RunFileAdditions added;
@@ -77,7 +80,7 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
       wanted.length = length;
       wanted.samples = run.prepared->task->evaluation_size(length, config.eval.samples);
       if (kept_already(record.evaluation, wanted)) continue;
-      added.evaluation.push_back(trainer.evaluate_length(length, config.eval.samples, method));
+      added.evaluation.push_back(evaluator.evaluate_length(length, config.eval.samples, method));
     }
   // maps and probes under the one method --extrapolation names (checked by command_eval), else none
   const std::string analysis_method = a.extrapolation.size() == 1 ? a.extrapolation.front() : "none";
@@ -86,16 +89,16 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
     wanted.length = length;
     wanted.method = analysis_method;
     if (kept_already(record.probes, wanted)) continue;
-    trainer.stop_if_requested();
-    const auto probes = trainer.probes(length, analysis_method);
+    stop_if_requested();
+    const auto probes = evaluator.probes(length, analysis_method);
     ++probed;
     added.probes.insert(added.probes.end(), probes.begin(), probes.end());
   }
   for (int64_t length : a.attention_lengths) {
-    trainer.stop_if_requested();
-    added.attention_maps.push_back(trainer.attention_maps(length, a.attention_examples, analysis_method));
+    stop_if_requested();
+    added.attention_maps.push_back(evaluator.attention_maps(length, a.attention_examples, analysis_method));
   }
-  trainer.stop_if_requested();
+  stop_if_requested();
   if (!added.evaluation.empty() || !added.probes.empty() || !added.attention_maps.empty())
     add_to_run_file(run_file, added);
 

@@ -8,7 +8,7 @@
 #include "core/config/yaml_reader.h"
 #include "core/io/hdf5_store.h"
 #include "core/run/run.h"
-#include "core/train/trainer.h"
+#include "core/train/evaluator.h"
 
 namespace pelab {
 
@@ -24,8 +24,8 @@ int command_padding(const PaddingArguments& a, std::ostream& out, std::ostream& 
     run.model->eval();
     const int64_t length = a.length > 0 ? a.length : config.train.max_length;
     run.task->check_length(length, false);
-    Trainer trainer(config, run.model, *run.task, run.device);
-    auto [batch, positions] = trainer.evaluation_examples(length, a.examples, evaluation_data_seed(config.seed, length));
+    Evaluator evaluator(config, run.model, *run.task, run.device);
+    auto [batch, positions] = evaluator.evaluation_examples(length, a.examples, evaluation_data_seed(config.seed, length));
     const int64_t pad = a.pad > 0 ? a.pad : batch.tokens.size(1);
     std::vector<PaddingEffect> effects;
     try {

@@ -20,7 +20,7 @@
 #include "core/run/run.h"
 #include "core/run/trained_run.h"
 #include "core/train/stop_signal.h"
-#include "core/train/trainer.h"
+#include "core/train/evaluator.h"
 #include "data/task_registry.h"
 
 namespace py = pybind11;
@@ -224,7 +224,7 @@ class LoadedRun {
     ForwardRequest request;
     request.attentions = attentions;
     request.hidden_states = hidden_states;
-    Trainer::Inspection inspection;
+    Evaluator::Inspection inspection;
     {
       py::gil_scoped_release release;
       inspection = run_.evaluator->inspect(tokens, padding_tensor, Positions(position_tensor, position_tensor),

@@ -51,7 +51,7 @@ CATCH_TEST_CASE("stored attention maps are row-stochastic, causal maps have no m
                                      "encoding.name=alibi"});
     auto task = test::default_task("reverse_string");
     Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
-    AttentionMaps maps = trainer.attention_maps(5, 3);
+    AttentionMaps maps = trainer.evaluator().attention_maps(5, 3);
     CATCH_REQUIRE(maps.probs.sizes() == torch::IntArrayRef({3, 2, 4, 10, 10}));  // N, layers, heads, T, T
     CATCH_CHECK(maps.tokens.sizes() == torch::IntArrayRef({3, 10}));
     CATCH_CHECK(torch::allclose(maps.probs.sum(-1), torch::ones({3, 2, 4, 10}), 1e-5, 1e-5));
@@ -92,7 +92,7 @@ CATCH_TEST_CASE("probes: learned and sinusoidal positions are decodable from the
     auto config = test::tiny_config({"encoding.name=" + scheme, "model.d_model=64", "analysis.probe_examples=256"});
     auto task = test::default_task("reverse_string");
     Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
-    auto results = trainer.probes(8);  // T = 16
+    auto results = trainer.evaluator().probes(8);  // T = 16
     CATCH_REQUIRE(results.size() == 3u);  // the embeddings and 2 blocks
     const ProbeResult& embedding = results.front();
     CATCH_INFO("accuracy " << embedding.position_accuracy << ", chance " << embedding.position_chance);
@@ -124,7 +124,7 @@ CATCH_TEST_CASE("a causal NoPE model with a BOS token carries absolute position 
     auto config = test::tiny_config(overrides);
     auto task = make_task(config.task.name, config.task.options, config.task.format, config.task.bos);
     Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
-    auto results = trainer.probes(8);
+    auto results = trainer.evaluator().probes(8);
     const ProbeResult& block = results[1];  // after the first attention
     CATCH_INFO("accuracy " << block.position_accuracy << ", chance " << block.position_chance);
     r2[bos] = block.position_r2;
@@ -198,7 +198,14 @@ CATCH_TEST_CASE("the attention terms of every scheme add up to its scores", "[an
       auto terms = layer_score_terms(parts[l], content.empty() ? nullptr : &content[l]);
       auto scores = torch::zeros({2, 4, T, T});
       for (const auto& t : terms) scores = scores + t.value;
-      CATCH_CHECK(torch::allclose(torch::softmax(scores + mask.additive(), -1), parts[l].probs, 1e-5, 1e-6));
+      // schemes that replace the softmax (stick_breaking) make the weights from the same scores
+      const auto positions = contiguous_positions(2, T);
+      const torch::Tensor unused;
+      const auto weights = model->encoding().replaces_softmax_at(static_cast<int64_t>(l))
+                               ? model->encoding().attention_weights(scores, torch::isinf(mask.additive()),
+                                                                     AttentionContext{positions, static_cast<int64_t>(l), unused, unused})
+                               : torch::softmax(scores + mask.additive(), -1);
+      CATCH_CHECK(torch::allclose(weights, parts[l].probs, 1e-5, 1e-6));
       const bool split = model->encoding().adds_to_residual() && !parts[l].rotated;
       CATCH_CHECK(terms.front().name == (split ? "content-content" : parts[l].rotated ? "rotated q.k" : "content-content"));
       CATCH_CHECK(terms.size() == parts[l].bias_terms.size() + (split ? 4 : 1));

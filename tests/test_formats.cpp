@@ -222,7 +222,7 @@ CATCH_TEST_CASE("evaluation rows carry the chance level of their length", "[form
   auto config = test::tiny_config({"eval.lengths=[1, 12]", "eval.samples=2000", "eval.batch_size=500"});
   auto task = test::default_task("reverse_string");  // binary alphabet
   Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
-  auto results = trainer.evaluate();
+  auto results = trainer.evaluator().evaluate();
   CATCH_REQUIRE(results.size() == 2u);
   for (const auto& r : results) {
     CATCH_INFO("length " << r.length);
@@ -237,5 +237,5 @@ CATCH_TEST_CASE("evaluation rows carry the chance level of their length", "[form
                                    "eval.batch_size=1000"});
   auto addition = make_task(skewed.task.name, skewed.task.options, skewed.task.format);
   Trainer adder(skewed, build_model(skewed, *addition), *addition, torch::kCPU);
-  CATCH_CHECK(adder.evaluate()[0].chance_token_accuracy == Approx(0.325).margin(0.02));
+  CATCH_CHECK(adder.evaluator().evaluate()[0].chance_token_accuracy == Approx(0.325).margin(0.02));
 }

@@ -63,12 +63,12 @@ LegResult run_leg(const RunConfig& config) {
   std::ostringstream log;
   LegResult result;
   result.training_loss = trainer.train(log, false).loss;
-  for (const auto& row : trainer.evaluate()) result.evaluation_loss.push_back(row.loss);
-  result.maps = trainer.attention_maps(kBeyond, 2).probs.to(torch::kCPU, torch::kFloat32);
+  for (const auto& row : trainer.evaluator().evaluate()) result.evaluation_loss.push_back(row.loss);
+  result.maps = trainer.evaluator().attention_maps(kBeyond, 2).probs.to(torch::kCPU, torch::kFloat32);
   // padding keys appended to an evaluation batch beyond training: the real tokens' logits stay
   torch::NoGradGuard no_grad;
   run.model->eval();
-  auto [batch, positions] = trainer.evaluation_examples(kBeyond, 8, 7);
+  auto [batch, positions] = trainer.evaluator().evaluation_examples(kBeyond, 8, 7);
   const int64_t B = batch.tokens.size(0), T = batch.tokens.size(1);
   const Batch padded = batch.padded(kPadding);
   AutocastScope autocast(config.precision == "bf16", run.device);

@@ -168,7 +168,7 @@ CATCH_TEST_CASE("task-given positions reach the model as given or offset by rand
   std::ostringstream log;
   Trainer trainer(config, model, *task, torch::kCPU);
   trainer.train(log, false);  // 17 tokens through an 8-row table: only the given positions fit
-  CATCH_CHECK(trainer.evaluate().front().per_token_accuracy >= 0.0);
+  CATCH_CHECK(trainer.evaluator().evaluate().front().per_token_accuracy >= 0.0);
   auto plain = config;
   plain.task.options.set("positions", std::string("sampler"));
   CATCH_CHECK_THROWS_WITH(check_lengths_fit(plain, *make_task("addition", plain.task.options), *model),

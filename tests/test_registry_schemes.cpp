@@ -119,7 +119,10 @@ CATCH_TEST_CASE("forward shapes, attention and hidden states of every scheme", "
     for (const auto& h : out.hidden_states) CATCH_CHECK(h.sizes() == torch::IntArrayRef({3, T, 32}));
     for (const auto& a : out.attentions) {
       CATCH_CHECK(a.sizes() == torch::IntArrayRef({3, 4, T, T}));
-      CATCH_CHECK(torch::allclose(a.sum(-1), torch::ones({3, 4, T}), 1e-5, 1e-5));  // row-stochastic
+      if (!c.variant.scheme.empty() && c.variant.scheme == "stick_breaking")  // what the keys leave goes nowhere
+        CATCH_CHECK((a.sum(-1) <= 1 + 1e-5).all().item<bool>());
+      else
+        CATCH_CHECK(torch::allclose(a.sum(-1), torch::ones({3, 4, T}), 1e-5, 1e-5));  // row-stochastic
       if (c.causal) CATCH_CHECK(a.triu(1).abs().max().item<float>() == 0.0f);      // nothing above the diagonal
     }
     CATCH_CHECK(torch::isfinite(out.logits).all().item<bool>());

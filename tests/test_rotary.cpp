@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/encodings/position_sampler.h"
+#include "core/encodings/fope.h"
 #include "core/encodings/rope.h"
 #include "core/encodings/xpos.h"
 #include "core/run/run.h"
@@ -371,7 +372,7 @@ CATCH_TEST_CASE("one trained model is evaluated plain and stretched in the same 
                                    "eval.lengths=[3, 12]", "positions.sampler=randomized", "positions.max_length=40"});
   auto task = test::default_task("reverse_string");
   Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
-  auto results = trainer.evaluate();
+  auto results = trainer.evaluator().evaluate();
   CATCH_REQUIRE(results.size() == 6u);
   CATCH_CHECK(results[0].method == "none");
   CATCH_CHECK(results[5].method == "ntk");
@@ -388,7 +389,7 @@ CATCH_TEST_CASE("positions.evaluate_with: contiguous evaluates a randomized-posi
   auto task = test::default_task("reverse_string");
   auto evaluate = [&](const std::vector<std::string>& overrides) {
     auto config = test::tiny_config(overrides);
-    return Trainer(config, build_model(config, *task), *task, torch::kCPU).evaluate_length(8, 32).loss;
+    return Trainer(config, build_model(config, *task), *task, torch::kCPU).evaluator().evaluate_length(8, 32).loss;
   };
   const double contiguous = evaluate({"encoding.name=rope"});
   const double randomized_then_contiguous = evaluate(
@@ -396,4 +397,92 @@ CATCH_TEST_CASE("positions.evaluate_with: contiguous evaluates a randomized-posi
   const double randomized = evaluate({"encoding.name=rope", "positions.sampler=randomized", "positions.max_length=64"});
   CATCH_CHECK(randomized_then_contiguous == contiguous);
   CATCH_CHECK(randomized != contiguous);
+}
+
+namespace {
+
+// FoPE's rotation by its formula, one head, pair and position at a time: pair d of head h at
+// position p turns (x1, x2) into (x1 c - x2 s, x1 s + x2 c) with c = sum_k cos(theta_k p) C[h, k, d],
+// s = sum_k sin(theta_k p) S[h, k, d] for d < P, and c = 1, s = 0 beyond. x: (B, H, T, Dh); positions: (B, T)
+torch::Tensor fope_by_the_formula(const torch::Tensor& x, const torch::Tensor& positions, const torch::Tensor& theta,
+                                  const torch::Tensor& C, const torch::Tensor& S) {
+  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), half = x.size(3) / 2, K = theta.size(0), P = C.size(2);
+  std::vector<torch::Tensor> rows;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const double p = positions[b][t].item<double>();
+        std::vector<torch::Tensor> first(half), second(half);
+        for (int64_t d = 0; d < half; ++d) {
+          torch::Tensor c = torch::ones({}), s = torch::zeros({});
+          if (d < P) {
+            c = torch::zeros({}), s = torch::zeros({});
+            for (int64_t k = 0; k < K; ++k) {
+              const double angle = theta[k].item<double>() * p;
+              c = c + std::cos(angle) * C[h][k][d];
+              s = s + std::sin(angle) * S[h][k][d];
+            }
+          }
+          const auto x1 = x[b][h][t][d], x2 = x[b][h][t][d + half];
+          first[d] = x1 * c - x2 * s;
+          second[d] = x1 * s + x2 * c;
+        }
+        rows.push_back(torch::cat({torch::stack(first), torch::stack(second)}));
+      }
+  return torch::stack(rows).view(x.sizes());
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("fope: frequencies under 2 pi / max_length clipped, each pair a Fourier series, values and gradients",
+                "[fope][rotary]") {
+  torch::manual_seed(9);
+  const int64_t Dh = 8, H = 2, B = 2, T = 5;
+  // theta_i = 10000^(-2i/8) = 1, 0.1, 0.01, 0.001; 2 pi / 100 = 0.063 keeps the first two
+  auto options = test::scheme_variant("fope", {{"max_length", 100.0}, {"learn_coefficients", true}}).options;
+  auto encoding = make_position_encoding("fope", EncodingContext{Dh * H, H, 1, false}, options);
+  auto& fope = *std::dynamic_pointer_cast<FopeImpl>(encoding.ptr());
+  CATCH_REQUIRE(fope.frequencies().size(0) == 2);
+  CATCH_CHECK(fope.frequencies()[0].item<double>() == Approx(1.0));
+  CATCH_CHECK(fope.frequencies()[1].item<double>() == Approx(0.1));
+  auto parameters = encoding->named_parameters();
+  const auto C = parameters["cos_coefficients"], S = parameters["sin_coefficients"];
+  CATCH_REQUIRE(C.sizes() == torch::IntArrayRef({H, 2, 2}));  // P = min(K, Dh / 4) = 2 pairs of 4
+  const auto q = torch::randn({B, H, T, Dh}, torch::requires_grad());
+  auto positions = torch::tensor({0.0, 3.0, 7.5, 20.0, 41.0}, torch::kFloat64).repeat({B, 1});
+  positions[1] += 2.25;  // real-valued positions, two rows
+  const Positions at{positions, positions};
+  const torch::Tensor unused;
+  const auto [rotated, same] = encoding->rotate(q, q, AttentionContext{at, 0, unused, unused});
+  const auto expected = fope_by_the_formula(q, positions, fope.frequencies(), C, S);
+  CATCH_CHECK(torch::allclose(rotated, expected, 1e-5, 1e-5));
+  const auto r = torch::randn_like(rotated);
+  const auto got = torch::autograd::grad({(rotated * r).sum()}, {q, C, S}, {}, true);
+  const auto want = torch::autograd::grad({(expected * r).sum()}, {q, C, S});
+  for (size_t i = 0; i < got.size(); ++i) CATCH_CHECK(torch::allclose(got[i], want[i], 1e-4, 1e-5));
+  // fixed coefficients (the default) are buffers: stored with the model, not trained
+  auto fixed = make_position_encoding("fope", EncodingContext{Dh * H, H, 1, false}, test::scheme_variant("fope", {}).options);
+  CATCH_CHECK(fixed->parameters().empty());
+  CATCH_CHECK(fixed->named_buffers().contains("cos_coefficients"));
+}
+
+CATCH_TEST_CASE("fope by hand: sigma 0 is RoPE on every other kept frequency for a quarter of the head",
+                "[fope][rotary]") {
+  // Dh 8, nothing clipped (K = 4), P = 2 pairs on frequencies 0 and 2 (step 2): 1 and 0.01; pairs 2, 3 unrotated
+  auto options = test::scheme_variant("fope", {{"max_length", 1e9}, {"sigma", 0.0}}).options;
+  auto encoding = make_position_encoding("fope", EncodingContext{8, 1, 1, false}, options);
+  const auto q = torch::arange(1, 9, torch::kFloat32).view({1, 1, 1, 8});  // (x0..x3 | x4..x7)
+  const auto p = torch::full({1, 1}, 3.0, torch::kFloat64);
+  const torch::Tensor unused;
+  const auto out = encoding->rotate(q, q, AttentionContext{Positions(p, p), 0, unused, unused}).first.flatten();
+  auto turn = [](double x1, double x2, double angle) {
+    return std::pair<double, double>{x1 * std::cos(angle) - x2 * std::sin(angle), x1 * std::sin(angle) + x2 * std::cos(angle)};
+  };
+  const auto [a1, a2] = turn(1, 5, 3 * 1.0);
+  const auto [b1, b2] = turn(2, 6, 3 * 0.01);
+  CATCH_CHECK(out[0].item<double>() == Approx(a1).margin(1e-5));
+  CATCH_CHECK(out[4].item<double>() == Approx(a2).margin(1e-5));
+  CATCH_CHECK(out[1].item<double>() == Approx(b1).margin(1e-5));
+  CATCH_CHECK(out[5].item<double>() == Approx(b2).margin(1e-5));
+  for (int64_t unrotated : {2, 3, 6, 7}) CATCH_CHECK(out[unrotated].item<double>() == Approx(unrotated + 1.0));
 }

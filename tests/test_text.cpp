@@ -166,7 +166,7 @@ CATCH_TEST_CASE("text: an untrained model's perplexity is near the 256 bytes, ch
                                      "eval.lengths=[64, 512]", "eval.samples=8", "eval.batch_size=8"});
     auto task = make_task(config.task.name, config.task.options, config.task.format);
     Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
-    for (const auto& r : trainer.evaluate()) {
+    for (const auto& r : trainer.evaluator().evaluate()) {
       CATCH_INFO("length " << r.length);
       CATCH_CHECK(r.samples == 8);
       // near-uniform: small random logits add a little KL divergence above ln 256

@@ -197,9 +197,9 @@ CATCH_TEST_CASE("attention statistics of a batch forwarded in slices equal those
   auto config = test::tiny_config({"encoding.name=alibi", "eval.batch_size=16"});
   Encoder model = build_model(config, *task);
   Trainer trainer(config, model, *task, torch::kCPU);
-  const EvalResult whole = trainer.evaluate_length(8, 16);
-  trainer.set_statistics_probabilities(1);  // one example per forward
-  const EvalResult sliced = trainer.evaluate_length(8, 16);
+  const EvalResult whole = trainer.evaluator().evaluate_length(8, 16);
+  trainer.evaluator().set_statistics_probabilities(1);  // one example per forward
+  const EvalResult sliced = trainer.evaluator().evaluate_length(8, 16);
   CATCH_CHECK(sliced.loss == Approx(whole.loss).epsilon(1e-6));
   CATCH_CHECK(sliced.per_token_accuracy == whole.per_token_accuracy);
   CATCH_REQUIRE(sliced.attention.entropy.size() == whole.attention.entropy.size());
@@ -220,9 +220,9 @@ CATCH_TEST_CASE("evaluation flags position-table rows that training never update
   Encoder model = build_model(learned, *task);
   Trainer trainer(learned, model, *task, torch::kCPU);
   trainer.train(log, false);
-  CATCH_CHECK(trainer.evaluate_length(6, 16).untrained.empty());
-  CATCH_CHECK(trainer.evaluate_length(8, 16).untrained == "learned: positions 12..15 never trained");
-  CATCH_CHECK(trainer.evaluate_length(8, 16, "none", /*statistics=*/false).untrained.empty());  // not checked
+  CATCH_CHECK(trainer.evaluator().evaluate_length(6, 16).untrained.empty());
+  CATCH_CHECK(trainer.evaluator().evaluate_length(8, 16).untrained == "learned: positions 12..15 never trained");
+  CATCH_CHECK(trainer.evaluator().evaluate_length(8, 16, "none", /*statistics=*/false).untrained.empty());  // not checked
   const auto rows = trainer.trained_rows();
   CATCH_REQUIRE(rows.size() == 1u);
   CATCH_CHECK(rows[0].parameter == "position_encoding.table");
@@ -235,9 +235,9 @@ CATCH_TEST_CASE("evaluation flags position-table rows that training never update
   Encoder t5_model = build_model(t5, *task);
   Trainer t5_trainer(t5, t5_model, *task, torch::kCPU);
   t5_trainer.train(log, false);
-  CATCH_CHECK(t5_trainer.evaluate_length(3, 16).untrained.empty());
-  CATCH_CHECK(t5_trainer.evaluate_length(6, 16).untrained.empty());
-  CATCH_CHECK_THAT(t5_trainer.evaluate_length(40, 16).untrained, test::ContainsText("t5_bias: buckets "));
+  CATCH_CHECK(t5_trainer.evaluator().evaluate_length(3, 16).untrained.empty());
+  CATCH_CHECK(t5_trainer.evaluator().evaluate_length(6, 16).untrained.empty());
+  CATCH_CHECK_THAT(t5_trainer.evaluator().evaluate_length(40, 16).untrained, test::ContainsText("t5_bias: buckets "));
 
   // offset tables: at the training length every offset a scored prediction uses was trained
   // (the input half's own offsets reach only unscored outputs in the last layer), beyond it not
@@ -247,9 +247,9 @@ CATCH_TEST_CASE("evaluation flags position-table rows that training never update
     Encoder relative_model = build_model(relative, *task);
     Trainer relative_trainer(relative, relative_model, *task, torch::kCPU);
     relative_trainer.train(log, false);
-    CATCH_CHECK(relative_trainer.evaluate_length(6, 16).untrained.empty());
-    CATCH_CHECK(relative_trainer.evaluate_length(3, 16).untrained.empty());
-    CATCH_CHECK_THAT(relative_trainer.evaluate_length(9, 16).untrained,
+    CATCH_CHECK(relative_trainer.evaluator().evaluate_length(6, 16).untrained.empty());
+    CATCH_CHECK(relative_trainer.evaluator().evaluate_length(3, 16).untrained.empty());
+    CATCH_CHECK_THAT(relative_trainer.evaluator().evaluate_length(9, 16).untrained,
                      test::ContainsText(std::string(scheme) + ": offsets "));
   }
 
@@ -259,7 +259,7 @@ CATCH_TEST_CASE("evaluation flags position-table rows that training never update
   Trainer alibi_trainer(alibi, alibi_model, *task, torch::kCPU);
   alibi_trainer.train(log, false);
   CATCH_CHECK(alibi_trainer.trained_rows().empty());
-  CATCH_CHECK(alibi_trainer.evaluate_length(40, 16).untrained.empty());
+  CATCH_CHECK(alibi_trainer.evaluator().evaluate_length(40, 16).untrained.empty());
 }
 
 CATCH_TEST_CASE("the multi-tensor Adam and AdamW steps equal torch::optim's bit for bit, and so does clipping",
@@ -466,7 +466,7 @@ CATCH_TEST_CASE("evaluation reports per-token and per-sequence accuracy per leng
   auto config = test::tiny_config({"eval.lengths=[2, 9]", "eval.samples=40", "eval.batch_size=16"});
   auto task = test::default_task("reverse_string");
   Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
-  auto results = trainer.evaluate();
+  auto results = trainer.evaluator().evaluate();
   CATCH_REQUIRE(results.size() == 2u);
   CATCH_CHECK(results[0].length == 2);
   CATCH_CHECK(results[1].sequence_length == 18);
@@ -476,7 +476,7 @@ CATCH_TEST_CASE("evaluation reports per-token and per-sequence accuracy per leng
     CATCH_CHECK(r.per_sequence_accuracy <= r.per_token_accuracy);
   }
   // the evaluation set is fixed by the seed: evaluating twice gives the same numbers
-  auto again = trainer.evaluate();
+  auto again = trainer.evaluator().evaluate();
   CATCH_CHECK(again[1].per_token_accuracy == results[1].per_token_accuracy);
 }
 
@@ -784,17 +784,17 @@ CATCH_TEST_CASE("attention maps, score terms and probes are made under the extra
   Encoder model = build_model(config, *task);
   Trainer trainer(config, model, *task, torch::kCPU);
   const int64_t beyond = 3 * config.train.max_length;  // a stretch factor of about 3
-  const AttentionMaps none = trainer.attention_maps(beyond, 2), yarn = trainer.attention_maps(beyond, 2, "yarn");
+  const AttentionMaps none = trainer.evaluator().attention_maps(beyond, 2), yarn = trainer.evaluator().attention_maps(beyond, 2, "yarn");
   CATCH_CHECK(none.method == "none");
   CATCH_CHECK(yarn.method == "yarn");
   CATCH_CHECK((yarn.probs - none.probs).abs().max().item<double>() > 1e-3);
   CATCH_CHECK_FALSE(torch::equal(yarn.terms.scores_mean_abs, none.terms.scores_mean_abs));
   // and the model is left without the method: the same maps as before
-  CATCH_CHECK(torch::equal(trainer.attention_maps(beyond, 2).probs, none.probs));
+  CATCH_CHECK(torch::equal(trainer.evaluator().attention_maps(beyond, 2).probs, none.probs));
   // within the training length yarn leaves rope as it is (factor 1)
-  CATCH_CHECK(torch::allclose(trainer.attention_maps(config.train.max_length, 2, "yarn").probs,
-                              trainer.attention_maps(config.train.max_length, 2).probs, 1e-5, 1e-6));
-  const auto probes = trainer.probes(beyond, "yarn");
+  CATCH_CHECK(torch::allclose(trainer.evaluator().attention_maps(config.train.max_length, 2, "yarn").probs,
+                              trainer.evaluator().attention_maps(config.train.max_length, 2).probs, 1e-5, 1e-6));
+  const auto probes = trainer.evaluator().probes(beyond, "yarn");
   CATCH_REQUIRE_FALSE(probes.empty());
   CATCH_CHECK(probes.front().method == "yarn");
   ProbeResult other = probes.front();

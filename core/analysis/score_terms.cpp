@@ -37,6 +37,8 @@ std::vector<ScoreTerm> layer_score_terms(const AttentionRecord& layer, const Att
     terms = {{layer.rotated ? "rotated q.k" : "content-content", product(layer.q, layer.k)}};
   }
   terms.insert(terms.end(), layer.bias_terms.begin(), layer.bias_terms.end());
+  if (layer.logit_factor.defined())  // model.logit_scaling: each term scaled as the scores are
+    for (auto& term : terms) term.value = term.value * layer.logit_factor;
   return terms;
 }
 

@@ -54,6 +54,8 @@ ModelConfig read_model(YamlReader r) {
   m.dropout = r.get_float("dropout", m.dropout, 0.0, 0.99);
   m.attention_dropout = r.get_float("attention_dropout", m.attention_dropout, 0.0, 0.99);
   m.activation = r.get_choice("activation", m.activation, {"gelu", "relu"});
+  m.logit_scaling = r.get_choice("logit_scaling", m.logit_scaling, {"none", "log_length", "ssmax"});
+  m.ssmax_init = r.get_float("ssmax_init", m.ssmax_init, -100.0, 100.0);
   m.norm = r.get_choice("norm", m.norm, {"pre", "post"});
   m.causal = r.get_bool("causal", m.causal);
   m.segment_embeddings = r.get_bool("segment_embeddings", m.segment_embeddings);
@@ -319,8 +321,11 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "embedding_layer_norm" << YAML::Value << m.embedding_layer_norm
       << YAML::Key << "embedding_init_std" << YAML::Value << m.embedding_init_std
       << YAML::Key << "embedding_scale" << YAML::Value << m.embedding_scale
-      << YAML::Key << "layer_norm_eps" << YAML::Value << m.layer_norm_eps
-      << YAML::EndMap;
+      << YAML::Key << "layer_norm_eps" << YAML::Value << m.layer_norm_eps;
+  if (m.logit_scaling != "none")  // only then: other runs' resolved configs stay as they were
+    out << YAML::Key << "logit_scaling" << YAML::Value << m.logit_scaling << YAML::Key << "ssmax_init"
+        << YAML::Value << m.ssmax_init;
+  out << YAML::EndMap;
   emit_named(out, "encoding", c.encoding.name, c.encoding.options);
   emit_named(out, "encoding_mix", c.encoding_mix.encoding.name, c.encoding_mix.encoding.options,
              {{"every", std::to_string(c.encoding_mix.every)}});

@@ -48,6 +48,11 @@ struct ModelConfig {
   std::string embedding_scale = "none"; // none | sqrt_d_model: token embeddings times sqrt(d_model)
                                         //   (Vaswani et al.; Ruoss et al.'s code)
   double layer_norm_eps = 1e-5;
+  std::string logit_scaling = "none";   // each query's attention logits times a function of n, the
+                                        //   keys it sees: none | log_length (log n; Chiang and Cholak
+                                        //   2022) | ssmax (s log n, s learned per head and layer;
+                                        //   Nakanishi 2025); with every scheme (docs/schemes.md)
+  double ssmax_init = 0.43;             // ssmax: s at initialization (Nakanishi's Figure 1 value)
 };
 
 struct EncodingConfig {

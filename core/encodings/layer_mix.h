@@ -30,6 +30,14 @@ class LayerMixImpl : public PositionEncodingImpl {
   bool has_value_term_at(int64_t layer) const override {
     return (mixed_at(layer) ? mixed_ : main_)->has_value_term_at(layer);
   }
+  bool replaces_softmax() const override { return main_->replaces_softmax() || mixed_->replaces_softmax(); }
+  bool replaces_softmax_at(int64_t layer) const override {
+    return (mixed_at(layer) ? mixed_ : main_)->replaces_softmax_at(layer);
+  }
+  torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor& masked,
+                                  const AttentionContext& attention) override {
+    return (mixed_at(attention.layer) ? mixed_ : main_)->attention_weights(scores, masked, attention);
+  }
   double attention_scale() const override { return main_->attention_scale(); }
   bool supports_extrapolation() const override;
   void set_extrapolation(const Extrapolation& extrapolation) override;

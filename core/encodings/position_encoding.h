@@ -120,6 +120,9 @@ struct AttentionContext {
   int64_t layer;                    // 0-based block index
   const torch::Tensor& qkv_weight;  // (3D, D): the layer's fused projection, rows [W_q; W_k; W_v]
   const torch::Tensor& qkv_bias;    // (3D)
+  // (B, T, D): what the layer projected (after a pre-LN), for data-dependent schemes (FoX's
+  // forget gates); nullptr where a caller has no layer input (a scheme needing it refuses)
+  const torch::Tensor* input = nullptr;
 };
 
 class PositionEncodingImpl : public torch::nn::Module {
@@ -188,6 +191,19 @@ class PositionEncodingImpl : public torch::nn::Module {
 
   // Multiplies q k^T; 1/sqrt(Dh) unless a scheme's options say otherwise (t5_bias scale: none gives 1).
   virtual double attention_scale() const;
+
+  // Schemes that turn scores into attention weights otherwise than by a softmax (stick-breaking
+  // attention) return true here and implement attention_weights: scores (B, H, Tq, Tk), scaled,
+  // with any bias, before the mask; masked: (B|1, 1, Tq|1, Tk) bool, true at the keys a query
+  // may not see, or undefined -> weights (B, H, Tq, Tk), 0 at masked keys. Attention then runs
+  // unfused (the fused kernel and SDPA compute a softmax).
+  virtual bool replaces_softmax() const { return false; }
+  // The same for block `layer` (encoding_mix: the scheme of that block).
+  virtual bool replaces_softmax_at(int64_t layer) const { return replaces_softmax(); }
+  virtual torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor& masked,
+                                          const AttentionContext& attention) {
+    TORCH_CHECK(false, context_.scheme, " does not replace the softmax");
+  }
 
   // Evaluation-time extrapolation of rotary schemes (position interpolation, NTK-aware base
   // scaling, YaRN, dynamic NTK); other schemes support only "none".

@@ -4,14 +4,18 @@
 #include "core/encodings/cope.h"
 #include "core/encodings/deberta.h"
 #include "core/encodings/fire.h"
+#include "core/encodings/fope.h"
+#include "core/encodings/fox.h"
 #include "core/encodings/kerple.h"
 #include "core/encodings/learned.h"
 #include "core/encodings/none.h"
+#include "core/encodings/path.h"
 #include "core/encodings/relative_key.h"
 #include "core/encodings/relative_key_query.h"
 #include "core/encodings/rope.h"
 #include "core/encodings/shaw.h"
 #include "core/encodings/sinusoidal.h"
+#include "core/encodings/stick_breaking.h"
 #include "core/encodings/t5_bias.h"
 #include "core/encodings/transformer_xl.h"
 #include "core/encodings/tupe.h"
@@ -41,14 +45,18 @@ const std::vector<SchemeEntry>& scheme_registry() {
       entry<CopeImpl>("cope"),
       entry<DebertaImpl>("deberta"),
       entry<FireImpl>("fire"),
+      entry<FopeImpl>("fope"),
+      entry<FoxImpl>("fox"),
       entry<KerpleImpl>("kerple"),
       entry<LearnedPositionEncodingImpl>("learned"),
       entry<NoPositionEncodingImpl>("none"),
+      entry<PathImpl>("path"),
       entry<RelativeKeyImpl>("relative_key"),
       entry<RelativeKeyQueryImpl>("relative_key_query"),
       entry<RopeImpl>("rope"),
       entry<ShawImpl>("shaw"),
       entry<SinusoidalPositionEncodingImpl>("sinusoidal"),
+      entry<StickBreakingImpl>("stick_breaking"),
       entry<T5BiasImpl>("t5_bias"),
       entry<TransformerXLImpl>("transformer_xl"),
       entry<TupeImpl>("tupe"),

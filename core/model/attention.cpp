@@ -18,13 +18,25 @@ std::atomic<bool> sdpa_on_cpu{false};
 
 void use_sdpa_on_cpu(bool on) { sdpa_on_cpu = on; }
 
-MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads,
-                                               double attention_dropout, int64_t layer)
-    : num_heads_(num_heads), layer_(layer) {
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads, double attention_dropout,
+                                               int64_t layer, const std::string& logit_scaling, double ssmax_init)
+    : num_heads_(num_heads), layer_(layer), logit_scaling_(logit_scaling) {
   TORCH_CHECK(d_model % num_heads == 0, "num_heads = ", num_heads, " does not divide d_model = ", d_model);
+  if (logit_scaling_ == "ssmax") ssmax_scale_ = register_parameter("ssmax_scale", torch::full({num_heads}, ssmax_init));
   qkv_ = register_module("qkv", torch::nn::Linear(d_model, 3 * d_model));
   out_ = register_module("out", torch::nn::Linear(d_model, d_model));
   dropout_ = register_module("dropout", torch::nn::Dropout(attention_dropout));
+}
+
+torch::Tensor MultiHeadAttentionImpl::logit_factor(const AttentionMask& mask, int64_t T, torch::Device device) const {
+  if (logit_scaling_ == "none") return {};
+  // n: the keys each query may see, (B|1, 1, T, 1)
+  const torch::Tensor visible = mask.any() ? torch::isfinite(mask.additive()).sum(-1, true).to(torch::kFloat32)
+                                           : torch::full({1, 1, T, 1}, static_cast<float>(T),
+                                                         torch::TensorOptions(torch::kFloat32).device(device));
+  // a query that sees one key: 0, attention to it is 1 regardless (none: a row masked whole)
+  const torch::Tensor factor = visible.clamp_min(1).log();
+  return logit_scaling_ == "ssmax" ? factor * ssmax_scale_.view({1, num_heads_, 1, 1}) : factor;
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionMask& mask,
@@ -39,7 +51,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   auto heads = [&](const torch::Tensor& t) { return t.view({B, T, H, Dh}).transpose(1, 2); };
   const torch::Tensor projected_q = heads(projected[0]), projected_k = heads(projected[1]);
   torch::Tensor q = projected_q, k = projected_k, v = heads(projected[2]);
-  const AttentionContext hooks{positions, layer_, qkv_->weight, qkv_->bias};
+  const AttentionContext hooks{positions, layer_, qkv_->weight, qkv_->bias, &x};
   std::tie(q, k) = encoding.rotate(q, k, hooks);
   const bool rotated = !q.is_same(projected_q) || !k.is_same(projected_k);
   if (record && record->keep_scores) {
@@ -51,6 +63,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     record->rotated = rotated;
     record->scale = encoding.attention_scale();
     record->bias_terms = encoding.score_terms(q, k, hooks);
+    record->logit_factor = logit_factor(mask, T, x.device());
   }
 
   // The fused CPU kernel keeps no probabilities for callers; it computes a value term only
@@ -61,14 +74,17 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   const bool cpu_dropout = dropout_rate > 0.0 && q.device().is_cpu() && !sdpa_on_cpu.load();
   const auto dropout = cpu_dropout ? kernels::attention_dropout(dropout_rate, draw_attention_dropout_key())
                                    : kernels::AttentionDropout();
-  const bool fusable = !record && fused_attention_supports(q) && !sdpa_on_cpu.load();
+  // model.logit_scaling scales each query's row by its own factor: the unfused path only
+  const bool scaled = logit_scaling_ != "none";
+  const bool softmax = !encoding.replaces_softmax_at(layer_);  // else the scheme's weights (stick-breaking)
+  const bool fusable = !record && !scaled && softmax && fused_attention_supports(q) && !sdpa_on_cpu.load();
   const auto relative = fusable ? encoding.checked_relative_rows(q, k, hooks) : RelativeRows();
   const bool value_term = encoding.has_value_term_at(layer_);
   const bool fused = fusable && (relative.defined() || !value_term);
   const auto bias = relative.defined() ? relative.bias : encoding.score_bias(q, k, hooks);
   // GPUs (LibTorch >= 2): SDPA's fused kernels, the kernel chosen by pelab's rule
   // (core/model/sdpa_backend.h); only where no map is kept and the scheme has no value term
-  const bool sdpa_allowed = TORCH_VERSION_MAJOR >= 2 && !fused && !record && !value_term &&
+  const bool sdpa_allowed = TORCH_VERSION_MAJOR >= 2 && !fused && !record && !value_term && !scaled && softmax &&
                             (!q.device().is_cpu() || sdpa_on_cpu.load());
   const bool only_causal = mask.causal() && !mask.padding().defined() && !bias.defined();
   const SdpaBackend sdpa_backend =
@@ -102,8 +118,16 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     // Scale q (T x Dh numbers) rather than the scores (T x T); the hooks see the unscaled q.
     auto scores = batch_parallel_matmul(q * encoding.attention_scale(), k.transpose(-2, -1));  // (B, H, T, T)
     if (bias.defined()) scores.add_(bias);  // in place: no backward needs the raw scores
-    if (mask.any()) scores.add_(mask.additive());
-    auto probs = torch::softmax(scores, -1);
+    // before the mask: a factor of 0 (one key seen) must not meet -inf
+    if (scaled)
+      scores = scores * (record && record->logit_factor.defined() ? record->logit_factor : logit_factor(mask, T, x.device()));
+    torch::Tensor probs;
+    if (softmax) {
+      if (mask.any()) scores.add_(mask.additive());
+      probs = torch::softmax(scores, -1);
+    } else {
+      probs = encoding.attention_weights(scores, mask.any() ? torch::isinf(mask.additive()) : torch::Tensor(), hooks);
+    }
     if (record) record->probs = probs;
 
     auto attended = dropout.active() ? probs * attention_dropout_multipliers(B, H, T, T, dropout).to(probs.scalar_type())

@@ -20,11 +20,16 @@ struct AttentionRecord {
   bool rotated = false;                // whether rotate changed q or k
   double scale = 1.0;
   std::vector<ScoreTerm> bias_terms;   // the scheme's score_terms
+  // model.logit_scaling: the scores are this times the sum of the terms, (B|1, H|1, T, 1);
+  // undefined: 1
+  torch::Tensor logit_factor;
 };
 
 class MultiHeadAttentionImpl : public torch::nn::Module {
  public:
-  MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads, double attention_dropout, int64_t layer);
+  // logit_scaling, ssmax_init: model.logit_scaling and model.ssmax_init (config.h)
+  MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads, double attention_dropout, int64_t layer,
+                         const std::string& logit_scaling = "none", double ssmax_init = 0.43);
 
   // x: (B, T, D); mask: which keys each query may not see; -> (B, T, D).
   // When `record` is given it receives the attention probabilities (and the parts of the
@@ -33,7 +38,13 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
                         PositionEncodingImpl& encoding, AttentionRecord* record = nullptr);
 
  private:
+  // Each query's factor under model.logit_scaling: log n (times s per head for ssmax), n the
+  // keys it may see; (B|1, H|1, T, 1), or undefined for none.
+  torch::Tensor logit_factor(const AttentionMask& mask, int64_t T, torch::Device device) const;
+
   int64_t num_heads_, layer_;
+  std::string logit_scaling_;
+  torch::Tensor ssmax_scale_;  // (H,): ssmax's s per head
   torch::nn::Linear qkv_{nullptr}, out_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
 };

@@ -11,7 +11,7 @@ namespace pelab {
 BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer)
     : pre_norm_(c.norm == "pre"), gelu_(c.activation == "gelu") {
   attention_ = register_module("attention",
-                               MultiHeadAttention(c.d_model, c.num_heads, c.attention_dropout, layer));
+                               MultiHeadAttention(c.d_model, c.num_heads, c.attention_dropout, layer, c.logit_scaling, c.ssmax_init));
   auto norm_options = torch::nn::LayerNormOptions({c.d_model}).eps(c.layer_norm_eps);
   norm1_ = register_module("norm1", torch::nn::LayerNorm(norm_options));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(norm_options));

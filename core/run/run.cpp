@@ -278,7 +278,7 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
                      config.eval.extrapolation.size() > 1
                          ? fmt::format(" under {} extrapolation methods", config.eval.extrapolation.size())
                          : std::string());
-  outcome.evaluation = trainer.evaluate();  // checks for a stop signal before each length
+  outcome.evaluation = trainer.evaluator().evaluate();  // checks for a stop signal before each length
   trainer.stop_if_requested();
 
   RunRecord record;
@@ -301,12 +301,12 @@ RunOutcome execute_run(const RunConfig& config, std::ostream& log, bool interact
   record.checkpoint = checkpoint_of(*model);
   record.attention_float16 = config.analysis.attention_float16;
   for (int64_t L : attention_map_lengths(config, *task))
-    record.attention_maps.push_back(trainer.attention_maps(L, config.analysis.attention_examples));
+    record.attention_maps.push_back(trainer.evaluator().attention_maps(L, config.analysis.attention_examples));
   if (config.analysis.probes) {
     std::vector<int64_t> probe_lengths = config.analysis.probe_lengths;
     if (probe_lengths.empty()) probe_lengths = {config.train.max_length};
     for (int64_t L : probe_lengths) {
-      auto results = trainer.probes(L);
+      auto results = trainer.evaluator().probes(L);
       std::string line = fmt::format("position probes at length {} (accuracy by layer, 0 = embeddings):", L);
       for (const auto& p : results) line += fmt::format(" {:.0f}%", 100 * p.position_accuracy);
       log << line << fmt::format("; from the tokens alone {:.0f}%\n", 100 * results.front().position_chance);

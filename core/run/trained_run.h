@@ -11,7 +11,7 @@
 #include "core/config/config.h"
 #include "core/io/hdf5_store.h"
 #include "core/run/run.h"
-#include "core/train/trainer.h"
+#include "core/train/evaluator.h"
 
 namespace pelab {
 
@@ -20,7 +20,7 @@ struct TrainedRun {
   RunConfig config;  // the stored config, as `adjust` changed it
   int64_t step = 0;  // the training step whose parameters the model holds
   std::unique_ptr<PreparedRun> prepared;  // device, task and model with those parameters
-  std::unique_ptr<Trainer> evaluator;     // evaluate_length, attention_maps, probes, inspect
+  std::unique_ptr<Evaluator> evaluator;   // evaluate_length, attention_maps, probes, inspect
 };
 
 // Reads `run_file`, takes its stored config (stored_run_config), lets `adjust` change the

@@ -1,0 +1,64 @@
+#include "core/encodings/path.h"
+
+namespace pelab {
+
+PathImpl::PathImpl(const EncodingContext& context, const OptionValues& options) : PositionEncodingImpl(context) {
+  TORCH_CHECK(context.causal, "path is defined for causal attention only (the paper's transport runs from key to "
+              "a later query); set model.causal: true");
+  directions_ = register_module("directions", torch::nn::ModuleList());
+  strengths_ = register_module("strengths", torch::nn::ModuleList());
+  for (int64_t l = 0; l < context.num_layers; ++l) {
+    directions_->push_back(linear_if(context.serves(l), context.d_model, context.d_model));
+    strengths_->push_back(linear_if(context.serves(l), context.d_model, context.num_heads));
+  }
+}
+
+std::string PathImpl::description() {
+  return "PaTH (Yang et al. 2025): the key carried to the query through data-dependent Householder-like "
+         "transformations I - beta w w^T of the tokens in between; causal only";
+}
+
+std::vector<OptionSpec> PathImpl::options() { return {}; }
+
+std::pair<torch::Tensor, torch::Tensor> PathImpl::transformations(const torch::Tensor& x, int64_t layer) {
+  auto* direction = directions_[layer]->as<torch::nn::Linear>();
+  auto* strength = strengths_[layer]->as<torch::nn::Linear>();
+  TORCH_CHECK(direction && strength, "path: block ", layer, " is not one this scheme serves");
+  const int64_t B = x.size(0), T = x.size(1), H = context().num_heads, Dh = context().head_dim();
+  const auto w = direction->forward(x).to(torch::kFloat32).view({B, T, H, Dh}).transpose(1, 2);  // (B, H, T, Dh)
+  const auto unit = w / w.norm(2, -1, true).clamp_min(1e-6);
+  const auto beta = 2 * torch::sigmoid(strength->forward(x).to(torch::kFloat32)).transpose(1, 2);  // (B, H, T)
+  return {unit, beta};
+}
+
+torch::Tensor PathImpl::transported_products(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
+                                             const torch::Tensor& beta) {
+  const int64_t T = q.size(2);
+  const auto qf = q.to(torch::kFloat32), kf = k.to(torch::kFloat32);
+  const auto positions = torch::arange(T, torch::TensorOptions(torch::kInt64).device(q.device())).view({1, 1, T, 1});
+  torch::Tensor carried = kf;  // row j: k_j carried through H_{j+1} ... H_s (rows j >= s: not yet meaningful)
+  std::vector<torch::Tensor> rows;
+  for (int64_t s = 0; s < T; ++s) {
+    const auto w_s = w.select(2, s).unsqueeze(2);                   // (B, H, 1, Dh)
+    const auto beta_s = beta.select(2, s).unsqueeze(-1).unsqueeze(-1);  // (B, H, 1, 1)
+    carried = carried - beta_s * (carried * w_s).sum(-1, true) * w_s;  // H_s applied to every row
+    carried = torch::where(positions == s, kf, carried);            // key s starts here, untransformed
+    rows.push_back((qf.select(2, s).unsqueeze(2) * carried).sum(-1));  // (B, H, T): q_s against every key
+  }
+  const auto products = torch::stack(rows, 2);  // (B, H, T, T)
+  return products.tril();  // keys after the query: masked anyway
+}
+
+torch::Tensor PathImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
+  TORCH_CHECK(attention.input, "path: the transformations read the block's input, which this caller does not give");
+  const auto [w, beta] = transformations(*attention.input, attention.layer);
+  const auto plain = torch::matmul(q.to(torch::kFloat32), k.to(torch::kFloat32).transpose(-2, -1)).tril();
+  return ((transported_products(q, k, w, beta) - plain) * attention_scale()).to(q.scalar_type());
+}
+
+std::vector<ScoreTerm> PathImpl::score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                             const AttentionContext& attention) {
+  return {{"transport", score_bias(q, k, attention)}};
+}
+
+}  // namespace pelab

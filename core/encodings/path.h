@@ -1,0 +1,41 @@
+// `path`: PaTH attention (Yang et al. 2025, "PaTH Attention: Position Encoding via Accumulating
+// Householder Transformations"; flash-linear-attention naive_path_attn and PaTHAttention). The
+// key travels to the query through a data-dependent transformation per token in between:
+//   score_ij = q_i^T H_i H_{i-1} ... H_{j+1} k_j * scale          (key j <= query i)
+//   H_t = I - beta_t w_t w_t^T,   w_t = normalize(W_w x_t) per head,   beta_t = 2 sigmoid(u_h . x_t + b_h)
+// x_t the block's attention input. Expressed as a bias on the plain scores, so that everything
+// downstream (fused attention, maps, score terms) is unchanged:
+//   bias_ij = scale * (q_i^T H_i ... H_{j+1} k_j - q_i . k_j)
+// computed by carrying every key through H_1, H_2, ... once (T steps of (B, H, T, Dh) work).
+// Causal only, as in the paper. The reference layer's short convolution on w and its low-rank
+// W_w are left out (token mixing and a parametrization, not the position encoding).
+#pragma once
+
+#include "core/config/options.h"
+#include "core/encodings/position_encoding.h"
+
+namespace pelab {
+
+class PathImpl : public PositionEncodingImpl {
+ public:
+  PathImpl(const EncodingContext& context, const OptionValues& options);
+  static std::string description();
+  static std::vector<OptionSpec> options();
+  static bool causal_only() { return true; }
+
+  // q, k: (B, H, T, Dh) -> (B, H, T, T); 0 above the diagonal (masked keys)
+  torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
+                                     const AttentionContext& attention) override;
+  // The transformations of block `layer` for inputs x (B, T, D): w (B, H, T, Dh) unit vectors
+  // and beta (B, H, T) in (0, 2)
+  std::pair<torch::Tensor, torch::Tensor> transformations(const torch::Tensor& x, int64_t layer);
+  // q_i^T H_i ... H_{j+1} k_j for j <= i, 0 above the diagonal: (B, H, T, T), float32
+  static torch::Tensor transported_products(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
+                                            const torch::Tensor& beta);
+
+ private:
+  torch::nn::ModuleList directions_{nullptr}, strengths_{nullptr};  // per block: W_w (D -> D), u (D -> H)
+};
+
+}  // namespace pelab

@@ -1,0 +1,272 @@
+// Schemes whose position information depends on the tokens: FoX's forget gates (Lin et al.
+// 2025), stick-breaking attention (Tan et al. 2024) and PaTH's Householder transport (Yang et
+// al. 2025). Checked against the papers' formulas
+// written as loops (values and gradients), by hand, and through the model.
+#include "tests/catch.h"
+
+#include <cmath>
+
+#include "core/encodings/fox.h"
+#include "core/encodings/path.h"
+#include "core/encodings/stick_breaking.h"
+#include "core/encodings/registry.h"
+#include "core/model/attention_mask.h"
+#include "core/model/encoder.h"
+#include "tests/support.h"
+
+namespace pelab {
+
+namespace {
+
+// D_ij by the paper's sum, one term at a time: sum over the tokens l after the earlier of
+// i, j up to the later of log sigmoid(w_h . x_l + b_h); causal: only j <= i (0 elsewhere).
+// x: (B, T, D), weight: (H, D), bias: (H) -> (B, H, T, T)
+torch::Tensor fox_by_the_sum(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, bool causal) {
+  const int64_t B = x.size(0), T = x.size(1), H = weight.size(0);
+  std::vector<torch::Tensor> values;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j) {
+          torch::Tensor sum = torch::zeros({}, x.options());
+          if (!causal || j <= i)
+            for (int64_t l = std::min(i, j) + 1; l <= std::max(i, j); ++l)
+              sum = sum + torch::log(torch::sigmoid((weight[h] * x[b][l]).sum() + bias[h]));
+          values.push_back(sum);
+        }
+  return torch::stack(values).view({B, H, T, T});
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("fox: the bias is the sum of log forget gates between key and query, values and gradients",
+                "[fox][schemes]") {
+  torch::manual_seed(5);
+  const int64_t B = 2, T = 5, D = 8, H = 2;
+  for (bool causal : {true, false}) {
+    CATCH_INFO((causal ? "causal" : "bidirectional"));
+    OptionValues options = test::scheme_variant("fox", {{"init_std", 0.5}}).options;
+    auto fox = make_position_encoding("fox", EncodingContext{D, H, 2, causal}, options);
+    const auto x = torch::randn({B, T, D}, torch::requires_grad());
+    const auto q = torch::randn({B, H, T, D / H});
+    const auto positions = contiguous_positions(B, T);
+    const torch::Tensor unused;
+    const AttentionContext at{positions, 1, unused, unused, &x};
+    const auto bias = fox->score_bias(q, q, at);
+    auto parameters = fox->named_parameters();
+    const auto weight = parameters["gates.1.weight"], gate_bias = parameters["gates.1.bias"];
+    CATCH_REQUIRE(weight.sizes() == torch::IntArrayRef({H, D}));
+    auto expected = fox_by_the_sum(x, weight, gate_bias, causal);
+    const auto seen = causal ? torch::ones({T, T}).tril() : torch::ones({T, T});  // causal: the masked keys aside
+    CATCH_CHECK(torch::allclose(bias * seen, expected, 1e-5, 1e-5));
+    const auto weights = torch::randn({B, H, T, T}) * seen;
+    const auto got = torch::autograd::grad({(bias * weights).sum()}, {x, weight, gate_bias}, {}, true);
+    const auto want = torch::autograd::grad({(expected * weights).sum()}, {x, weight, gate_bias});
+    for (size_t i = 0; i < got.size(); ++i) CATCH_CHECK(torch::allclose(got[i], want[i], 1e-4, 1e-5));
+    // no positions are read: other positions, the same bias
+    const auto shifted = Positions(positions.query + 7, positions.key + 7);
+    CATCH_CHECK(torch::equal(fox->score_bias(q, q, AttentionContext{shifted, 1, unused, unused, &x}), bias));
+    // without the block's input, a clear refusal
+    CATCH_CHECK_THROWS_WITH(fox->score_bias(q, q, AttentionContext{positions, 1, unused, unused}),
+                            Catch::Matchers::Contains("fox: the forget gates read the block's input"));
+  }
+}
+
+CATCH_TEST_CASE("fox by hand: gates of 1/2 give log(1/2) per token between key and query", "[fox][schemes]") {
+  // zero weights and biases: every f = sigmoid(0) = 1/2
+  const int64_t T = 3, D = 4, H = 1;
+  for (bool causal : {true, false}) {
+    auto fox = make_position_encoding("fox", EncodingContext{D, H, 1, causal}, test::scheme_variant("fox", {}).options);
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : fox->parameters()) p.zero_();
+    }
+    const auto x = torch::randn({1, T, D});
+    const torch::Tensor unused;
+    const auto positions = contiguous_positions(1, T);
+    const auto bias = fox->score_bias(torch::zeros({1, H, T, 1}), torch::zeros({1, H, T, 1}),
+                                      AttentionContext{positions, 0, unused, unused, &x})[0][0];
+    const double h = std::log(0.5);
+    CATCH_CHECK(bias[0][0].item<double>() == 0.0);
+    CATCH_CHECK(bias[1][0].item<double>() == Approx(h));
+    CATCH_CHECK(bias[2][0].item<double>() == Approx(2 * h));
+    CATCH_CHECK(bias[2][1].item<double>() == Approx(h));
+    if (!causal) CATCH_CHECK(bias[0][2].item<double>() == Approx(2 * h));  // symmetric
+  }
+}
+
+CATCH_TEST_CASE("fox in the model: fused and unfused paths agree, padding appended changes nothing, mix trains",
+                "[fox][schemes]") {
+  torch::manual_seed(6);
+  for (bool causal : {true, false}) {
+    ModelConfig model;
+    model.d_model = 16, model.num_heads = 2, model.num_layers = 2, model.d_ff = 32, model.causal = causal;
+    EncodingConfig encoding{"fox", test::scheme_variant("fox", {{"init_std", 0.5}}).options};
+    Encoder encoder(model, encoding, 5, 3);
+    encoder->eval();
+    const int64_t B = 2, T = 6;
+    const auto tokens = torch::randint(1, 5, {B, T});
+    const auto positions = contiguous_positions(B, T);
+    torch::NoGradGuard no_grad;
+    const auto fused = encoder->forward(tokens, {}, positions).logits;  // no maps asked: the fused kernel
+    ForwardRequest maps;
+    maps.attentions = true;
+    const auto unfused = encoder->forward(tokens, {}, positions, {}, maps).logits;
+    CATCH_CHECK(torch::allclose(fused, unfused, 1e-5, 1e-5));
+    // three padding tokens appended: the real tokens' outputs stay
+    const auto padded_tokens = torch::cat({tokens, torch::zeros({B, 3}, torch::kInt64)}, 1);
+    const auto padded = encoder->forward(padded_tokens, padded_tokens.eq(0), contiguous_positions(B, T + 3)).logits;
+    CATCH_CHECK(torch::allclose(padded.slice(1, 0, T), fused, 1e-5, 1e-5));
+  }
+}
+
+namespace {
+
+// A_ij = sigmoid(z_ij) prod_{j<k<i} (1 - sigmoid(z_ik)) over the drawn keys (before i, or up to
+// it; not padding), one product at a time. z: (B, H, T, T); padding: (B, T) bool
+torch::Tensor stick_breaking_by_the_product(const torch::Tensor& z, const torch::Tensor& padding, bool attend_current) {
+  const int64_t B = z.size(0), H = z.size(1), T = z.size(2);
+  std::vector<torch::Tensor> values;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j) {
+          auto drawn = [&](int64_t key) { return (attend_current ? key <= i : key < i) && !padding[b][key].item<bool>(); };
+          if (!drawn(j)) {
+            values.push_back(torch::zeros({}, z.options()));
+            continue;
+          }
+          torch::Tensor a = torch::sigmoid(z[b][h][i][j]);
+          for (int64_t k = j + 1; k < T; ++k)
+            if (drawn(k)) a = a * (1 - torch::sigmoid(z[b][h][i][k]));
+          values.push_back(a);
+        }
+  return torch::stack(values).view({B, H, T, T});
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("stick-breaking: each key takes sigmoid(z) of what the nearer keys left, values and gradients",
+                "[stick_breaking][schemes]") {
+  torch::manual_seed(8);
+  const int64_t B = 2, H = 2, T = 6;
+  for (bool attend_current : {false, true}) {
+    CATCH_INFO("attend_current " << attend_current);
+    auto scheme = make_position_encoding("stick_breaking", EncodingContext{8, H, 1, true},
+                                         test::scheme_variant("stick_breaking", {{"attend_current", attend_current}}).options);
+    CATCH_REQUIRE(scheme->replaces_softmax());
+    const auto z = (torch::randn({B, H, T, T}) * 2).requires_grad_();
+    auto padding = torch::zeros({B, T}, torch::kBool);
+    padding[1][T - 1] = true;
+    const auto masked = padding.view({B, 1, 1, T}).expand({B, 1, T, T}).logical_or(
+        torch::ones({T, T}, torch::kBool).triu(1));  // what the causal mask hides
+    const auto positions = contiguous_positions(B, T);
+    const torch::Tensor unused;
+    const auto weights = scheme->attention_weights(z, masked, AttentionContext{positions, 0, unused, unused});
+    const auto expected = stick_breaking_by_the_product(z, padding, attend_current);
+    CATCH_CHECK(torch::allclose(weights, expected, 1e-5, 1e-6));
+    CATCH_CHECK((weights.sum(-1) <= 1 + 1e-6).all().item<bool>());  // what is left goes nowhere
+    const auto r = torch::randn({B, H, T, T});
+    const auto got = torch::autograd::grad({(weights * r).sum()}, {z}, {}, true)[0];
+    const auto want = torch::autograd::grad({(expected * r).sum()}, {z})[0];
+    CATCH_CHECK(torch::allclose(got, want, 1e-4, 1e-6));
+  }
+}
+
+CATCH_TEST_CASE("stick-breaking by hand: scores 0 give 1/2, 1/4, 1/8 from the nearest key back", "[stick_breaking][schemes]") {
+  const auto z = torch::zeros({1, 1, 3, 3});
+  auto before = make_position_encoding("stick_breaking", EncodingContext{8, 1, 1, true},
+                                       test::scheme_variant("stick_breaking", {}).options);
+  const auto positions = contiguous_positions(1, 3);
+  const torch::Tensor none;
+  const AttentionContext at{positions, 0, none, none};
+  const auto w = before->attention_weights(z, none, at)[0][0];
+  CATCH_CHECK(torch::allclose(w, torch::tensor({{0.0f, 0.0f, 0.0f}, {0.5f, 0.0f, 0.0f}, {0.25f, 0.5f, 0.0f}})));
+  auto current = make_position_encoding("stick_breaking", EncodingContext{8, 1, 1, true},
+                                        test::scheme_variant("stick_breaking", {{"attend_current", true}}).options);
+  const auto c = current->attention_weights(z, none, at)[0][0];
+  CATCH_CHECK(torch::allclose(c, torch::tensor({{0.5f, 0.0f, 0.0f}, {0.25f, 0.5f, 0.0f}, {0.125f, 0.25f, 0.5f}})));
+  // bidirectional attention is refused, naming the scheme
+  CATCH_CHECK_THROWS_WITH(test::tiny_config({"encoding.name=stick_breaking"}),
+                          Catch::Matchers::Contains("stick_breaking") && Catch::Matchers::Contains("causal"));
+  CATCH_CHECK_NOTHROW(test::tiny_config({"encoding.name=stick_breaking", "model.causal=true", "task.format=causal_lm"}));
+}
+
+namespace {
+
+// q_i^T H_i H_{i-1} ... H_{j+1} k_j with H_s = I - beta_s w_s w_s^T, one matrix product at a
+// time (0 above the diagonal). q, k, w: (B, H, T, Dh); beta: (B, H, T)
+torch::Tensor path_by_the_product(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
+                                  const torch::Tensor& beta) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);
+  std::vector<torch::Tensor> values;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j) {
+          if (j > i) {
+            values.push_back(torch::zeros({}));
+            continue;
+          }
+          torch::Tensor transport = torch::eye(Dh);
+          for (int64_t s = j + 1; s <= i; ++s)  // H_s on the left of what came before
+            transport = torch::matmul(torch::eye(Dh) - beta[b][h][s] * torch::outer(w[b][h][s], w[b][h][s]), transport);
+          values.push_back(torch::dot(q[b][h][i], torch::mv(transport, k[b][h][j])));
+        }
+  return torch::stack(values).view({B, H, T, T});
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("path: scores are q_i H_i ... H_(j+1) k_j, values and gradients, and the bias adds just that",
+                "[path][schemes]") {
+  torch::manual_seed(10);
+  const int64_t B = 2, H = 2, T = 5, Dh = 3, D = H * Dh;
+  const auto q = torch::randn({B, H, T, Dh}, torch::requires_grad());
+  const auto k = torch::randn({B, H, T, Dh}, torch::requires_grad());
+  const auto raw = torch::randn({B, H, T, Dh}, torch::requires_grad());
+  const auto w = raw / raw.norm(2, -1, true);
+  const auto beta = (2 * torch::sigmoid(torch::randn({B, H, T}))).requires_grad_();
+  const auto got = PathImpl::transported_products(q, k, w, beta);
+  const auto want = path_by_the_product(q, k, w, beta);
+  CATCH_CHECK(torch::allclose(got, want, 1e-5, 1e-5));
+  const auto r = torch::randn({B, H, T, T});
+  const auto g1 = torch::autograd::grad({(got * r).sum()}, {q, k, raw, beta}, {}, true);
+  const auto g2 = torch::autograd::grad({(want * r).sum()}, {q, k, raw, beta});
+  for (size_t i = 0; i < g1.size(); ++i) CATCH_CHECK(torch::allclose(g1[i], g2[i], 1e-4, 1e-5));
+  // through the scheme: the bias is scale * (transported - plain) below the diagonal
+  auto path = make_position_encoding("path", EncodingContext{D, H, 1, true}, test::scheme_variant("path", {}).options);
+  auto& impl = *std::dynamic_pointer_cast<PathImpl>(path.ptr());
+  const auto x = torch::randn({B, T, D});
+  const auto positions = contiguous_positions(B, T);
+  const torch::Tensor unused;
+  const AttentionContext at{positions, 0, unused, unused, &x};
+  const auto bias = path->score_bias(q, k, at);
+  const auto [w_x, beta_x] = impl.transformations(x, 0);
+  CATCH_CHECK(torch::allclose(w_x.norm(2, -1), torch::ones({B, H, T}), 1e-5, 1e-6));
+  CATCH_CHECK(((beta_x > 0) & (beta_x < 2)).all().item<bool>());
+  const auto expected = (path_by_the_product(q, k, w_x, beta_x) - torch::matmul(q, k.transpose(-2, -1)).tril()) /
+                        std::sqrt(static_cast<double>(Dh));
+  CATCH_CHECK(torch::allclose(bias, expected, 1e-5, 1e-5));
+  CATCH_CHECK_THROWS_WITH(path->score_bias(q, k, AttentionContext{positions, 0, unused, unused}),
+                          Catch::Matchers::Contains("path: the transformations read the block's input"));
+}
+
+CATCH_TEST_CASE("path by hand: a projection away from e0 leaves (1, 1) . (0, 1) = 1 for every earlier key",
+                "[path][schemes]") {
+  // w_t = e0 and beta_t = 1 for every token: H = I - e0 e0^T, idempotent; q = k = (1, 1)
+  const int64_t T = 4;
+  const auto q = torch::ones({1, 1, T, 2});
+  const auto w = torch::zeros({1, 1, T, 2}).index_put_({torch::indexing::Ellipsis, 0}, 1.0);
+  const auto products = PathImpl::transported_products(q, q, w, torch::ones({1, 1, T}))[0][0];
+  CATCH_CHECK(torch::allclose(products, torch::tensor({{2.0f, 0.0f, 0.0f, 0.0f},
+                                                       {1.0f, 2.0f, 0.0f, 0.0f},
+                                                       {1.0f, 1.0f, 2.0f, 0.0f},
+                                                       {1.0f, 1.0f, 1.0f, 2.0f}})));
+  // beta 2, w = e0: a reflection, its own inverse: keys two steps back are untouched
+  const auto reflected = PathImpl::transported_products(q, q, w, torch::full({1, 1, T}, 2.0))[0][0];
+  CATCH_CHECK(reflected[1][0].item<float>() == 0.0f);  // (1, 1) . (-1, 1)
+  CATCH_CHECK(reflected[2][0].item<float>() == 2.0f);
+}
+
+}  // namespace pelab
