@@ -12,6 +12,7 @@
 #include "core/encodings/registry.h"
 #include "core/model/attention_mask.h"
 #include "core/model/encoder.h"
+#include "core/run/run.h"
 #include "tests/support.h"
 
 namespace pelab {
@@ -267,6 +268,35 @@ CATCH_TEST_CASE("path by hand: a projection away from e0 leaves (1, 1) . (0, 1) 
   const auto reflected = PathImpl::transported_products(q, q, w, torch::full({1, 1, T}, 2.0))[0][0];
   CATCH_CHECK(reflected[1][0].item<float>() == 0.0f);  // (1, 1) . (-1, 1)
   CATCH_CHECK(reflected[2][0].item<float>() == 2.0f);
+}
+
+CATCH_TEST_CASE("the new schemes under encoding_mix: every other block RoPE, forward and every parameter trained",
+                "[fox][stick_breaking][path][fope][mix]") {
+  torch::manual_seed(12);
+  auto task = test::default_task("reverse_string", "causal_lm");
+  for (const std::string scheme : {"fox", "stick_breaking", "path", "fope"}) {
+    CATCH_INFO(scheme);
+    const RunConfig config = test::tiny_config({"model.causal=true", "task.format=causal_lm", "encoding.name=rope",
+                                                "encoding_mix.name=" + scheme, "encoding_mix.every=2",
+                                                "model.num_layers=2"});
+    Encoder model = build_model(config, *task);
+    Rng rng(3);
+    const Batch b = task->sample(3, 6, rng);
+    const int64_t T = b.tokens.size(1);
+    ForwardRequest request;
+    request.attentions = true;
+    const auto out = model->forward(b.tokens, b.padding, contiguous_positions(3, T), b.segments, request);
+    CATCH_CHECK(torch::isfinite(out.logits).all().item<bool>());
+    for (const auto& a : out.attentions) CATCH_CHECK(a.triu(1).abs().max().item<float>() == 0.0f);
+    (out.logits * torch::randn_like(out.logits)).sum().backward();
+    for (const auto& p : model->named_parameters())
+      if (p.key().find("mixed.") != std::string::npos) {  // the scheme's own parameters, block 1 only
+        CATCH_INFO(p.key());
+        CATCH_CHECK(p.key().find(".0.") == std::string::npos);  // block 0 is RoPE's: nothing of the scheme there
+        CATCH_CHECK(p.value().grad().defined());
+        CATCH_CHECK(p.value().grad().abs().sum().item<float>() > 0.0f);
+      }
+  }
 }
 
 }  // namespace pelab
