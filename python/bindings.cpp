@@ -16,6 +16,7 @@
 #include "core/config/config.h"
 #include "core/config/yaml_reader.h"
 #include "core/encodings/registry.h"
+#include "core/io/schema.h"
 #include "core/kernels/blas_core.h"
 #include "core/run/run.h"
 #include "core/run/trained_run.h"
@@ -153,38 +154,39 @@ std::string train(const std::string& config_yaml, const std::vector<std::string>
   });
 }
 
+// A row under the run file's column names (core/io/schema.h), as pelab.results() reads them back.
 py::dict evaluation_row(const EvalResult& r) {
   py::dict d;
-  d["method"] = r.method;
-  d["length"] = r.length;
-  d["sequence_length"] = r.sequence_length;
-  d["samples"] = r.samples;
-  d["loss"] = r.loss;
-  d["per_token_accuracy"] = r.per_token_accuracy;
-  d["per_sequence_accuracy"] = r.per_sequence_accuracy;
-  d["chance_token_accuracy"] = r.chance_token_accuracy;
-  d["chance_sequence_accuracy"] = r.chance_sequence_accuracy;
-  d["chance_loss"] = r.chance_loss;
-  d["step"] = r.step;
-  d["sampler"] = r.sampler;
-  d["positions_max_length"] = r.positions_max_length;
-  d["untrained"] = r.untrained;
+  d[schema::kMethod] = r.method;
+  d[schema::kLength] = r.length;
+  d[schema::kSequenceLength] = r.sequence_length;
+  d[schema::kSamples] = r.samples;
+  d[schema::kLoss] = r.loss;
+  d[schema::kPerTokenAccuracy] = r.per_token_accuracy;
+  d[schema::kPerSequenceAccuracy] = r.per_sequence_accuracy;
+  d[schema::kChanceTokenAccuracy] = r.chance_token_accuracy;
+  d[schema::kChanceSequenceAccuracy] = r.chance_sequence_accuracy;
+  d[schema::kChanceLoss] = r.chance_loss;
+  d[schema::kEvalStep] = r.step;
+  d[schema::kEvalSampler] = r.sampler;
+  d[schema::kEvalPositionsMaxLength] = r.positions_max_length;
+  d[schema::kUntrained] = r.untrained;
   return d;
 }
 
 py::dict probe_row(const ProbeResult& p) {
   py::dict d;
-  d["length"] = p.length;
-  d["layer"] = p.layer;
-  d["position_accuracy"] = p.position_accuracy;
-  d["position_chance"] = p.position_chance;
-  d["position_r2"] = p.position_r2;
-  d["order_accuracy"] = p.order_accuracy;
-  d["distance_r2"] = p.distance_r2;
-  d["method"] = p.method;
-  d["step"] = p.step;
-  d["sampler"] = p.sampler;
-  d["positions_max_length"] = p.positions_max_length;
+  d[schema::kLength] = p.length;
+  d[schema::kProbeLayer] = p.layer;
+  d[schema::kPositionAccuracy] = p.position_accuracy;
+  d[schema::kPositionChance] = p.position_chance;
+  d[schema::kPositionR2] = p.position_r2;
+  d[schema::kOrderAccuracy] = p.order_accuracy;
+  d[schema::kDistanceR2] = p.distance_r2;
+  d[schema::kMethod] = p.method;
+  d[schema::kEvalStep] = p.step;
+  d[schema::kEvalSampler] = p.sampler;
+  d[schema::kEvalPositionsMaxLength] = p.positions_max_length;
   return d;
 }
 

@@ -5,8 +5,11 @@
 #include <cmath>
 
 #include "core/io/atomic_file.h"
+#include "core/io/schema.h"
 
 namespace pelab {
+
+namespace s = schema;
 
 namespace {
 
@@ -43,24 +46,24 @@ void write_live_curve(const std::string& path, const LiveCurve& run, const Train
                       run.train_min_length, run.train_max_length, run.steps);
   text += fmt::format("  \"run_sampler\": {}, \"run_positions_max_length\": {},\n", json_string(run.run_sampler),
                       run.run_positions_max_length);
-  text += "  \"training\": {" + json_array("step", curve.step, integer) + ", " +
-          json_array("loss", curve.loss, number) + ", " + json_array("accuracy", curve.accuracy, number) + ", " +
-          json_array("learning_rate", curve.learning_rate, number) + ", " +
-          json_array("tokens_per_second", curve.tokens_per_second, number) + ", " +
-          json_array("phase", curve.phase, integer) + "},\n";
+  text += "  \"training\": {" + json_array(s::kStep, curve.step, integer) + ", " +
+          json_array(s::kLoss, curve.loss, number) + ", " + json_array(s::kAccuracy, curve.accuracy, number) + ", " +
+          json_array(s::kLearningRate, curve.learning_rate, number) + ", " +
+          json_array(s::kTokensPerSecond, curve.tokens_per_second, number) + ", " +
+          json_array(s::kPhase, curve.phase, integer) + "},\n";
   const auto& e = evaluation_curve;
   auto column = [&](const std::string& name, auto value) { return json_array(name, e, value); };
   text += "  \"evaluation_curve\": {" +
-          column("method", [](const EvalResult& r) { return json_string(r.method); }) + ", " +
-          column("length", [](const EvalResult& r) { return std::to_string(r.length); }) + ", " +
-          column("sequence_length", [](const EvalResult& r) { return std::to_string(r.sequence_length); }) + ", " +
-          column("samples", [](const EvalResult& r) { return std::to_string(r.samples); }) + ", " +
-          column("loss", [](const EvalResult& r) { return json_number(r.loss); }) + ", " +
-          column("per_token_accuracy", [](const EvalResult& r) { return json_number(r.per_token_accuracy); }) + ", " +
-          column("per_sequence_accuracy", [](const EvalResult& r) { return json_number(r.per_sequence_accuracy); }) +
-          ", " + column("step", [](const EvalResult& r) { return std::to_string(r.step); }) + ", " +
-          column("sampler", [](const EvalResult& r) { return json_string(r.sampler); }) + ", " +
-          column("positions_max_length", [](const EvalResult& r) { return std::to_string(r.positions_max_length); }) +
+          column(s::kMethod, [](const EvalResult& r) { return json_string(r.method); }) + ", " +
+          column(s::kLength, [](const EvalResult& r) { return std::to_string(r.length); }) + ", " +
+          column(s::kSequenceLength, [](const EvalResult& r) { return std::to_string(r.sequence_length); }) + ", " +
+          column(s::kSamples, [](const EvalResult& r) { return std::to_string(r.samples); }) + ", " +
+          column(s::kLoss, [](const EvalResult& r) { return json_number(r.loss); }) + ", " +
+          column(s::kPerTokenAccuracy, [](const EvalResult& r) { return json_number(r.per_token_accuracy); }) + ", " +
+          column(s::kPerSequenceAccuracy, [](const EvalResult& r) { return json_number(r.per_sequence_accuracy); }) +
+          ", " + column(s::kEvalStep, [](const EvalResult& r) { return std::to_string(r.step); }) + ", " +
+          column(s::kEvalSampler, [](const EvalResult& r) { return json_string(r.sampler); }) + ", " +
+          column(s::kEvalPositionsMaxLength, [](const EvalResult& r) { return std::to_string(r.positions_max_length); }) +
           "}\n}\n";
   write_file_atomically(path, text, "the live training curve");
 }
