@@ -7,9 +7,12 @@ whose evaluation used position-table rows training never updated circled in red.
   /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
       [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N] [--out FILE.png]
   /usr/bin/python3 analysis/plot_lengths.py runs/a/run.h5 runs/b/run.h5 [SWEEP_DIR ...] --out FILE.png
+  /usr/bin/python3 analysis/plot_lengths.py docs/studies/nope/copy_runs.csv --metric sequence --out copy.png
 
-Any mix of sweep directories and run files: a run file is a group of its own, named by its
-run name (`pelab train` names a run after its --set options).
+Any mix of sweep directories, run files and per-run files: a run file is a group of its own,
+named by its run name (`pelab train` names a run after its --set options); a per-run file
+(pelab report's report_runs.csv, a study's <sweep>_runs.csv) holds the rows its report
+selected, so --step, --sampler and --sampler-max-length do not apply to it.
 
 Rows are selected as `pelab report` selects them: each run's final step, its own sampler and
 the most samples at each length, unless --step, --sampler (any max length of it unless
@@ -29,7 +32,8 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from plotting import plot_mean_and_spread, save_figure_and_csv  # noqa: E402
-from runfile import evaluation_settings, group_label, load, select_rows, sweep_runs, task_name  # noqa: E402
+from runfile import (evaluation_settings, group_label, load, per_run_file, select_rows, sweep_runs,  # noqa: E402
+                     task_name)
 
 
 def collect(runs, args, key, chance_key, scale):
@@ -56,9 +60,12 @@ def collect(runs, args, key, chance_key, scale):
 
 def no_rows_message(args, runs):
     """Why nothing was selected, naming what the runs have."""
-    methods = sorted({m for r in runs for m in r["run"]["evaluation"]["method"]})
+    methods = sorted({m for r in runs for m in (r["run"]["selected"] if "selected" in r["run"]
+                                                 else r["run"]["evaluation"]["method"])})
     if args.method not in methods:
         return f"no evaluation rows with method {args.method!r}; the runs have: {', '.join(methods)}"
+    if any("selected" in r["run"] for r in runs):
+        return f"no evaluation rows with method {args.method!r} and {args.samples} samples"
     settings = sorted({s for r in runs for s in evaluation_settings(r["run"]) if s[0] == args.method})
     have = "; ".join(f"step {step}, sampler {sampler} (max length {pml}), {samples} samples"
                      for _, step, sampler, pml, samples in settings)
@@ -67,7 +74,8 @@ def no_rows_message(args, runs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("paths", nargs="+", help="sweep directories (pelab sweep's output) and run files (run.h5)")
+    parser.add_argument("paths", nargs="+", help="sweep directories (pelab sweep's output), run files (run.h5) and "
+                                                 "per-run files (report_runs.csv, a study's <sweep>_runs.csv)")
     parser.add_argument("--metric", choices=["token", "sequence", "loss"], default="token",
                         help="per-token or per-sequence accuracy, or the loss (nats per scored token)")
     parser.add_argument("--method", default="none", help="evaluation extrapolation method to plot (default none)")
@@ -88,6 +96,11 @@ def main():
     for path in args.paths:
         if os.path.isdir(path):
             runs += [r for r in sweep_runs(path) if r["run"] is not None]
+        elif path.endswith(".csv"):
+            if (args.step, args.sampler, args.sampler_max_length) != (None, None, None):
+                parser.error(f"{path}: a per-run file holds the rows its report selected; --step, --sampler and "
+                             "--sampler-max-length select from run files")
+            runs += per_run_file(path)
         else:  # a run file: its own group, named by its run
             run = load(path)
             runs.append(dict(id=run["run_name"], path=path, overrides={"run": run["run_name"]}, run=run))
@@ -145,7 +158,7 @@ def main():
     selection = [f"{k} {v}" for k, v in [("step", args.step), ("sampler", args.sampler),
                                           ("max length", args.sampler_max_length), ("samples", args.samples)]
                  if v is not None]
-    tasks = ", ".join(sorted({task_name(r["run"]) for r in runs}))
+    tasks = ", ".join(sorted({task_name(r["run"]) for r in runs} - {None}))
     ax.set_xlabel("test length")
     if loss:
         ax.set_ylabel("loss (nats per scored token)")
@@ -153,8 +166,11 @@ def main():
     else:
         ax.set_ylabel(f"per-{args.metric} accuracy (%)")
         ax.set_ylim(0, 100)
-    title = os.path.basename(os.path.normpath(args.paths[0])) if one_sweep else f"{len(runs)} runs"
-    ax.set_title(f"length generalization: {title} ({tasks})"
+    one_file = len(args.paths) == 1 and args.paths[0].endswith(".csv")
+    title = (os.path.basename(os.path.normpath(args.paths[0])) if one_sweep
+             else os.path.basename(args.paths[0]).replace("_runs.csv", "").replace(".csv", "") if one_file
+             else f"{len(runs)} runs")
+    ax.set_title(f"length generalization: {title}" + (f" ({tasks})" if tasks else "")
                  + (f"\n{', '.join(selection)}" if selection else ""), fontsize=10)
     ax.legend(handles=ax.get_legend_handles_labels()[0] + proxies, fontsize=8, loc="upper left",
               bbox_to_anchor=(1.01, 1.0), borderaxespad=0)

@@ -35,3 +35,16 @@ def write_and_print(path, lines):
     with open(path, "w") as f:
         f.write("\n".join(lines))
     print("\n".join(lines))
+
+
+def run_study(extract, tables):
+    """The main of a study script that reads its run files (analysis/studies/NAME.py SOURCE OUT):
+    from a sweep folder SOURCE, extract(SOURCE, OUT) writes the per-run files its tables need;
+    then tables(OUT) makes the tables and plots from OUT's files alone (scripts/studies.sh
+    --from-data gives OUT as SOURCE too). Returns the exit status."""
+    import sys
+    source, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    if os.path.exists(os.path.join(source, "sweep.h5")):
+        extract(source, out)
+    return tables(out) or 0

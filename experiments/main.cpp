@@ -112,6 +112,9 @@ int main(int argc, char** argv) {
   sweep_cmd->add_flag("--dry-run", sweep.dry_run, "list the runs, their ids and state; run nothing");
   sweep_cmd->add_option("--run-index", sweep.run_indices, "run only these runs, side by side (what a Slurm array "
                         "task does)")->delimiter(',')->check(CLI::NonNegativeNumber);
+  sweep_cmd->add_option("--only", sweep.only, "only the runs with this axis value, e.g. --only seed=0 --only seed=1 "
+                        "(a key given again: any of its values; keys: all of them); a part of the grid, in the "
+                        "grid's folder")->type_name("KEY=VALUE")->allow_extra_args(false);
   sweep_cmd->add_flag("--slurm", sweep.slurm, "write an sbatch job array for the runs not complete, and submit it");
   sweep_cmd->add_flag("--no-submit", sweep.no_submit, "with --slurm: write the script only");
   auto slurm_option = [&](const char* name, auto& target, bool& set, const char* help) {
@@ -195,8 +198,9 @@ int main(int argc, char** argv) {
   CLI::App* report_cmd = app.add_subcommand(
       "report", "the length-generalization table of a sweep: each group's seeds aggregated per test length and "
                 "over the lengths beyond its training, with the spread and the chance level");
-  report_cmd->add_option("paths", report.paths, "sweep directories and run files (run.h5), any mix; a run file "
-                         "is a group of its own, named by its run name")->required();
+  report_cmd->add_option("paths", report.paths, "sweep directories, run files (run.h5) and per-run files (an earlier "
+                         "report's report_runs.csv), any mix; a run file is a group of its own, named by its run "
+                         "name")->required();
   report_cmd->add_option("--out", report.out_dir, "folder for report.csv, report.md and report_runs.csv (default: "
                          "the sweep directory when one is given alone)")->check(non_empty_path);
   report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str()

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
 #include <sstream>
 
 #include "core/config/sweep_config.h"
+#include "core/config/yaml_reader.h"
 #include "core/io/atomic_file.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
@@ -166,6 +168,103 @@ std::string latex_escape(std::string text) {
   return out;
 }
 
+// One run as the table reads it: its rows under the report's settings (method -> length -> row),
+// from its run file (selected_rows) or from a per-run file an earlier report wrote
+// (report_runs.csv; a study ships it as <sweep>_runs.csv beside its page): the rows that
+// report selected.
+struct ReportRun {
+  std::string id, overrides, task;
+  int64_t train_min_length = 0, train_max_length = 0, train_steps = 0;
+  std::map<std::string, std::map<int64_t, EvalResult>> rows;
+};
+
+ReportRun report_run(const SweepDirectoryRun& run, const RunRecord& record, const ReportArguments& a) {
+  const YAML::Node task = parse_yaml(record.config_yaml, "the run's config")["task"]["name"];
+  return {run.id, run.overrides, task ? task.as<std::string>() : "", record.train_min_length,
+          record.train_max_length, record.train_steps, selected_rows(record, a)};
+}
+
+// The columns of report_runs.csv, in order; a file without `task` or `untrained` (written
+// before they were added) reads as having no task name and no untrained rows.
+constexpr const char* kPerRunColumns[] = {
+    "run", "group", "overrides", "task", "method", "length", "beyond_training", "per_token_accuracy",
+    "per_sequence_accuracy", "loss", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss", "samples",
+    "train_min_length", "train_max_length", "train_steps", "in_distribution_token_accuracy", "learned", "untrained"};
+
+std::string quoted_csv(std::string text) {
+  for (size_t at = 0; (at = text.find('"', at)) != std::string::npos; at += 2) text.insert(at, 1, '"');
+  return "\"" + text + "\"";
+}
+
+// The fields of one CSV line: split at commas outside "..." (a doubled quote inside is one quote).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += '"', ++i;
+    else if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) fields.emplace_back();
+    else fields.back() += c;
+  }
+  return fields;
+}
+
+bool is_per_run_file(const std::string& path) { return std::filesystem::path(path).extension() == ".csv"; }
+
+// The runs of a per-run file, in its order. Its rows were selected when it was written, so
+// --step, --sampler and --sampler-max-length cannot select again; --method and --samples filter.
+std::vector<ReportRun> runs_of_per_run_file(const std::string& path, const ReportArguments& a,
+                                            std::set<std::string>& settings_there) {
+  if (a.step >= 0 || !a.sampler.empty() || a.sampler_max_length > 0)
+    throw std::runtime_error(path + ": a per-run file holds the rows its report selected; --step, --sampler and "
+                             "--sampler-max-length select from run files");
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) throw std::runtime_error(path + " cannot be read, or is empty");
+  const auto header = csv_fields(line);
+  std::map<std::string, size_t> column;
+  for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
+  for (const char* name : kPerRunColumns)
+    if (!column.count(name) && std::string(name) != "untrained" && std::string(name) != "task")
+      throw std::runtime_error(fmt::format("{}: not a per-run file (pelab report's report_runs.csv): no column '{}'",
+                                           path, name));
+  std::vector<ReportRun> runs;
+  int64_t line_number = 1;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.empty()) continue;
+    const auto fields = csv_fields(line);
+    if (fields.size() != header.size())
+      throw std::runtime_error(fmt::format("{}:{}: {} fields, the header has {}", path, line_number, fields.size(),
+                                           header.size()));
+    auto field = [&](const char* name) -> const std::string& { return fields[column.at(name)]; };
+    try {
+      EvalResult row;
+      row.method = field("method");
+      row.length = std::stoll(field("length"));
+      row.per_token_accuracy = std::stod(field("per_token_accuracy"));
+      row.per_sequence_accuracy = std::stod(field("per_sequence_accuracy"));
+      row.loss = std::stod(field("loss"));
+      row.chance_token_accuracy = std::stod(field("chance_token_accuracy"));
+      row.chance_sequence_accuracy = std::stod(field("chance_sequence_accuracy"));
+      row.chance_loss = std::stod(field("chance_loss"));
+      row.samples = std::stoll(field("samples"));
+      if (column.count("untrained")) row.untrained = field("untrained");
+      if (runs.empty() || runs.back().id != field("run"))
+        runs.push_back({field("run"), field("overrides"), column.count("task") ? field("task") : "",
+                        std::stoll(field("train_min_length")),
+                        std::stoll(field("train_max_length")), std::stoll(field("train_steps")), {}});
+      settings_there.insert(fmt::format("method {} samples {}", row.method, row.samples));
+      if ((!a.method.empty() && row.method != a.method) || (a.samples > 0 && row.samples != a.samples)) continue;
+      runs.back().rows[row.method][row.length] = row;
+    } catch (const std::logic_error&) {  // stoll/stod: not a number
+      throw std::runtime_error(fmt::format("{}:{}: a number field is not a number", path, line_number));
+    }
+  }
+  return runs;
+}
+
 }  // namespace
 
 int command_report(const ReportArguments& a, std::ostream& out, std::ostream& err) {
@@ -184,7 +283,10 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   // one sweep directory: its index is refreshed and the report written there, as before
   const bool one_sweep = a.paths.size() == 1 && std::filesystem::is_directory(a.paths.front());
   const std::string out_dir = !a.out_dir.empty() ? a.out_dir : one_sweep ? a.paths.front() : std::string();
-  std::vector<SweepDirectoryRun> runs;
+  std::vector<SweepDirectoryRun> runs;  // every run given, in order; a per-run file's runs stand as
+  std::vector<ReportRun> file_runs;      //   kFromPerRunFile, their rows in file_runs (in order)
+  const std::string kFromPerRunFile = "per-run file";
+  std::set<std::string> settings_there;  // what the runs have, for an empty selection's message
   try {
     for (const auto& path : a.paths) {
       if (std::filesystem::is_directory(path)) {
@@ -192,13 +294,22 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
         continue;
       }
       if (!std::filesystem::exists(path))
-        throw std::runtime_error(path + " does not exist: give sweep directories or run files (run.h5)");
+        throw std::runtime_error(path + " does not exist: give sweep directories, run files (run.h5) or per-run "
+                                        "files (report_runs.csv)");
+      if (is_per_run_file(path)) {
+        for (auto& run : runs_of_per_run_file(path, a, settings_there)) {
+          runs.push_back({run.id, run.overrides, path, kFromPerRunFile, ""});
+          file_runs.push_back(std::move(run));
+        }
+        continue;
+      }
       // a run file: its own group, named by its run name
       SweepDirectoryRun run;
       run.dir = std::filesystem::path(path).parent_path().string();
       if (run.dir.empty()) run.dir = ".";
       if (std::filesystem::path(path).filename() != schema::kRunFileName)
-        throw std::runtime_error(path + ": a run file is named " + schema::kRunFileName);
+        throw std::runtime_error(path + ": a run file is named " + schema::kRunFileName +
+                                 " (a per-run file ends in .csv)");
       const int64_t version = complete_run_file_version(path);
       run.state = version == schema::kSchemaVersion ? "complete" : version >= 0 ? "outdated" : "not complete";
       run.id = path;
@@ -216,71 +327,74 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   std::vector<Line> lines;
   std::set<int64_t> lengths;
   std::vector<std::string> problems;
-  std::set<std::string> settings_there;  // what the runs have, for an empty selection's message
   int64_t complete = 0, without_rows = 0;
   std::vector<std::string> not_learned;  // --learned: "run [method]" below the threshold
   std::ostringstream per_run;            // report_runs.csv
-  per_run << "run,group,overrides,method,length,beyond_training,per_token_accuracy,per_sequence_accuracy,loss,"
-             "chance_token_accuracy,chance_sequence_accuracy,chance_loss,samples,train_min_length,train_max_length,"
-             "train_steps,in_distribution_token_accuracy,learned\n";
-  auto quoted_csv = [](std::string text) {
-    for (size_t at = 0; (at = text.find('"', at)) != std::string::npos; at += 2) text.insert(at, 1, '"');
-    return "\"" + text + "\"";
-  };
+  for (size_t i = 0; i < std::size(kPerRunColumns); ++i) per_run << (i ? "," : "") << kPerRunColumns[i];
+  per_run << "\n";
+  size_t next_file_run = 0;
   for (const auto& run : runs) {
-    if (run.state != "complete") {
-      problems.push_back(run.state == "failed" ? fmt::format("  {} failed: {}\n", run.id, run.error)
-                                               : fmt::format("  {} is {}\n", run.id, run.state == "outdated"
-                                                     ? "from another pelab (schema version): not read"
-                                                     : "not complete"));
-      continue;
-    }
-    RunRecord record;
-    try {
-      record = read_run_file(run.dir + "/" + schema::kRunFileName, /*with_checkpoint=*/false);
-    } catch (const std::exception& e) {
-      problems.push_back(fmt::format("  {} cannot be read: {}\n", run.id, e.what()));
-      continue;
+    ReportRun report;
+    if (run.state == kFromPerRunFile) {
+      report = std::move(file_runs[next_file_run++]);
+    } else {
+      if (run.state != "complete") {
+        problems.push_back(run.state == "failed" ? fmt::format("  {} failed: {}\n", run.id, run.error)
+                                                 : fmt::format("  {} is {}\n", run.id, run.state == "outdated"
+                                                       ? "from another pelab (schema version): not read"
+                                                       : "not complete"));
+        continue;
+      }
+      RunRecord record;
+      try {
+        record = read_run_file(run.dir + "/" + schema::kRunFileName, /*with_checkpoint=*/false);
+      } catch (const std::exception& e) {
+        problems.push_back(fmt::format("  {} cannot be read: {}\n", run.id, e.what()));
+        continue;
+      }
+      for (const auto& row : record.evaluation)
+        settings_there.insert(fmt::format("method {} step {} sampler {}{} samples {}", row.method, row.step,
+                                          row.sampler,
+                                          row.positions_max_length ? fmt::format(" ({})", row.positions_max_length) : "",
+                                          row.samples));
+      report = report_run(run, record, a);
     }
     ++complete;
-    for (const auto& row : record.evaluation)
-      settings_there.insert(fmt::format("method {} step {} sampler {}{} samples {}", row.method, row.step, row.sampler,
-                                        row.positions_max_length ? fmt::format(" ({})", row.positions_max_length) : "",
-                                        row.samples));
-    const auto rows = selected_rows(record, a);
-    if (rows.empty()) ++without_rows;
-    for (const auto& [method, by_length] : rows) {
-      const std::string group = without_seed(run.overrides, a.pool);
+    if (report.rows.empty()) ++without_rows;
+    for (const auto& [method, by_length] : report.rows) {
+      const std::string group = without_seed(report.overrides, a.pool);
       // in-distribution: the mean per-token accuracy at the evaluated lengths within training
       double in_range_sum = 0;
       int64_t in_range = 0;
       for (const auto& [length, row] : by_length)
-        if (length >= record.train_min_length && length <= record.train_max_length)
+        if (length >= report.train_min_length && length <= report.train_max_length)
           in_range_sum += row.per_token_accuracy, ++in_range;
       const double in_distribution = in_range ? in_range_sum / in_range : NAN;
       const bool judged = a.learned >= 0 && in_range > 0;
       const bool learned = !judged || in_distribution >= a.learned;
-      if (!learned) not_learned.push_back(fmt::format("{} [{}] {:.1f}%", run.id, method, 100 * in_distribution));
+      if (!learned) not_learned.push_back(fmt::format("{} [{}] {:.1f}%", report.id, method, 100 * in_distribution));
+      // every value as the shortest text that reads back to the same double: a report of this
+      // file gives this report's table to the digit
       for (const auto& [length, row] : by_length)
-        per_run << fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n",
-                               run.id, quoted_csv(group), quoted_csv(run.overrides), method, length,
-                               length > record.train_max_length ? 1 : 0, row.per_token_accuracy,
+        per_run << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", report.id,
+                               quoted_csv(group), quoted_csv(report.overrides), report.task, method, length,
+                               length > report.train_max_length ? 1 : 0, row.per_token_accuracy,
                                row.per_sequence_accuracy, row.loss, row.chance_token_accuracy,
-                               row.chance_sequence_accuracy, row.chance_loss, row.samples, record.train_min_length,
-                               record.train_max_length, record.train_steps,
-                               in_range ? fmt::format("{:.9g}", in_distribution) : "",
-                               judged ? (learned ? "1" : "0") : "");
+                               row.chance_sequence_accuracy, row.chance_loss, row.samples, report.train_min_length,
+                               report.train_max_length, report.train_steps,
+                               in_range ? fmt::format("{}", in_distribution) : "",
+                               judged ? (learned ? "1" : "0") : "", quoted_csv(row.untrained));
       auto line = std::find_if(lines.begin(), lines.end(),
                                [&](const Line& l) { return l.group == group && l.method == method; });
       if (line == lines.end()) {
-        lines.push_back({group, method, record.train_min_length, record.train_max_length, {}, {}, {}, {}, {}, {}});
+        lines.push_back({group, method, report.train_min_length, report.train_max_length, {}, {}, {}, {}, {}, {}});
         line = lines.end() - 1;
       }
-      line->train_min = std::min(line->train_min, record.train_min_length);
-      line->train_max = std::max(line->train_max, record.train_max_length);
+      line->train_min = std::min(line->train_min, report.train_min_length);
+      line->train_max = std::max(line->train_max, report.train_max_length);
       std::map<int64_t, double> seed;
       for (const auto& [length, row] : by_length) {
-        if (!learned && length > record.train_max_length) continue;  // generalization of what was not learned
+        if (!learned && length > report.train_max_length) continue;  // generalization of what was not learned
         lengths.insert(length);
         seed[length] = metric_of(row, a.metric, false);
         line->values[length].push_back(seed[length]);

@@ -43,6 +43,44 @@ constexpr const char* kManifest = "runs.tsv";
 constexpr const char* kFailedFile = "failed.txt";
 constexpr const char* kLogFile = "log.txt";
 
+// --only KEY=VALUE...: which runs are chosen (all when none is given). A key given several
+// times takes any of its values; different keys must all match. A key that is not an axis, or
+// a value no run has, is a ConfigError naming what the sweep has.
+std::vector<bool> runs_chosen(const std::vector<SweepRun>& runs, const std::vector<std::string>& only) {
+  std::map<std::string, std::set<std::string>> wanted;  // key -> values
+  for (const auto& entry : only) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) throw ConfigError("--only " + entry + ": expected KEY=VALUE, e.g. --only seed=0");
+    wanted[entry.substr(0, eq)].insert(entry.substr(eq + 1));
+  }
+  std::map<std::string, std::set<std::string>> axes;  // key -> the values the runs have
+  std::vector<std::map<std::string, std::string>> values_of(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (const auto& item : runs[i].overrides) {
+      const auto eq = item.find('=');
+      values_of[i][item.substr(0, eq)] = item.substr(eq + 1);
+      axes[item.substr(0, eq)].insert(item.substr(eq + 1));
+    }
+  for (const auto& [key, values] : wanted) {
+    std::vector<std::string> keys;
+    for (const auto& axis : axes) keys.push_back(axis.first);
+    if (!axes.count(key)) throw ConfigError("--only " + key + ": not an axis of the sweep; its axes: " + join(keys));
+    for (const auto& value : values)
+      if (!axes[key].count(value))
+        throw ConfigError(fmt::format("--only {}={}: no run has it; {} takes: {}", key, value, key,
+                                      join(std::vector<std::string>(axes[key].begin(), axes[key].end()))));
+  }
+  std::vector<bool> chosen(runs.size(), true);
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (const auto& [key, values] : wanted) chosen[i] = chosen[i] && values.count(values_of[i][key]) > 0;
+  return chosen;
+}
+
+// "165" or, with --only, "99 of 165"
+std::string only_text(size_t runs, int64_t chosen) {
+  return static_cast<int64_t>(runs) == chosen ? std::to_string(runs) : fmt::format("{} of {}", chosen, runs);
+}
+
 std::string run_file_of(const SweepRun& run) { return run.dir + "/" + schema::kRunFileName; }
 
 std::string read_text(const std::string& path) {
@@ -385,6 +423,11 @@ void update_sweep_index(const std::string& sweep_dir, const std::vector<SweepDir
 int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostream& out, std::ostream& err) {
   SweepConfig sweep;
   std::vector<SweepRun> runs;
+  std::vector<bool> chosen;  // --only
+  if (!a.only.empty() && !a.run_indices.empty()) {
+    err << "error: --only and --run-index: give one (--run-index names runs by index)\n";
+    return 2;
+  }
   try {
     sweep = load_sweep_config(a.sweep_path);
     for (const auto& entry : a.set) {  // --set: after the file's own (a key given twice: the last wins)
@@ -395,6 +438,7 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     }
     if (!a.output.empty()) sweep.output = a.output;
     runs = expand_sweep(sweep, scheme_catalog(), task_catalog());
+    chosen = runs_chosen(runs, a.only);
   } catch (const ConfigError& e) {
     err << "error: " << e.what() << "\n";
     return 2;
@@ -410,7 +454,9 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   }
   std::vector<int64_t> todo;
   int64_t complete = 0, failed_before = 0, resumable = 0, outdated = 0;
+  const int64_t chosen_count = std::count(chosen.begin(), chosen.end(), true);
   for (const auto& run : runs) {
+    if (!chosen[run.index]) continue;
     const RunState state = state_of(run.dir);
     if (state == RunState::Complete) ++complete;
     else if (state == RunState::Outdated) ++outdated;  // never trained over: its results stay
@@ -420,9 +466,10 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     if (state == RunState::Resumable) ++resumable;
   }
   if (a.dry_run) {
-    out << fmt::format("sweep '{}': {} runs ({} complete), base {}, in {}\n", sweep.name, runs.size(), complete,
-                       sweep.base, sweep.output);
+    out << fmt::format("sweep '{}': {} runs ({} complete), base {}, in {}\n", sweep.name,
+                       only_text(runs.size(), chosen_count), complete, sweep.base, sweep.output);
     for (const auto& run : runs) {
+      if (!chosen[run.index]) continue;
       const RunState state = state_of(run.dir);
       out << fmt::format("  {:>4}  {:<9} {}  [{}]\n", run.index, state_name(state), run.id,
                          join(run.overrides, " "));
@@ -487,7 +534,7 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   std::vector<std::string> gpu_names;
   for (int64_t gpu : a.gpus) gpu_names.push_back(std::to_string(gpu));
   out << fmt::format("sweep '{}': {} runs, {} complete, {} to run{}{}; {} at a time x {} threads{}{}; in {}\n", sweep.name,
-                     runs.size(), complete, todo.size(),
+                     only_text(runs.size(), chosen_count), complete, todo.size(),
                      resumable ? fmt::format(" ({} resumed from checkpoints)", resumable) : std::string(),
                      failed_before ? fmt::format(" ({} failed before: retried)", failed_before) : std::string(), at_once,
                      threads,

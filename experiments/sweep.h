@@ -31,6 +31,8 @@ struct SweepArguments {
   int64_t threads = 0;       // threads per run; 0: cores / jobs (at least 1)
   bool dry_run = false;      // list the runs and their state, run nothing
   std::vector<int64_t> run_indices;  // run only these runs, side by side (a Slurm array task)
+  std::vector<std::string> only;     // --only KEY=VALUE: only the runs with these axis values (a key
+                                     //   given again: any of its values); the folder keeps every run
   bool slurm = false;        // write an sbatch job array script and submit it
   bool no_submit = false;    // with slurm: only write the script
   SlurmSettings slurm_overrides;  // fields set on the command line win over the sweep file

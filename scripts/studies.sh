@@ -1,60 +1,105 @@
 #!/usr/bin/env bash
-# Regenerates the studies (docs/studies/README.md): scripts/dev studies [NAME[/SWEEP]...], every
-# study when none is named. A study is a folder configs/studies/NAME/ of sweep files (or one
-# file configs/studies/NAME.yaml); NAME/SWEEP runs only configs/studies/NAME/SWEEP.yaml. For
-# each sweep: the sweep (resumed: complete runs are kept, so a stopped study goes on where it
-# stopped), its report (mean +- std over seeds), its per-run values and its lengths plot, copied
-# to docs/studies/NAME/<sweep>.{csv,md,png} and <sweep>_runs.csv; then analysis/studies/NAME.py, when there is one,
-# writes the study's own tables and plots there. docs/studies/NAME/runtime.md has a line per
-# sweep: the runs it made, the minutes they took and the machine. A sweep file may carry a line
-# "# report: OPTIONS" (e.g. --metric loss): options of both pelab report and plot_lengths.py
-# (--metric, --method, --step, --sampler, --samples) for its table and plot.
-# Environment: PELAB (default build/pelab), STUDY_JOBS (runs at once, default 2).
+# The studies (docs/studies/README.md), in two stages:
+#   scripts/dev studies [NAME[/SWEEP]...]              train, then make the pages' tables and plots
+#   scripts/dev studies --from-data [NAME[/SWEEP]...]  only the tables and plots, from the shipped
+#                                                      per-run files: nothing is trained or read
+#                                                      from runs/
+# Every study when none is named. A study is a folder configs/studies/NAME/ of sweep files (or
+# one file configs/studies/NAME.yaml); NAME/SWEEP names one sweep file of it. A folder holding a
+# grid.yaml is a grid run in parts by its own script (ruoss: scripts/ruoss-paper.sh, one sweep
+# folder per task): the first stage leaves it to that script.
+#
+# First stage, per sweep: the sweep (resumed: complete runs are kept, so a stopped study goes on
+# where it stopped), then its per-run file docs/studies/NAME/<sweep>_runs.csv (pelab report's
+# report_runs.csv: every run and test length) and the per-run files the study's analysis
+# extracts from the run files (probes, score terms, parameter counts, padding effects).
+# docs/studies/NAME/runtime.md has a line per sweep: the runs it made, the minutes they took
+# and the machine.
+# Second stage, from docs/studies/NAME/ alone: per sweep, pelab report of <sweep>_runs.csv
+# (<sweep>.md, <sweep>.csv: mean +- std over seeds) and plot_lengths.py's plot (<sweep>.png);
+# then analysis/studies/NAME.py, the study's own tables and plots.
+# A sweep file may carry a line "# report: OPTIONS" (e.g. --metric loss): options of both pelab
+# report and plot_lengths.py (--metric, --method, --samples) for its table and plot.
+# Environment: PELAB (default build/pelab), STUDY_JOBS (runs at once, default 2), STUDIES_DOCS
+# (the pages' folder, default docs/studies; tests/studies_from_data.sh makes a copy's tables).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-pelab="${PELAB:-build/pelab}"
+pelab="$(realpath "${PELAB:-build/pelab}")"
+docs="${STUDIES_DOCS:-docs/studies}"
 jobs="${STUDY_JOBS:-2}"
 py=/usr/bin/python3  # Debian's, with h5py and matplotlib
+train=1
+if [ "${1:-}" = --from-data ]; then train=0; shift; fi
 
-# base/: their base configs; ruoss_paper/: the paper-protocol grid, a GPU job of its own
-# (scripts/ruoss-paper.sh)
-available=$(ls configs/studies | grep -v -x -e base -e ruoss_paper | sed 's/\.yaml$//' | sort -u)
+# base/: their base configs
+available=$(ls configs/studies | grep -v -x -e base | sed 's/\.yaml$//' | sort -u)
 if [ $# -eq 0 ]; then set -- $available; fi
 cpu=$(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
 cpu=${cpu:-$(uname -m)}
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+# first stage for one sweep file: train, then its per-run file
+run_sweep() {
+  local file=$1 out=$2 sweep listing dir total to_run start line
+  sweep=$(basename "$file" .yaml)
+  listing=$("$pelab" sweep "$file" --dry-run)
+  dir=$(head -n 1 <<<"$listing" | sed 's/.* in //')
+  total=$(grep -c '^ *[0-9]' <<<"$listing" || true)
+  to_run=$(grep -c -E '^ *[0-9]+ +(pending|resumable|failed)' <<<"$listing" || true)
+  echo "== study $study: sweep $file -> $dir"
+  start=$SECONDS
+  "$pelab" sweep "$file" --jobs "$jobs"
+  if [ "$to_run" -gt 0 ]; then  # a sweep whose runs were all complete keeps its line
+    line=$(printf -- '- %s: %s runs (%s run now) in %s minutes on %s cores (%s), %s runs at once, %s' "$sweep" \
+      "$total" "$to_run" "$(( (SECONDS - start + 30) / 60 ))" "$(nproc)" "$cpu" "$jobs" "$(date -u +%Y-%m-%d)")
+    { grep -v -- "^- $sweep: " "$out/runtime.md" 2>/dev/null || true; echo "$line"; } | sort > "$out/runtime.new"
+    mv "$out/runtime.new" "$out/runtime.md"
+  fi
+  # 1: some runs failed; the per-run file has the rest
+  "$pelab" report "$dir" --out "$scratch/$sweep" > /dev/null || [ $? -eq 1 ]
+  cp "$scratch/$sweep/report_runs.csv" "$out/${sweep}_runs.csv"
+}
+
+# second stage for one sweep file: its table and plot from its per-run file
+tables_of_sweep() {
+  local file=$1 out=$2 sweep report_options
+  sweep=$(basename "$file" .yaml)
+  read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$file")"
+  if [ ! -f "$out/${sweep}_runs.csv" ]; then
+    echo "studies: $out/${sweep}_runs.csv is missing: run the study first (scripts/dev studies $study)" >&2
+    exit 1
+  fi
+  # the plot first: it writes its numbers as <sweep>.csv, which the table's CSV then replaces.
+  # From the folder, so that the table names its source as <sweep>_runs.csv, wherever it is.
+  "$py" analysis/plot_lengths.py "$out/${sweep}_runs.csv" "${report_options[@]}" --out "$out/$sweep.png" > /dev/null
+  (cd "$out" && "$pelab" report "${sweep}_runs.csv" --format markdown "${report_options[@]}" --out "$scratch/$sweep" > /dev/null)
+  cp "$scratch/$sweep/report.md" "$out/$sweep.md"
+  cp "$scratch/$sweep/report.csv" "$out/$sweep.csv"
+}
+
 for name in "$@"; do
   study=${name%%/*}
   if [ -f "configs/studies/$name.yaml" ]; then files=("configs/studies/$name.yaml")  # NAME.yaml or NAME/SWEEP.yaml
   elif [ -d "configs/studies/$name" ]; then files=(configs/studies/"$name"/*.yaml)
   else echo "studies: no study '$name' in configs/studies ($(tr '\n' ' ' <<<"$available"))" >&2; exit 2
   fi
-  out="docs/studies/$study"
+  out="$docs/$study"
   mkdir -p "$out"
+  if [ -f "configs/studies/$study/grid.yaml" ]; then
+    [ $train = 1 ] && echo "== study $study: a grid run in parts by scripts/$study-paper.sh; its tables from $out"
+    files=()
+  fi
   for file in "${files[@]}"; do
-    sweep=$(basename "$file" .yaml)
-    read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$file")"
-    listing=$("$pelab" sweep "$file" --dry-run)
-    dir=$(head -n 1 <<<"$listing" | sed 's/.* in //')
-    total=$(grep -c '^ *[0-9]' <<<"$listing" || true)
-    to_run=$(grep -c -E '^ *[0-9]+ +(pending|resumable|failed)' <<<"$listing" || true)
-    echo "== study $study: sweep $file -> $dir"
-    start=$SECONDS
-    "$pelab" sweep "$file" --jobs "$jobs"
-    if [ "$to_run" -gt 0 ]; then  # a sweep whose runs were all complete keeps its line
-      line=$(printf -- '- %s: %s runs (%s run now) in %s minutes on %s cores (%s), %s runs at once, %s' "$sweep" \
-        "$total" "$to_run" "$(( (SECONDS - start + 30) / 60 ))" "$(nproc)" "$cpu" "$jobs" "$(date -u +%Y-%m-%d)")
-      { grep -v -- "^- $sweep: " "$out/runtime.md" 2>/dev/null || true; echo "$line"; } | sort > "$out/runtime.new"
-      mv "$out/runtime.new" "$out/runtime.md"
-    fi
-    "$pelab" report "$dir" --format markdown "${report_options[@]}" || [ $? -eq 1 ]  # 1: some runs failed; the table has the rest
-    cp "$dir/report.csv" "$out/$sweep.csv"
-    cp "$dir/report.md" "$out/$sweep.md"
-    cp "$dir/report_runs.csv" "$out/${sweep}_runs.csv"  # every run's values: the table's source
-    "$py" analysis/plot_lengths.py "$dir" "${report_options[@]}" --out "$out/$sweep.png" > /dev/null
+    if [ $train = 1 ]; then run_sweep "$file" "$out"; fi
+    tables_of_sweep "$file" "$out"
   done
   if [ -f "analysis/studies/$study.py" ]; then
-    "$py" "analysis/studies/$study.py" "runs/studies/$study" "$out"
+    # from the run folder (first stage: the run files' per-run extracts, then the tables), or
+    # from the shipped files alone
+    source_dir=$([ $train = 1 ] && echo "runs/studies/$study" || echo "$out")
+    "$py" "analysis/studies/$study.py" "$source_dir" "$out"
   fi
   echo "== study $study: docs in $out"
 done

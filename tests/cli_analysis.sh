@@ -18,6 +18,25 @@ $py "$analysis/plot_attention.py" "$run" --out attention.png
 $py "$analysis/plot_terms.py" sweep-out --out terms.png
 $py "$analysis/plot_terms.py" sweep-out > /dev/null   # without --out: into the sweep's folder
 test -f sweep-out/terms.png && test -f sweep-out/terms.csv
+# per-run files (--export, what a study ships): plotted in place of the run files, the same plot
+$py "$analysis/plot_probes.py" sweep-out --export shipped/sweep-out_probes.csv
+$py "$analysis/plot_probes.py" shipped/sweep-out_probes.csv --out shipped/probes.png
+cmp probes.csv shipped/probes.csv
+cmp probes.png shipped/probes.png  # titled by the file less _probes.csv: as the sweep
+$py "$analysis/plot_probes.py" sweep-out --length 8 --probe order_accuracy --out order8.png
+$py "$analysis/plot_probes.py" sweep-out --length 8 --export shipped/probes_8.csv
+cat shipped/probes_8.csv <(tail -n +2 shipped/sweep-out_probes.csv) > shipped/both.csv  # two lengths: --length picks
+$py "$analysis/plot_probes.py" shipped/both.csv --length 8 --probe order_accuracy --out shipped/order8.png
+cmp order8.csv shipped/order8.csv
+$py "$analysis/plot_terms.py" sweep-out --export shipped/sweep-out_terms.csv
+$py "$analysis/plot_terms.py" shipped/sweep-out_terms.csv --out shipped/terms.png
+cmp terms.csv shipped/terms.csv && cmp terms.png shipped/terms.png
+# a run file (its own group, named by its run) beside a sweep
+$py "$analysis/plot_terms.py" "$run" sweep-out --length 8 --out terms8.png 2> /dev/null
+$py "$analysis/plot_terms.py" "$run" sweep-out --length 8 --export shipped/sweep-out_terms8.csv 2> /dev/null
+$py "$analysis/plot_terms.py" shipped/sweep-out_terms8.csv --out shipped/terms8.png
+cmp terms8.csv shipped/terms8.csv
+grep -q '^encoding-alibi_seed-0_max_length-8_lengths-4-8,1,position bias,' terms8.csv
 # plot_lengths over run files: each its own group, named by its run
 runs=(sweep-out/runs/*/run.h5)
 $py "$analysis/plot_lengths.py" "${runs[0]}" "${runs[1]}" --out two.png > /dev/null
@@ -84,6 +103,12 @@ fails_with "no probes at length 7; probed lengths: \[6, 8\]" $py "$analysis/plot
 fails_with "\-\-example 2: 2 examples are stored at length 12 (0-1)" \
   $py "$analysis/plot_attention.py" "$run" --length 12 --example 2 --out none.png
 fails_with "no attention maps at length 7; stored lengths: \[5, 8, 12\]" $py "$analysis/plot_terms.py" "$run" --length 7 --out none.png
+fails_with "holds rows already selected; of the selection options it takes only --length (given: --step)" \
+  $py "$analysis/plot_probes.py" shipped/sweep-out_probes.csv --step 4 --out none.png
+fails_with "shipped/probes.csv: not a file of plot_probes.py --export: no column run" \
+  $py "$analysis/plot_probes.py" shipped/probes.csv --out none.png
+fails_with "shipped/sweep-out_terms.csv is an input; name another with --out" \
+  $py "$analysis/plot_terms.py" shipped/sweep-out_terms.csv --out shipped/sweep-out_terms.png
 $py "$analysis/plot_attention.py" "$run" --length 12 --out attention12.png 2> note.txt
 grep -q "length 12 is not an evaluation length of this run" note.txt
 # a run file without its parameters: export-attention says so

@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# The Ruoss paper-protocol grid (configs/studies/ruoss_paper/grid.yaml, scripts/ruoss-paper.sh)
-# at a small size on the CPU: for every one of the paper's 15 tasks all 165 run configs are
-# valid (pelab sweep --dry-run with --set task.name and --output), and one run of each encoding
-# trains through the packed runner at a tiny size (pelab sweep --set) and gives the paper's
-# measure and the median beside it.
+# The Ruoss paper-protocol grid (configs/studies/ruoss/grid.yaml, scripts/ruoss-paper.sh) at a
+# small size on the CPU: for every one of the paper's 15 tasks all 165 run configs are valid
+# (pelab sweep --dry-run with --set task.name and --output); `--only` picks a part of the grid;
+# one run of each encoding trains through the packed runner at a tiny size (pelab sweep --set)
+# and gives the paper's measure and the median beside it; scripts/ruoss-paper.sh trains a part,
+# ships its per-run file and makes the study's tables from it.
 set -euo pipefail
 source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
-grid="$source_dir/configs/studies/ruoss_paper/grid.yaml"
+grid="$source_dir/configs/studies/ruoss/grid.yaml"
 tasks=$(sed -n 's/^tasks="\(.*\)"$/\1/p' "$source_dir/scripts/ruoss-paper.sh")
 test "$(echo "$tasks" | tr ',' '\n' | wc -l)" = 15
 for task in ${tasks//,/ }; do
   "$PELAB" sweep "$grid" --set "task.name=$task" --output "grid-$task" --dry-run > "dry-$task.txt"
-  grep -q "sweep 'ruoss_paper': 165 runs (0 complete), base .*, in grid-$task" "dry-$task.txt"
+  grep -q "sweep 'ruoss': 165 runs (0 complete), base .*, in grid-$task" "dry-$task.txt"
 done
+# --only: the CPU part (3 of 5 seeds) is 99 runs, all with those seeds; a key given again ORs,
+# keys AND; a value or key the grid has not is refused, naming what it has
+"$PELAB" sweep "$grid" --set task.name=reverse_string --output cpu --only seed=0 --only seed=1 --only seed=2 \
+  --dry-run > cpu.txt
+grep -q "sweep 'ruoss': 99 of 165 runs (0 complete)" cpu.txt
+test "$(grep -c '^ *[0-9]' cpu.txt)" = 99
+test "$(grep -c -E ' seed=(0|1|2) ' cpu.txt)" = 99
+"$PELAB" sweep "$grid" --set task.name=reverse_string --output cpu --only seed=0 --only train.learning_rate=5.0e-4 \
+  --dry-run | grep -q "11 of 165 runs"
+status=0; "$PELAB" sweep "$grid" --only seed=7 --dry-run 2> only.err || status=$?
+test "$status" = 2; grep -qF -- "--only seed=7: no run has it; seed takes: 0, 1, 2, 3, 4" only.err
+status=0; "$PELAB" sweep "$grid" --only task.name=parity_check --dry-run 2> only.err || status=$?
+test "$status" = 2; grep -qF -- "--only task.name: not an axis of the sweep; its axes: encoding, positions.sampler, seed, train.learning_rate" only.err
 # the first seed at the first learning rate of each of the 11 encodings
 indices=$(grep -F "[train.learning_rate=1.0e-4 seed=0 " dry-parity_check.txt | awk '{print $1}' | paste -sd, -)
 test "$(echo "$indices" | tr ',' '\n' | wc -l)" = 11
@@ -34,4 +48,17 @@ grep -q "run(s) had not learned their training range (per-token accuracy below 9
 "$PELAB" report small --aggregate median-ci > median.txt || true
 grep -q "median \[95% bootstrap interval\] over seeds" median.txt
 test "$(tail -n +2 small/report_runs.csv | wc -l)" = 22   # 11 runs x 2 lengths
+# the script: a part (--only) trained in one process, its per-run file shipped to RUOSS_DOCS, the
+# tables made from it; the per-run file gives pelab report's table to the digit
+RUOSS_RUNS="$work/study-runs" RUOSS_DOCS="$work/study-docs" "$source_dir/scripts/ruoss-paper.sh" \
+  --tasks parity_check --only seed=0 --only train.learning_rate=1.0e-4 --runs-per-process 11 --threads 1 \
+  "${tiny[@]}" > script.txt
+test "$(tail -n +2 study-docs/parity_check_runs.csv | wc -l)" = 22
+for f in ruoss.md ruoss.csv ruoss.png parity_check_paper.md parity_check_median_token.md parity_check_median_sequence.md; do
+  test -s "study-docs/$f"
+done
+grep -q "^| RoPE | 0/1 |" study-docs/ruoss.md      # a tiny run learns nothing: flagged, no value beyond
+"$PELAB" report study-runs/parity_check --format csv > from-runs.csv || test $? = 1  # 1: 154 runs not trained
+"$PELAB" report study-docs/parity_check_runs.csv --format csv > from-file.csv
+cmp from-runs.csv from-file.csv
 echo "cli_ruoss_grid: ok"

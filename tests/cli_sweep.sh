@@ -68,7 +68,18 @@ test "$(tail -n +2 two/report_runs.csv | wc -l)" = 4   # 2 runs x 2 lengths
 grep -q "9 of 9 runs complete" mixed.txt
 grep -q "several inputs: --out DIR writes" mixed.txt
 status=0; "$PELAB" report sweep-out/nothing.h5 2> missing.err || status=$?
-test "$status" = 2 && grep -q "nothing.h5 does not exist: give sweep directories or run files" missing.err
+test "$status" = 2 && grep -q "nothing.h5 does not exist: give sweep directories, run files (run.h5) or per-run files" missing.err
+
+echo "== a report of a per-run file (report_runs.csv) is the report of its runs, without them"
+"$PELAB" report sweep-out --aggregate median-ci --learned 0.5 --format csv > from-runs.csv
+"$PELAB" report sweep-out/report_runs.csv --aggregate median-ci --learned 0.5 --format csv > from-file.csv
+cmp from-runs.csv from-file.csv
+"$PELAB" report two/report_runs.csv --metric sequence > two-file.txt
+grep -q "^run=$a " two-file.txt && grep -q "two/report_runs.csv: per-sequence accuracy" two-file.txt
+status=0; "$PELAB" report two/report_runs.csv --step 3 2> step.err || status=$?
+test "$status" = 2 && grep -q "a per-run file holds the rows its report selected; --step, --sampler" step.err
+status=0; "$PELAB" report two/report.csv 2> notruns.err || status=$?
+test "$status" = 2 && grep -q "two/report.csv: not a per-run file (pelab report's report_runs.csv): no column 'run'" notruns.err
 
 echo "== a failing run is recorded and the sweep goes on"
 set +e

@@ -8,7 +8,7 @@ comparable; their ratios to the training length's value are.
 
   /usr/bin/python3 analysis/studies/alibi.py runs/studies/alibi docs/studies/alibi
 
-Writes OUT/perplexity.csv (perplexity per encoding and length: mean of exp(loss) over seeds, its
+Reads the per-run file OUT/alibi_runs.csv alone (scripts/studies.sh ships it). Writes OUT/perplexity.csv (perplexity per encoding and length: mean of exp(loss) over seeds, its
 std, and the ratio) and OUT/perplexity.md (the tables; the sweep's own report is OUT/alibi.md).
 """
 import os
@@ -17,7 +17,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import select_rows, sweep_runs  # noqa: E402
+from runfile import select_rows, study_sweep_runs  # noqa: E402
 from plotting import write_and_print  # noqa: E402
 
 # (the sweep's encoding, its label, the paper's row)
@@ -30,12 +30,11 @@ PUBLISHED = {"sinusoidal": [20.05, 43.54, 76.23, 132.41, 178.97], "rope": [20.07
              "t5_bias": [19.65, 18.79, 18.91, 20.41, 22.91], "alibi": [19.73, 18.73, 18.52, 18.41, 18.40]}
 
 
-def collect(sweep):
-    """({the run's encoding override: {length: [perplexity per seed]}}, the training length)."""
+def collect(out):
+    """({the run's encoding override: {length: [perplexity per seed]}}, the training length), from
+    the per-run file OUT/alibi_runs.csv."""
     cells, train_length = {}, None
-    for r in sweep_runs(sweep):
-        if r["run"] is None:
-            continue
+    for r in study_sweep_runs(out, "alibi") or []:
         train_length = r["run"]["train_max_length"]
         cell = cells.setdefault(r["overrides"]["encoding"], {})
         for length, row in select_rows(r["run"]).items():
@@ -44,12 +43,11 @@ def collect(sweep):
 
 
 def main():
-    sweep, out = sys.argv[1], sys.argv[2]
-    cells, train_length = collect(sweep)
+    out = sys.argv[2]  # the first argument, the run folder, is not read: every table comes from OUT
+    cells, train_length = collect(out)
     if not cells:
-        print(f"alibi: no complete runs in {sweep}", file=sys.stderr)
+        print(f"alibi: no per-run file alibi_runs.csv in {out}", file=sys.stderr)
         return 1
-    os.makedirs(out, exist_ok=True)
     lengths = sorted({L for c in cells.values() for L in c})
     encodings = [(e, label, paper) for e, label, paper in ENCODINGS if e in cells]
     mean = {(e, L): np.mean(cells[e][L]) for e, _, _ in encodings for L in lengths if L in cells[e]}

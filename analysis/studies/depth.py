@@ -4,9 +4,12 @@ by linear probes, for position added at the input, before every block, or from a
 block. Draws analysis/plot_probes.py's plot for two probes and tabulates them per layer.
 
   /usr/bin/python3 analysis/studies/depth.py runs/studies/depth docs/studies/depth
+  /usr/bin/python3 analysis/studies/depth.py docs/studies/depth docs/studies/depth
 
-Writes OUT/probes_<probe>.{png,csv} (plot_probes.py) and OUT/probes.md: per group, the probe
-at each layer (0: the embedding output), mean over seeds.
+From a sweep folder (with its run files), writes OUT/depth_probes.csv, the per-run file of the
+probes (plot_probes.py --export: every run, layer and probe). From it alone, writes
+OUT/probes_<probe>.{png,csv} (plot_probes.py) and OUT/probes.md: per group, the probe at each
+layer (0: the embedding output), mean over seeds.
 """
 import csv
 import os
@@ -21,13 +24,17 @@ PROBES = ["position_accuracy", "order_accuracy"]
 
 
 def main():
-    sweep, out = sys.argv[1], sys.argv[2]
+    source, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
+    plot_probes = os.path.join(HERE, "..", "plot_probes.py")
+    probes = os.path.join(out, "depth_probes.csv")
+    if os.path.exists(os.path.join(source, "sweep.h5")):
+        subprocess.run([sys.executable, plot_probes, source, "--export", probes], check=True, stdout=subprocess.DEVNULL)
     lines = []
     for probe in PROBES:
         png = os.path.join(out, f"probes_{probe}.png")
-        subprocess.run([sys.executable, os.path.join(HERE, "..", "plot_probes.py"), sweep, "--probe", probe,
-                        "--out", png], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, plot_probes, probes, "--probe", probe, "--out", png], check=True,
+                       stdout=subprocess.DEVNULL)
         with open(png[:-4] + ".csv") as f:
             rows = list(csv.DictReader(f))
         groups = list(dict.fromkeys(r["group"] for r in rows))

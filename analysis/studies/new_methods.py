@@ -7,33 +7,35 @@ out (docs/analysis.md).
 
   /usr/bin/python3 analysis/studies/new_methods.py runs/studies/new_methods docs/studies/new_methods
 
-Writes OUT/<task>_median_token.md and OUT/<task>_median_sequence.md. PELAB: the pelab binary
-(default build/pelab).
+Reads the per-run files OUT/<task>_runs.csv alone (scripts/studies.sh ships them). Writes
+OUT/<task>_median_token.md and OUT/<task>_median_sequence.md. PELAB: the pelab binary (default
+build/pelab).
 """
 import os
 import subprocess
 import sys
+import tempfile
 
 TASKS = ["reverse_string", "bucket_sort", "parity_check"]
 LEARNED = "0.9"
 
 
 def main():
-    root, out = sys.argv[1], sys.argv[2]
-    pelab = os.environ.get("PELAB", "build/pelab")
-    os.makedirs(out, exist_ok=True)
+    out = sys.argv[2]  # the first argument, the run folder, is not read: every table comes from OUT
+    pelab = os.path.abspath(os.environ.get("PELAB", "build/pelab"))
+    scratch = tempfile.mkdtemp()  # report.csv & co. of each table, not kept
     for task in TASKS:
-        sweep = os.path.join(root, task)
-        if not os.path.exists(os.path.join(sweep, "sweep.h5")):
-            print(f"new_methods: {sweep} not run yet; left out", file=sys.stderr)
+        runs = os.path.join(out, f"{task}_runs.csv")
+        if not os.path.exists(runs):
+            print(f"new_methods: {runs} not there (the sweep has not run); left out", file=sys.stderr)
             continue
         for metric in ["token", "sequence"]:
-            scratch = os.path.join(sweep, f"median_{metric}")  # report.csv & co. there, not over the sweep's
-            table = subprocess.run([pelab, "report", sweep, "--aggregate", "median-ci", "--learned", LEARNED,
-                                    "--metric", metric, "--format", "markdown", "--out", scratch],
-                                   capture_output=True, text=True)
-            if table.returncode not in (0, 1):  # 1: some runs failed; the table has the rest
-                sys.exit(f"new_methods: pelab report {sweep}: {table.stderr.strip()}")
+            # from OUT, so that the table names its source as <task>_runs.csv, wherever OUT is
+            table = subprocess.run([pelab, "report", os.path.basename(runs), "--aggregate", "median-ci", "--learned",
+                                    LEARNED, "--metric", metric, "--format", "markdown", "--out", scratch],
+                                   capture_output=True, text=True, cwd=out)
+            if table.returncode != 0:
+                sys.exit(f"new_methods: pelab report {runs}: {table.stderr.strip()}")
             path = os.path.join(out, f"{task}_median_{metric}.md")
             with open(path, "w") as f:
                 f.write(table.stdout)

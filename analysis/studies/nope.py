@@ -9,14 +9,12 @@ gives each the same reciprocal rank; the table also gives the average rank of ti
 3) and the ranks with the all-tied cells left out, which order the encodings alike.
 
   /usr/bin/python3 analysis/studies/nope.py runs/studies/nope docs/studies/nope
-  /usr/bin/python3 analysis/studies/nope.py --from-tables docs/studies/nope
 
-Writes OUT/nope.csv (one row per encoding and task), OUT/nope.md (the tables, the published
-ranks beside pelab's) and OUT/nope.png (the reciprocal ranks, pelab's beside the paper's).
---from-tables makes nope.md and nope.png again from the shipped files alone: OUT/nope.csv and
-the per-length tables OUT/{copy,reverse,addition}.csv (`pelab report --metric sequence`).
+Reads the per-run files OUT/{copy,reverse,addition}_runs.csv alone (scripts/studies.sh ships
+them). Writes OUT/nope.csv (one row per encoding and task), OUT/nope.md (the tables, the
+published ranks beside pelab's) and OUT/nope.png (the reciprocal ranks, pelab's beside the
+paper's).
 """
-import csv
 import os
 import sys
 
@@ -35,11 +33,11 @@ ENCODINGS = [("none", "NoPE"), ("t5_bias", "T5 bias"), ("alibi", "ALiBi"), ("rop
 PUBLISHED_MRR = {"none": 0.69, "t5_bias": 0.55, "alibi": 0.50, "rope": 0.33, "sinusoidal": 0.22}  # Figure 1
 
 
-def collect(root):
+def collect(out):
     """{(encoding, task): {length: [(exact match, token accuracy) per seed]}} of the lengths beyond
-    training, from the complete runs."""
+    training, from the per-run files in `out`."""
     cells = {}
-    for task, r in complete_runs_of_sweeps(root, TASKS):
+    for task, r in complete_runs_of_sweeps(out, TASKS):
         cell = cells.setdefault((scheme_name(r["overrides"]), task), {})
         for length, row in select_rows(r["run"]).items():
             if length > r["run"]["train_max_length"]:
@@ -64,22 +62,6 @@ def reciprocal_ranks(cells, tasks, ties="competition"):
                 equal = sum(v == score[e] for v in score.values())
                 ranks[e].append(1.0 / (better + 1 if ties != "average" else better + (equal + 1) / 2))
     return ranks
-
-
-def cells_from_tables(out):
-    """The cells of collect() from the shipped per-length tables (the seeds' mean exact match
-    per length: one value a cell)."""
-    cells = {}
-    for task in TASKS:
-        path = os.path.join(out, f"{task}.csv")
-        if not os.path.exists(path):
-            continue
-        for r in csv.DictReader(open(path)):
-            if r["length"] == "beyond" or r["beyond_training"] != "1":
-                continue
-            encoding = r["group"].split("name: ")[1].rstrip("}")
-            cells.setdefault((encoding, task), {})[int(r["length"])] = [(float(r["mean"]) / 100, float("nan"))]
-    return cells
 
 
 def write_ranks(out, cells, tasks, lines):
@@ -121,31 +103,13 @@ def beyond_table(tasks, value_of):
     return lines
 
 
-def main_from_tables(out):
-    cells = cells_from_tables(out)
-    tasks = [t for t in TASKS if any(k[1] == t for k in cells)]
-    if not tasks:
-        print(f"nope: no per-length tables in {out}", file=sys.stderr)
-        return 1
-    shipped = {(r["encoding"], r["task"]): r for r in csv.DictReader(open(os.path.join(out, "nope.csv")))}
-
-    def value_of(encoding, task):
-        r = shipped.get((encoding, task))
-        return "" if r is None else f"{float(r['exact_match_beyond_mean']):.1f} ± {float(r['exact_match_beyond_std']):.1f}"
-    write_ranks(out, cells, tasks, beyond_table(tasks, value_of))
-    return 0
-
-
 def main():
-    if sys.argv[1] == "--from-tables":
-        return main_from_tables(sys.argv[2])
-    root, out = sys.argv[1], sys.argv[2]
-    cells = collect(root)
+    out = sys.argv[2]  # the first argument, the run folder, is not read: every table comes from OUT
+    cells = collect(out)
     tasks = [t for t in TASKS if any(k[1] == t for k in cells)]
     if not tasks:
-        print(f"nope: no complete runs under {root}", file=sys.stderr)
+        print(f"nope: no per-run files (<task>_runs.csv) in {out}", file=sys.stderr)
         return 1
-    os.makedirs(out, exist_ok=True)
 
     def beyond(encoding, task):
         """Per seed: exact match in % averaged over the lengths beyond training."""

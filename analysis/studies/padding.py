@@ -4,14 +4,15 @@ of the sweep and tabulates, per scheme and direction, how far the logits at real
 when the padding row is zero, random or huge, with the attention mask and without it.
 
   /usr/bin/python3 analysis/studies/padding.py runs/studies/padding docs/studies/padding
+  /usr/bin/python3 analysis/studies/padding.py docs/studies/padding docs/studies/padding
 
-PELAB names the pelab binary (default build/pelab). Writes OUT/padding_row.csv (every run and
-setting) and OUT/padding_row.md (max |logit change| and changed predictions; over the runs of a
-scheme and direction when there are several seeds, the largest of each). A run that `pelab
-padding` cannot measure is named and left out.
+From a sweep folder (with its run files), writes OUT/padding_row.csv, the per-run file: every
+run and setting (a run that `pelab padding` cannot measure is named and left out). From
+OUT/padding_row.csv alone, writes OUT/padding_row.md (max |logit change| and changed
+predictions; over the runs of a scheme and direction when there are several seeds, the largest
+of each). PELAB names the pelab binary (default build/pelab).
 """
 import csv
-import io
 import os
 import subprocess
 import sys
@@ -19,13 +20,12 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from runfile import sweep_runs  # noqa: E402
-from plotting import write_and_print  # noqa: E402
+from plotting import run_study, write_and_print  # noqa: E402
 
 
-def main():
-    sweep, out = sys.argv[1], sys.argv[2]
+def extract(sweep, out):
+    """OUT/padding_row.csv from `pelab padding` on every complete run of the sweep."""
     pelab = os.environ.get("PELAB", "build/pelab")
-    os.makedirs(out, exist_ok=True)
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         csv_path = os.path.join(scratch, "run.csv")
@@ -39,14 +39,19 @@ def main():
             with open(csv_path) as f:
                 rows += list(csv.DictReader(f))
     if not rows:
-        print(f"padding: no complete runs in {sweep}", file=sys.stderr)
-        return 1
+        sys.exit(f"padding: no complete runs in {sweep}")
     with open(os.path.join(out, "padding_row.csv"), "w") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         writer.writeheader()
         for row in rows:
             row["run"] = os.path.relpath(row["run"], sweep)
             writer.writerow(row)
+
+
+def tables(out):
+    """OUT/padding_row.md from OUT/padding_row.csv."""
+    with open(os.path.join(out, "padding_row.csv")) as f:
+        rows = list(csv.DictReader(f))
     settings = [(row, masked) for masked in ("true", "false") for row in ("zero", "random", "huge")]
     lines = ["max |logit change| at real tokens (changed predictions)", "",
              "| scheme | attention | " + " | ".join(f"{r} row, mask {'on' if m == 'true' else 'off'}"
@@ -68,8 +73,7 @@ def main():
     lines += ["", "0*: every change under 1e-5 of the largest logit, float rounding (with the mask, padding "
               "changes the products' shapes, not what they sum; pelab padding's within_rounding)."]
     write_and_print(os.path.join(out, "padding_row.md"), lines + [""])
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_study(extract, tables))

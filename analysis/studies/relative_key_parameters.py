@@ -6,16 +6,22 @@ length and beyond. Also HF BERT-base's counts for position_embedding_type absolu
 relative_key, from the shapes its modeling code creates.
 
   /usr/bin/python3 analysis/studies/relative_key_parameters.py runs/studies/relative_key_parameters OUT
+  /usr/bin/python3 analysis/studies/relative_key_parameters.py OUT OUT
 
-Writes OUT/parameters.csv and OUT/parameters.md.
+From a sweep folder (with its run files), writes OUT/parameters_runs.csv, the per-run file:
+each run's parameter counts and trained position rows. From it and OUT/
+relative_key_parameters_runs.csv (the sweep's per-run file) alone, writes OUT/parameters.csv
+and OUT/parameters.md.
 """
+import csv
 import os
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import scheme_name, select_rows, sweep_runs  # noqa: E402
+from plotting import run_study  # noqa: E402
+from runfile import parse_overrides, scheme_name, select_rows, study_sweep_runs, sweep_runs  # noqa: E402
 
 # HF BertModel (transformers' modeling_bert.py): BertEmbeddings always creates position_embeddings
 # (max_position_embeddings x hidden) and adds it only for "absolute"; relative_key(_query) adds
@@ -31,29 +37,43 @@ def hf_bert_rows():
             ("HF BERT-base, relative_key(_query)", absolute + distance, distance, absolute)]
 
 
-def main():
-    sweep, out = sys.argv[1], sys.argv[2]
-    os.makedirs(out, exist_ok=True)
+def extract(sweep, out):
+    """OUT/parameters_runs.csv: per complete run, its parameters, those of the position encoding,
+    and the rows of its position tables that training updated (the run file's /trained_rows)."""
+    with open(os.path.join(out, "parameters_runs.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["run", "overrides", "parameters", "position_parameters", "trained_rows", "rows"])
+        for r in sweep_runs(sweep):
+            run = r["run"]
+            if run is None:
+                continue
+            counts = run["parameter_counts"]
+            position = sum(v for k, v in counts.items() if k.startswith("position_encoding"))
+            trained = run["trained_rows"] or {}
+            writer.writerow([r["id"], r["overrides_text"], counts["total"], position,
+                             sum(int(np.sum(v)) for v in trained.values()),
+                             sum(int(np.size(v)) for v in trained.values())])
+
+
+def tables(out):
+    """OUT/parameters.{csv,md} from OUT/parameters_runs.csv and the sweep's per-run file."""
+    accuracy = {r["id"]: {L: row["per_token_accuracy"] * 100 for L, row in select_rows(r["run"]).items()}
+                for r in study_sweep_runs(out, "relative_key_parameters") or []}
     lines = ["| scheme | parameters | position parameters | share | position rows trained | "
              "accuracy at 64 | at 128 | at 256 |", "|---|---:|---:|---:|---|---:|---:|---:|"]
     csv_rows = ["scheme,parameters,position_parameters,trained_rows,rows,accuracy_64,accuracy_128,accuracy_256"]
-    for r in sweep_runs(sweep):
-        run = r["run"]
-        if run is None:
-            continue
-        scheme = scheme_name(r["overrides"])
-        counts = run["parameter_counts"]
-        position = sum(v for k, v in counts.items() if k.startswith("position_encoding"))
-        trained = run["trained_rows"] or {}
-        rows_trained = sum(int(np.sum(v)) for v in trained.values())
-        rows_total = sum(int(np.size(v)) for v in trained.values())
-        tables = (f"{rows_trained} of {rows_total} ({100 * rows_trained / rows_total:.0f}%)"
-                  if rows_total else "no tables")
-        accuracy = {L: row["per_token_accuracy"] * 100 for L, row in select_rows(run).items()}
-        acc = [accuracy.get(L) for L in (64, 128, 256)]
-        lines.append(f"| {scheme} | {counts['total']:,} | {position:,} | {100 * position / counts['total']:.1f}% | "
-                     f"{tables} | " + " | ".join(f"{a:.1f}" if a is not None else "" for a in acc) + " |")
-        csv_rows.append(f"{scheme},{counts['total']},{position},{rows_trained},{rows_total},"
+    with open(os.path.join(out, "parameters_runs.csv"), newline="") as f:
+        runs = list(csv.DictReader(f))
+    for r in runs:
+        scheme = scheme_name(parse_overrides(r["overrides"]))
+        total, position = int(r["parameters"]), int(r["position_parameters"])
+        rows_trained, rows_total = int(r["trained_rows"]), int(r["rows"])
+        tables_text = (f"{rows_trained} of {rows_total} ({100 * rows_trained / rows_total:.0f}%)"
+                       if rows_total else "no tables")
+        acc = [accuracy.get(r["run"], {}).get(L) for L in (64, 128, 256)]
+        lines.append(f"| {scheme} | {total:,} | {position:,} | {100 * position / total:.1f}% | "
+                     f"{tables_text} | " + " | ".join(f"{a:.1f}" if a is not None else "" for a in acc) + " |")
+        csv_rows.append(f"{scheme},{total},{position},{rows_trained},{rows_total},"
                         + ",".join(f"{a:.2f}" if a is not None else "" for a in acc))
     lines += ["", "HF BERT-base (12 layers, hidden 768, 512 positions), from the shapes modeling_bert.py creates:", "",
               "| model | position parameters | used | unused |", "|---|---:|---:|---:|"]
@@ -64,8 +84,7 @@ def main():
     with open(os.path.join(out, "parameters.csv"), "w") as f:
         f.write("\n".join(csv_rows) + "\n")
     print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_study(extract, tables))

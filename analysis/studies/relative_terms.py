@@ -4,21 +4,36 @@ term shares and correlations of each scheme at the training length and at the lo
 length.
 
   /usr/bin/python3 analysis/studies/relative_terms.py runs/studies/relative_terms docs/studies/relative_terms
+  /usr/bin/python3 analysis/studies/relative_terms.py docs/studies/relative_terms docs/studies/relative_terms
 
-Writes OUT/terms_<length>.{png,csv}.
+From a sweep folder (with its run files), writes OUT/terms_runs.csv, the per-run file of the
+score terms at both lengths (plot_terms.py --export: every run, layer, head and term). From it
+alone, writes OUT/terms_<length>.{png,csv}.
 """
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+LENGTHS = (20, 40)  # the training maximum and the longest test length (attention maps stored)
 
 
 def main():
-    sweep, out = sys.argv[1], sys.argv[2]
+    source, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    for length in (20, 40):  # the training maximum and the longest test length (attention maps stored)
-        subprocess.run([sys.executable, os.path.join(HERE, "..", "plot_terms.py"), sweep, "--length", str(length),
+    plot_terms = os.path.join(HERE, "..", "plot_terms.py")
+    terms = os.path.join(out, "terms_runs.csv")
+    if os.path.exists(os.path.join(source, "sweep.h5")):
+        with tempfile.TemporaryDirectory() as scratch, open(terms, "w") as merged:
+            for i, length in enumerate(LENGTHS):  # one export per length, one header
+                part = os.path.join(scratch, f"{length}.csv")
+                subprocess.run([sys.executable, plot_terms, source, "--length", str(length), "--export", part],
+                               check=True, stdout=subprocess.DEVNULL)
+                with open(part) as f:
+                    merged.writelines(f.readlines()[(1 if i else 0):])
+    for length in LENGTHS:
+        subprocess.run([sys.executable, plot_terms, terms, "--length", str(length),
                         "--out", os.path.join(out, f"terms_{length}.png")], check=True)
     return 0
 

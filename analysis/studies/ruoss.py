@@ -1,16 +1,29 @@
 #!/usr/bin/python3
-"""The Ruoss et al. 2023 table from the study's sweeps (configs/studies/ruoss/, one per task):
-per-token accuracy averaged over the test lengths beyond training (41 and up), per encoding,
-plain and randomized, per task; mean +- std and the best seed over the seeds, and the gain of
-randomized over plain. Ruoss et al. report the best of their runs.
+"""Ruoss et al. 2023 at the paper's protocol (configs/studies/ruoss/grid.yaml, run by
+scripts/ruoss-paper.sh), from the per-run files OUT/<task>_runs.csv alone. Per task:
+
+- OUT/<task>_paper.md: the paper's measure, per encoding the best over seeds x learning rates of
+  the per-token accuracy averaged over the test lengths beyond training (pelab report --pool
+  train.learning_rate --aggregate max);
+- OUT/<task>_median_token.md and OUT/<task>_median_sequence.md: per encoding and learning rate,
+  the median over seeds with its bootstrap 95% interval, per token and per sequence (exact match);
+
+in all of them a run that has not learned its training range (per-token accuracy below 90% at
+the lengths within it) is flagged and its values beyond training are left out. Over the tasks:
+OUT/ruoss.md and OUT/ruoss.csv, one row per task and encoding: the runs and how many learned,
+the paper's measure, the median at the encoding's best learning rate (the highest median beyond
+training, as the paper takes its best) with its interval, and the input-independent baseline
+beyond training (the best constant prediction per position); OUT/ruoss.png draws them.
 
   /usr/bin/python3 analysis/studies/ruoss.py runs/studies/ruoss docs/studies/ruoss
 
-Writes OUT/ruoss.csv (one row per encoding, sampler and task), OUT/ruoss.md (the tables) and
-OUT/ruoss.png (beyond-training accuracy, plain against randomized).
+The first argument, the run folder, is not read. PELAB: the pelab binary (default build/pelab).
 """
+import csv
 import os
+import subprocess
 import sys
+import tempfile
 
 import matplotlib
 matplotlib.use("Agg")
@@ -18,93 +31,150 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import complete_runs_of_sweeps, scheme_name, select_rows  # noqa: E402
+from runfile import parse_overrides, per_run_file, scheme_name  # noqa: E402
 from plotting import write_and_print  # noqa: E402
 
-TASKS = ["reverse_string", "duplicate_string", "missing_duplicate_string", "even_pairs", "bucket_sort"]
-ENCODINGS = [("sinusoidal", "sin/cos"), ("rope", "RoPE"), ("alibi", "ALiBi")]
-SAMPLERS = ["contiguous", "randomized"]
+TASKS = ["even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation", "stack_manipulation",
+         "reverse_string", "modular_arithmetic_brackets", "solve_equation", "duplicate_string",
+         "missing_duplicate_string", "odds_first", "binary_addition", "binary_multiplication", "compute_sqrt",
+         "bucket_sort"]  # the paper's order (Table 1)
+ENCODINGS = [("none", "none"), ("sinusoidal", "sin/cos"), ("learned", "learned"),
+             ("transformer_xl", "relative"), ("rope", "RoPE"), ("alibi", "ALiBi")]
+LEARNED = 0.9
 
 
-def beyond_training(run):
-    """Mean per-token accuracy over the evaluated lengths beyond the training maximum."""
-    rows = select_rows(run)
-    values = [r["per_token_accuracy"] for L, r in rows.items() if L > run["train_max_length"]]
-    return float(np.mean(values)) if values else float("nan")
+def report(pelab, runs_file, scratch, options):
+    """(markdown, rows of report.csv) of pelab report over a per-run file."""
+    # from its folder, so that the table names its source as <task>_runs.csv, wherever it is
+    done = subprocess.run([pelab, "report", os.path.basename(runs_file), "--learned", str(LEARNED), "--format",
+                           "markdown", "--out", scratch] + options, capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.abspath(runs_file)))
+    if done.returncode != 0:
+        sys.exit(f"ruoss: pelab report {runs_file}: {done.stderr.strip()}")
+    with open(os.path.join(scratch, "report.csv"), newline="") as f:
+        return done.stdout, list(csv.DictReader(f))
 
 
-def collect(root):
-    """{(encoding, sampler, task): [beyond-training accuracy per seed]} of the complete runs."""
+def key_of(group):
+    """(scheme, sampler, learning rate or None) of a report group's text."""
+    overrides = parse_overrides(group)
+    return scheme_name(overrides), overrides.get("sampler", "contiguous"), overrides.get("learning_rate")
+
+
+def number(x, digits=1):
+    return "" if x is None or np.isnan(x) else f"{x:.{digits}f}"
+
+
+def task_summary(pelab, out, task, scratch):
+    """{(scheme, sampler): cell} of one task, writing its three tables; None without a per-run file."""
+    runs_file = os.path.join(out, f"{task}_runs.csv")
+    if not os.path.exists(runs_file):
+        return None
     cells = {}
-    for task, r in complete_runs_of_sweeps(root, TASKS):
-        encoding = scheme_name(r["overrides"])
-        sampler = r["overrides"]["positions.sampler"]
-        cells.setdefault((encoding, sampler, task), []).append(beyond_training(r["run"]))
+    for r in per_run_file(runs_file):  # runs, learned runs and the baseline beyond training, per encoding
+        c = cells.setdefault((scheme_name(r["overrides"]), r["overrides"].get("positions.sampler", "contiguous")),
+                             dict(runs=0, learned=0, chances=[]))
+        c["runs"] += 1
+        c["learned"] += (r["run"]["in_distribution_token_accuracy"] or 0) >= LEARNED
+        beyond = [row for L, row in r["run"]["selected"]["none"].items() if L > r["run"]["train_max_length"]]
+        c["chances"].append(100 * np.mean([row["chance_token_accuracy"] for row in beyond]))
+    for c in cells.values():
+        c["chance"] = float(np.mean(c.pop("chances")))
+    text, rows = report(pelab, runs_file, scratch, ["--pool", "train.learning_rate", "--aggregate", "max"])
+    with open(os.path.join(out, f"{task}_paper.md"), "w") as f:
+        f.write(text)
+    for row in rows:
+        if row["length"] == "beyond":
+            cells[key_of(row["group"])[:2]]["paper"] = float(row["value"])
+    for metric in ["token", "sequence"]:
+        text, rows = report(pelab, runs_file, scratch, ["--aggregate", "median-ci", "--metric", metric])
+        with open(os.path.join(out, f"{task}_median_{metric}.md"), "w") as f:
+            f.write(text)
+        if metric != "token":
+            continue
+        for row in rows:  # the best learning rate's median and interval
+            scheme, sampler, rate = key_of(row["group"])
+            cell = cells[(scheme, sampler)]
+            if row["length"] == "beyond" and float(row["median"]) > cell.get("median", -1):
+                cell.update(median=float(row["median"]), ci=(float(row["ci_low"]), float(row["ci_high"])),
+                            seeds=int(row["seeds"]), rate=rate)
     return cells
 
 
 def main():
-    root, out = sys.argv[1], sys.argv[2]
-    cells = collect(root)
-    tasks = [t for t in TASKS if any(k[2] == t for k in cells)]
-    if not tasks:
-        print(f"ruoss: no complete runs under {root}", file=sys.stderr)
-        return 1
-    os.makedirs(out, exist_ok=True)
-    # per cell, in %: mean, std over seeds, best seed
-    stats = {key: (100 * np.mean(v), 100 * np.std(v, ddof=1) if len(v) > 1 else 0.0, 100 * np.max(v))
-             for key, v in cells.items()}
-    with open(os.path.join(out, "ruoss.csv"), "w") as f:
-        f.write("encoding,sampler,task,seeds,mean,std,best\n")
-        for (encoding, sampler, task), (mean, std, top) in sorted(stats.items()):
-            f.write(f"{encoding},{sampler},{task},{len(cells[encoding, sampler, task])},{mean:.2f},{std:.2f},{top:.2f}\n")
-
-    def cell(encoding, sampler, task, best):
-        """(the value, its table text) of a cell: the best seed or the mean +- std; (None, "") when missing."""
-        if (encoding, sampler, task) not in stats:
-            return None, ""
-        mean, std, top = stats[encoding, sampler, task]
-        return (top, f"{top:.1f}") if best else (mean, f"{mean:.1f} ± {std:.1f}")
-
-    lines = []
-    for best in (False, True):
-        lines.append("Best seed" if best else "Mean ± std over seeds")
-        lines.append("")
-        lines.append("| encoding | " + " | ".join(tasks) + " | average |")
-        lines.append("|---|" + "---:|" * (len(tasks) + 1))
-        for encoding, label in ENCODINGS:
-            for sampler in SAMPLERS:
-                values, texts = zip(*(cell(encoding, sampler, t, best) for t in tasks))
-                known = [v for v in values if v is not None]
-                average = f"{np.mean(known):.1f}" if len(known) == len(tasks) else ""
-                name = label if sampler == "contiguous" else f"randomized {label}"
-                lines.append(f"| {name} | " + " | ".join(texts) + f" | {average} |")
-        pairs = [(cell(e, "randomized", t, best)[0], cell(e, "contiguous", t, best)[0]) for e, _ in ENCODINGS for t in tasks]
-        gains = [randomized - plain for randomized, plain in pairs if randomized is not None and plain is not None]
-        if gains:
+    out = sys.argv[2]
+    pelab = os.path.abspath(os.environ.get("PELAB", "build/pelab"))
+    scratch = tempfile.mkdtemp()
+    summaries = {t: s for t in TASKS if (s := task_summary(pelab, out, t, scratch)) is not None}
+    if not summaries:  # the grid has not run yet: nothing to draw, not an error
+        print(f"ruoss: no per-run files (<task>_runs.csv) in {out} yet; nothing to tabulate", file=sys.stderr)
+        return 0
+    header = ["task", "encoding", "sampler", "runs", "learned", "paper_measure", "median", "ci_low", "ci_high",
+              "seeds", "best_learning_rate", "chance"]
+    lines = [f"Per-token accuracy beyond training (%), each run's mean over the test lengths beyond 40. "
+             f"paper: the best of seeds x learning rates (Ruoss et al.'s measure); median [95% bootstrap interval] "
+             f"(seeds) at the encoding's best learning rate; runs: learned (>= {100 * LEARNED:.0f}% per token within "
+             "training) / complete; runs that did not learn are left out beyond training. chance: the best "
+             "input-independent prediction.", ""]
+    with open(os.path.join(out, "ruoss.csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for task, cells in summaries.items():
+            lines += [f"**{task}**", "", "| encoding | runs | paper | median [95% CI] (seeds) at rate | "
+                      "randomized: runs | paper | median [95% CI] (seeds) at rate | chance |",
+                      "|---|---:|---:|---|---:|---:|---|---:|"]
+            for scheme, label in ENCODINGS:
+                row = [label]
+                for sampler in ["contiguous", "randomized"]:
+                    c = cells.get((scheme, sampler))
+                    if c is None:
+                        row += ["", "", ""]
+                        continue
+                    ci = c.get("ci", (np.nan, np.nan))
+                    row += [f"{c['learned']}/{c['runs']}", number(c.get("paper")),
+                            f"{number(c['median'])} [{number(ci[0])}, {number(ci[1])}] ({c['seeds']}) at {c['rate']}"
+                            if "median" in c else ""]
+                    writer.writerow([task, scheme, sampler, c["runs"], c["learned"], number(c.get("paper"), 4),
+                                     number(c.get("median"), 4), number(ci[0], 4), number(ci[1], 4),
+                                     c.get("seeds", ""), c.get("rate", ""), number(c.get("chance"), 4)])
+                chance = [c["chance"] for s in ["contiguous", "randomized"] if (c := cells.get((scheme, s)))
+                          and "chance" in c]
+                lines.append("| " + " | ".join(row + [number(chance[0]) if chance else ""]) + " |")
             lines.append("")
-            lines.append(f"Randomized minus plain, averaged over {len(gains)} encoding x task pairs: "
-                         f"{np.mean(gains):+.1f} points ({sum(g > 0 for g in gains)} of {len(gains)} pairs gain).")
-        lines.append("")
     write_and_print(os.path.join(out, "ruoss.md"), lines)
-
-    fig, axes = plt.subplots(1, len(tasks), figsize=(3.2 * len(tasks), 3.2), sharey=True, squeeze=False)
-    for ax, task in zip(axes[0], tasks):
-        x = np.arange(len(ENCODINGS))
-        for offset, sampler in ((-0.2, "contiguous"), (0.2, "randomized")):
-            means = [cell(e, sampler, task, False)[0] or 0 for e, _ in ENCODINGS]
-            values = [np.array(cells.get((e, sampler, task), [np.nan])) * 100 for e, _ in ENCODINGS]
-            ax.bar(x + offset, means, 0.4, label="plain" if sampler == "contiguous" else "randomized")
-            for xi, v in zip(x + offset, values):
-                ax.plot([xi] * len(v), v, "k.", markersize=4)
-        ax.set_xticks(x, [label for _, label in ENCODINGS])
-        ax.set_title(task, fontsize=9)
-        ax.set_ylim(0, 100)
-    axes[0][0].set_ylabel("accuracy beyond training (%)")
-    axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "ruoss.png"), dpi=110)
+    plot(summaries, os.path.join(out, "ruoss.png"))
     return 0
+
+
+def plot(summaries, path):
+    """One panel per task: per encoding, the paper's measure as bars (plain, randomized) and the
+    best rate's median with its interval as a dot and whisker; the baseline dashed."""
+    fig, axes = plt.subplots(1, len(summaries), figsize=(1.2 + 5.2 * len(summaries), 3.6), squeeze=False)
+    for ax, (task, cells) in zip(axes[0], summaries.items()):
+        x = np.arange(len(ENCODINGS))
+        for offset, sampler, color in [(-0.2, "contiguous", "tab:blue"), (0.2, "randomized", "tab:orange")]:
+            got = [cells.get((scheme, sampler), {}) for scheme, _ in ENCODINGS]
+            paper = np.array([c.get("paper", np.nan) for c in got])
+            medians = np.array([c.get("median", np.nan) for c in got])
+            low = np.array([c.get("ci", (np.nan,) * 2)[0] for c in got])
+            high = np.array([c.get("ci", (np.nan,) * 2)[1] for c in got])
+            drawn = ~np.isnan(paper)  # an encoding none of whose runs learned has no bar
+            ax.bar(x[drawn] + offset, paper[drawn], 0.4, color=color, alpha=0.5,
+                   label=f"{'plain' if sampler == 'contiguous' else 'randomized'}: paper's measure (best run)")
+            ax.errorbar(x[drawn] + offset, medians[drawn], yerr=[(medians - low)[drawn], (high - medians)[drawn]],
+                        fmt="o", color=color, markersize=4, capsize=2, label="median [95% CI], best rate")
+        chance = [c["chance"] for c in cells.values() if "chance" in c]
+        if chance:
+            ax.axhline(np.mean(chance), color="k", linestyle="--", linewidth=1, label="input-independent baseline")
+        ax.set_xticks(x, [label for _, label in ENCODINGS], fontsize=8)
+        ax.set_ylim(0, 100)
+        ax.set_title(task, fontsize=10)
+        ax.set_ylabel("per-token accuracy beyond training (%)", fontsize=8)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -227,6 +227,12 @@ def select_rows(run, method="none", step=None, sampler=None, sampler_max_length=
     share: the run's final step (train_steps) unless `step`; the run's sampler and its max
     length (run_sampler, run_positions_max_length) unless `sampler` (then any max length of it)
     or `sampler_max_length`; of the rows left at one length, the most samples unless `samples`."""
+    if "selected" in run:  # from a per-run file: the rows its report selected
+        if (step, sampler, sampler_max_length) != (None, None, None):
+            raise ValueError("a per-run file holds the rows its report selected; step, sampler and "
+                             "sampler_max_length select from run files")
+        rows = run["selected"].get(method, {})
+        return {L: rows[L] for L in sorted(rows) if samples is None or rows[L]["samples"] == samples}
     wanted = dict(_selection(run, step, sampler, sampler_max_length), method=method, samples=samples)
     chosen = _pick(run["evaluation"], wanted)
     return {length: chosen[(s, length)] for s, length in sorted(chosen)}
@@ -276,7 +282,10 @@ def probe_settings(run):
 
 def task_name(run):
     """The task's name from the run's config (the `task:` block's `name:`); PyYAML when it is
-    installed, else the block read with a regex (the resolved config writes it in block style)."""
+    installed, else the block read with a regex (the resolved config writes it in block style).
+    A run of a per-run file has no config: its task column (None in a file without one)."""
+    if "config" not in run:
+        return run.get("task")
     try:
         import yaml
     except ImportError:
@@ -317,8 +326,7 @@ def sweep_runs(sweep_dir, load_runs=True):
                 for i, s, e, o in zip(table["id"][()], table["status"][()], table["error"][()],
                                       table["overrides"][()])]
     for row in rows:
-        parts = re.split(r" (?=[A-Za-z_][A-Za-z0-9_.]*=)", row["overrides_text"]) if row["overrides_text"] else []
-        row["overrides"] = dict(p.split("=", 1) for p in parts)
+        row["overrides"] = parse_overrides(row["overrides_text"])
         row["path"] = os.path.join(sweep_dir, "runs", row["id"], "run.h5")
         row["run"] = None
         if row["status"] == "complete" and load_runs:
@@ -331,16 +339,69 @@ def sweep_runs(sweep_dir, load_runs=True):
     return rows
 
 
+def parse_overrides(text):
+    """"seed=0 encoding={name: rope, base: 10}" -> {"seed": "0", "encoding": "{name: rope, base: 10}"}."""
+    parts = re.split(r" (?=[A-Za-z_][A-Za-z0-9_.]*=)", text) if text else []
+    return dict(p.split("=", 1) for p in parts)
+
+
+# the columns of a per-run file (pelab report's report_runs.csv) read as numbers
+_PER_RUN_INTEGERS = {"length", "beyond_training", "samples", "train_min_length", "train_max_length", "train_steps"}
+_PER_RUN_FLOATS = {"per_token_accuracy", "per_sequence_accuracy", "loss", "chance_token_accuracy",
+                   "chance_sequence_accuracy", "chance_loss", "in_distribution_token_accuracy"}
+
+
+def per_run_file(path):
+    """The runs of a per-run file (pelab report's report_runs.csv; a study ships one per sweep as
+    <sweep>_runs.csv): a list of dicts shaped like sweep_runs' complete rows: id, path, overrides
+    (a dict) and run, a dict of task, train_min_length, train_max_length, train_steps,
+    in_distribution_token_accuracy (None when not evaluated within training), learned (None
+    when not judged) and `selected`: {method: {length: row}}, the rows that report selected,
+    which select_rows returns. A file without the untrained column reads as having none."""
+    import csv
+    runs = {}
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in ["run", "overrides", "method", "length", "per_token_accuracy", "train_max_length"]
+                   if c not in (reader.fieldnames or [])]
+        if missing:
+            raise SchemaError(f"{path}: not a per-run file (pelab report's report_runs.csv): no column "
+                              f"{', '.join(missing)}")
+        for line in reader:
+            row = {k: (int(v) if k in _PER_RUN_INTEGERS else float(v) if k in _PER_RUN_FLOATS and v != "" else v)
+                   for k, v in line.items()}
+            row.setdefault("untrained", "")
+            r = runs.get(row["run"])
+            if r is None:
+                r = runs[row["run"]] = dict(
+                    id=row["run"], path=path, status="complete", error="", overrides=parse_overrides(row["overrides"]),
+                    run=dict(task=row.get("task") or None, train_min_length=row["train_min_length"], train_max_length=row["train_max_length"],
+                             train_steps=row["train_steps"],
+                             in_distribution_token_accuracy=row["in_distribution_token_accuracy"] or None,
+                             learned={"1": True, "0": False}.get(row["learned"]), selected={}))
+            r["run"]["selected"].setdefault(row["method"], {})[row["length"]] = row
+    return list(runs.values())
+
+
+def study_sweep_runs(source, sweep):
+    """The complete runs of the sweep `sweep` of a study, from `source`: the study's run folder
+    (runs/studies/NAME: the sweep folder SWEEP in it, or NAME itself for a study of one sweep)
+    or the folder of its shipped files (docs/studies/NAME: SWEEP_runs.csv in it). None when the
+    sweep has not run."""
+    folder = source if os.path.basename(os.path.normpath(source)) == sweep else os.path.join(source, sweep)
+    if os.path.exists(os.path.join(folder, "sweep.h5")):
+        return [r for r in sweep_runs(folder) if r["run"] is not None]
+    shipped = os.path.join(source, f"{sweep}_runs.csv")
+    return per_run_file(shipped) if os.path.exists(shipped) else None
+
+
 def complete_runs_of_sweeps(root, names):
-    """(name, row) for every complete run (sweep_runs' rows, loaded) of the sweeps root/NAME, in
-    the order of `names`; a sweep not run yet (no sweep.h5) gives none."""
+    """(name, row) for every complete run (sweep_runs' rows, loaded) of the sweeps NAME of a study
+    (see study_sweep_runs: root is its run folder or its shipped files' folder), in the order of
+    `names`; a sweep not run yet gives none."""
     for name in names:
-        sweep = os.path.join(root, name)
-        if not os.path.exists(os.path.join(sweep, "sweep.h5")):
-            continue
-        for r in sweep_runs(sweep):
-            if r["run"] is not None:
-                yield name, r
+        for r in study_sweep_runs(root, name) or []:
+            yield name, r
 
 
 def scheme_name(overrides):
