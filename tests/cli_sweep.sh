@@ -74,6 +74,20 @@ echo "== a report of a per-run file (report_runs.csv) is the report of its runs,
 "$PELAB" report sweep-out --aggregate median-ci --learned 0.5 --format csv > from-runs.csv
 "$PELAB" report sweep-out/report_runs.csv --aggregate median-ci --learned 0.5 --format csv > from-file.csv
 cmp from-runs.csv from-file.csv
+PELAB_ANALYSIS="$source_dir/analysis" $py - <<'PY'
+import os, sys
+sys.path.insert(0, os.environ["PELAB_ANALYSIS"])
+from runfile import per_run_file, select_rows, sweep_runs
+swept = {r["id"]: select_rows(r["run"]) for r in sweep_runs("sweep-out") if r["run"] is not None}
+shipped = {r["id"]: select_rows(r["run"]) for r in per_run_file("sweep-out/report_runs.csv")}
+assert swept.keys() == shipped.keys(), (swept.keys(), shipped.keys())
+for run_id, rows in swept.items():
+    assert rows.keys() == shipped[run_id].keys()
+    for length, row in rows.items():
+        for key in ["per_token_accuracy", "per_sequence_accuracy", "loss", "chance_token_accuracy", "samples"]:
+            assert row[key] == shipped[run_id][length][key], (run_id, length, key)
+print("per-run file rows equal the run files':", len(swept), "runs")
+PY
 "$PELAB" report two/report_runs.csv --metric sequence > two-file.txt
 grep -q "^run=$a " two-file.txt && grep -q "two/report_runs.csv: per-sequence accuracy" two-file.txt
 status=0; "$PELAB" report two/report_runs.csv --step 3 2> step.err || status=$?
