@@ -115,6 +115,9 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("--only", sweep.only, "only the runs with this axis value, e.g. --only seed=0 --only seed=1 "
                         "(a key given again: any of its values; keys: all of them); a part of the grid, in the "
                         "grid's folder")->type_name("KEY=VALUE")->allow_extra_args(false);
+  sweep_cmd->add_option("--skip-runs-in", sweep.skip_runs_in, "leave out the runs this per-run file (an earlier "
+                        "report's report_runs.csv) holds: parts trained elsewhere, merged by their rows")
+      ->check(CLI::ExistingFile);
   sweep_cmd->add_flag("--slurm", sweep.slurm, "write an sbatch job array for the runs not complete, and submit it");
   sweep_cmd->add_flag("--no-submit", sweep.no_submit, "with --slurm: write the script only");
   auto slurm_option = [&](const char* name, auto& target, bool& set, const char* help) {

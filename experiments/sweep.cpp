@@ -76,6 +76,19 @@ std::vector<bool> runs_chosen(const std::vector<SweepRun>& runs, const std::vect
   return chosen;
 }
 
+// The run ids a per-run file (pelab report's report_runs.csv) holds: its first column (ids
+// have no commas or quotes). A file without that header is a ConfigError.
+std::set<std::string> run_ids_in(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line) || line.rfind("run,", 0) != 0)
+    throw ConfigError("--skip-runs-in " + path + ": not a per-run file (pelab report's report_runs.csv)");
+  std::set<std::string> ids;
+  while (std::getline(in, line))
+    if (!line.empty()) ids.insert(line.substr(0, line.find(',')));
+  return ids;
+}
+
 // "165" or, with --only, "99 of 165"
 std::string only_text(size_t runs, int64_t chosen) {
   return static_cast<int64_t>(runs) == chosen ? std::to_string(runs) : fmt::format("{} of {}", chosen, runs);
@@ -424,8 +437,8 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   SweepConfig sweep;
   std::vector<SweepRun> runs;
   std::vector<bool> chosen;  // --only
-  if (!a.only.empty() && !a.run_indices.empty()) {
-    err << "error: --only and --run-index: give one (--run-index names runs by index)\n";
+  if ((!a.only.empty() || !a.skip_runs_in.empty()) && !a.run_indices.empty()) {
+    err << "error: --only or --skip-runs-in with --run-index: give one (--run-index names runs by index)\n";
     return 2;
   }
   try {
@@ -439,6 +452,10 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     if (!a.output.empty()) sweep.output = a.output;
     runs = expand_sweep(sweep, scheme_catalog(), task_catalog());
     chosen = runs_chosen(runs, a.only);
+    if (!a.skip_runs_in.empty()) {
+      const auto elsewhere = run_ids_in(a.skip_runs_in);
+      for (const auto& run : runs) chosen[run.index] = chosen[run.index] && !elsewhere.count(run.id);
+    }
   } catch (const ConfigError& e) {
     err << "error: " << e.what() << "\n";
     return 2;

@@ -33,6 +33,8 @@ struct SweepArguments {
   std::vector<int64_t> run_indices;  // run only these runs, side by side (a Slurm array task)
   std::vector<std::string> only;     // --only KEY=VALUE: only the runs with these axis values (a key
                                      //   given again: any of its values); the folder keeps every run
+  std::string skip_runs_in;          // --skip-runs-in FILE: runs a per-run file (report_runs.csv)
+                                     //   holds are left out, as complete elsewhere
   bool slurm = false;        // write an sbatch job array script and submit it
   bool no_submit = false;    // with slurm: only write the script
   SlurmSettings slurm_overrides;  // fields set on the command line win over the sweep file

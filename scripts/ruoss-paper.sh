@@ -2,7 +2,8 @@
 # Ruoss et al. 2023 at the paper's protocol (configs/studies/ruoss/grid.yaml): one sweep folder
 # per task under runs/studies/ruoss/, each resumable and mergeable by folder (parts run on other
 # machines: copy their runs/<id>/ folders in), then each task's per-run file
-# docs/studies/ruoss/<task>_runs.csv and the study's tables and plots from those files
+# docs/studies/ruoss/<task>_runs.csv (this folder's runs merged with those the file already
+# holds, which the sweep leaves out: --skip-runs-in) and the study's tables and plots from those files
 # (analysis/studies/ruoss.py; again without training: scripts/dev studies --from-data ruoss).
 #   scripts/ruoss-paper.sh [--tasks a,b,...] [pelab sweep options]
 #   scripts/ruoss-paper.sh --tasks reverse_string --jobs 2 --only seed=0 --only seed=1 --only seed=2
@@ -19,17 +20,44 @@ tasks="even_pairs,modular_arithmetic,parity_check,cycle_navigation,stack_manipul
 if [[ "${1:-}" == --tasks ]]; then tasks="$2"; shift 2; fi
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+
+# A task's per-run file: the runs of this machine's folder (new or trained again) and the
+# shipped file's other runs (parts trained elsewhere, kept), in the grid's order.
+#   merge_per_run_file NEW SHIPPED LISTING (pelab sweep --dry-run: "index state id ...")
+merge_per_run_file() {
+  /usr/bin/python3 - "$@" <<'PY'
+import re, sys
+new, shipped, listing = sys.argv[1:4]
+order = {m.group(2): int(m.group(1)) for m in re.finditer(r"^ *(\d+) +\S+ +(\S+)", open(listing).read(), re.M)}
+header, *lines = open(new).read().splitlines()
+ids = {line.split(",", 1)[0] for line in lines}
+try:
+    old_header, *old_lines = open(shipped).read().splitlines()
+    if old_header != header:
+        sys.exit(f"{shipped}: not this pelab's columns; move it away to write it anew")
+    lines += [line for line in old_lines if line.split(",", 1)[0] not in ids]
+except FileNotFoundError:
+    pass
+lines.sort(key=lambda line: order.get(line.split(",", 1)[0], len(order)))  # stable: lengths keep their order
+with open(shipped, "w") as f:
+    f.write("\n".join([header] + lines) + "\n")
+PY
+}
 mkdir -p "$docs"
 status=0
 for task in ${tasks//,/ }; do
-  out="$runs/$task"
+  out="$runs/$task" shipped="$docs/${task}_runs.csv"
   echo "== $task -> $out"
-  "$pelab" sweep "$root/configs/studies/ruoss/grid.yaml" --set "task.name=$task" --output "$out" "$@" || status=$?
+  grid=("$root/configs/studies/ruoss/grid.yaml" --set "task.name=$task" --output "$out")
+  skip=()  # runs the shipped per-run file holds were trained (here or elsewhere): not again
+  [[ -f "$shipped" ]] && skip=(--skip-runs-in "$shipped")
+  "$pelab" sweep "${grid[@]}" "${skip[@]}" "$@" || status=$?
   [[ $status == 75 ]] && exit 75   # stopped by a signal: the same command resumes
-  # every complete run of the folder (parts from elsewhere too); exit 1: some not complete
+  # every complete run of the folder, merged into the shipped per-run file; exit 1: some not complete
   if [[ -d "$out/runs" ]]; then
     "$pelab" report "$out" --out "$scratch/$task" > /dev/null || [[ $? == 1 ]]
-    cp "$scratch/$task/report_runs.csv" "$docs/${task}_runs.csv"
+    "$pelab" sweep "${grid[@]}" --dry-run > "$scratch/$task/listing.txt"  # the whole grid, in order
+    merge_per_run_file "$scratch/$task/report_runs.csv" "$shipped" "$scratch/$task/listing.txt"
   fi
 done
 PELAB="$pelab" /usr/bin/python3 "$root/analysis/studies/ruoss.py" "$runs" "$docs"

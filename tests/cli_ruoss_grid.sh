@@ -61,4 +61,17 @@ grep -q "^| RoPE | 0/1 |" study-docs/ruoss.md      # a tiny run learns nothing: 
 "$PELAB" report study-runs/parity_check --format csv > from-runs.csv || test $? = 1  # 1: 154 runs not trained
 "$PELAB" report study-docs/parity_check_runs.csv --format csv > from-file.csv
 cmp from-runs.csv from-file.csv
+# another machine (an empty run folder) with the shipped file: the first part is not trained
+# again (--skip-runs-in), the second merges in beside it, in the grid's order
+RUOSS_RUNS="$work/other-runs" RUOSS_DOCS="$work/study-docs" "$source_dir/scripts/ruoss-paper.sh" \
+  --tasks parity_check --only seed=0 --only seed=1 --only train.learning_rate=1.0e-4 --runs-per-process 11 \
+  --threads 1 "${tiny[@]}" > script2.txt
+grep -q "sweep 'ruoss': 11 of 165 runs, 0 complete, 11 to run" script2.txt
+test "$(tail -n +2 study-docs/parity_check_runs.csv | wc -l)" = 44
+ids=$(cut -d, -f1 study-docs/parity_check_runs.csv | uniq)
+test "$(sed -n 2p <<<"$ids")" = learning_rate-1.0e-4_seed-0_encoding-namenone_sampler-contiguous
+test "$(sed -n 13p <<<"$ids")" = learning_rate-1.0e-4_seed-1_encoding-namenone_sampler-contiguous
+grep -q "^| RoPE | 0/2 |" study-docs/ruoss.md
+status=0; "$PELAB" sweep "$grid" --skip-runs-in from-file.csv --dry-run 2> skip.err || status=$?
+test "$status" = 2 && grep -q "not a per-run file" skip.err
 echo "cli_ruoss_grid: ok"
