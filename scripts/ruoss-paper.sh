@@ -52,13 +52,14 @@ for task in ${tasks//,/ }; do
   skip=()  # runs the shipped per-run file holds were trained (here or elsewhere): not again
   [[ -f "$shipped" ]] && skip=(--skip-runs-in "$shipped")
   "$pelab" sweep "${grid[@]}" "${skip[@]}" "$@" || status=$?
-  [[ $status == 75 ]] && exit 75   # stopped by a signal: the same command resumes
-  # every complete run of the folder, merged into the shipped per-run file; exit 1: some not complete
+  # every complete run of the folder, merged into the shipped per-run file, also when a signal
+  # stopped the sweep (its complete runs are kept); report's exit 1: some runs not complete
   if [[ -d "$out/runs" ]]; then
     "$pelab" report "$out" --out "$scratch/$task" > /dev/null || [[ $? == 1 ]]
     "$pelab" sweep "${grid[@]}" --dry-run > "$scratch/$task/listing.txt"  # the whole grid, in order
     merge_per_run_file "$scratch/$task/report_runs.csv" "$shipped" "$scratch/$task/listing.txt"
   fi
+  [[ $status == 75 ]] && break   # stopped by a signal: the same command resumes
 done
 PELAB="$pelab" /usr/bin/python3 "$root/analysis/studies/ruoss.py" "$runs" "$docs"
-exit "$status"
+exit "$status"   # 75: stopped by a signal, the same command resumes
