@@ -377,7 +377,8 @@ def per_run_file(path):
                     id=row["run"], path=path, status="complete", error="", overrides=parse_overrides(row["overrides"]),
                     run=dict(task=row.get("task") or None, train_min_length=row["train_min_length"], train_max_length=row["train_max_length"],
                              train_steps=row["train_steps"],
-                             in_distribution_token_accuracy=row["in_distribution_token_accuracy"] or None,
+                             in_distribution_token_accuracy=(None if row["in_distribution_token_accuracy"] == ""
+                                                             else row["in_distribution_token_accuracy"]),
                              learned={"1": True, "0": False}.get(row["learned"]), selected={}))
             r["run"]["selected"].setdefault(row["method"], {})[row["length"]] = row
     return list(runs.values())
