@@ -9,7 +9,11 @@ namespace pelab {
 namespace {
 thread_local at::Generator* thread_generator = nullptr;
 std::mutex initialization;
+std::shared_mutex cuda_generator;
 }  // namespace
+
+std::shared_lock<std::shared_mutex> cuda_generator_shared() { return std::shared_lock<std::shared_mutex>(cuda_generator); }
+std::unique_lock<std::shared_mutex> cuda_generator_exclusive() { return std::unique_lock<std::shared_mutex>(cuda_generator); }
 
 at::Generator run_cpu_generator() {
   return thread_generator ? *thread_generator : at::detail::getDefaultCPUGenerator();
@@ -25,6 +29,7 @@ RunGeneratorScope::~RunGeneratorScope() { thread_generator = outer_; }
 
 void initialize_with_seed(uint64_t seed, const std::function<void()>& initialize) {
   std::lock_guard<std::mutex> lock(initialization);
+  auto seeding = cuda_generator_exclusive();  // manual_seed also seeds the CUDA generators
   torch::manual_seed(seed);
   initialize();
   if (thread_generator) {

@@ -11,6 +11,8 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <mutex>
+#include <shared_mutex>
 
 namespace pelab {
 
@@ -28,6 +30,16 @@ class RunGeneratorScope {
   at::Generator generator_;
   at::Generator* outer_;
 };
+
+// The device's default CUDA generator is one for the whole process: every packed run's dropout
+// kernels draw from it, and a CUDA graph registers with it while capturing, after which a draw
+// on another thread fails ("Offset increment outside graph capture encountered unexpectedly":
+// 16 packed Ruoss runs with dropout on an H200, 2026-11-27) and graphs registering and
+// unregistering on several threads race. So what draws from it eagerly (a training step outside
+// a graph) holds it shared; what registers a graph with it or moves its state (a capture, a
+// replay, a graph's destruction, seeding) holds it alone. Without CUDA: an uncontended lock.
+std::shared_lock<std::shared_mutex> cuda_generator_shared();
+std::unique_lock<std::shared_mutex> cuda_generator_exclusive();
 
 // Seeds LibTorch's default generators with `seed` and runs `initialize` (which draws from
 // them: parameter initialization) while holding a process-wide lock; the thread's run

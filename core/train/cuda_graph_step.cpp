@@ -1,5 +1,7 @@
 #include "core/train/cuda_graph_step.h"
 
+#include "core/model/run_generator.h"
+
 #include <atomic>
 #include <stdexcept>
 #include <string>
@@ -112,6 +114,25 @@ void StaticInputs::fill(const std::vector<torch::Tensor>& inputs) {
   }
 }
 
+#ifdef PELAB_WITH_CUDA
+namespace {
+// A capture that fails inside its body (an operation no capture can hold, such as a read-back)
+// never reaches LibTorch's capture epilogue. LibTorch 2.x before 2.13 keeps one capture flag
+// per generator state, so the default CUDA generator then stays marked as capturing and every
+// later draw or replay in the process fails ("Offset increment outside graph capture encountered
+// unexpectedly": every packed Ruoss run with dropout on an H200, 2026-11-27). A capture that
+// ends clears the flag: one of a single draw, thrown away. (Later LibTorch keeps a state per
+// capture, and this is only one more small capture.) The caller holds cuda_generator_exclusive.
+void end_generator_capture() {
+  auto scratch = torch::empty({1}, torch::TensorOptions().device(torch::kCUDA, c10::cuda::current_device()));
+  at::cuda::CUDAGraph graph;
+  graph.capture_begin(c10::cuda::MempoolId_t{0, 0}, cudaStreamCaptureModeThreadLocal);
+  scratch.uniform_();  // a draw: a LibTorch that registers generators on their first draw in a capture does so
+  graph.capture_end();
+}
+}  // namespace
+#endif
+
 struct CudaGraphStep::Impl {
   explicit Impl(const std::vector<torch::Tensor>& inputs) : inputs(inputs) {}
   StaticInputs inputs;
@@ -127,30 +148,43 @@ CudaGraphStep::CudaGraphStep(const std::vector<torch::Tensor>& inputs, const Gra
   TORCH_CHECK(at::cuda::getCurrentCUDAStream() != at::cuda::getDefaultCUDAStream(),
               "CUDA graphs are captured on a side stream (SideStream), not the default one");
   impl_ = std::make_unique<Impl>(inputs);
+  // the capture registers with the default CUDA generator: no other run draws from it meanwhile
+  auto capturing = cuda_generator_exclusive();
   // thread-local: another run's thread of a packed process may allocate or read back meanwhile
   impl_->graph.capture_begin(pool_owner ? pool_owner->impl_->graph.pool() : c10::cuda::MempoolId_t{0, 0},
                              cudaStreamCaptureModeThreadLocal);
+  bool end_tried = false;
   try {
     impl_->outputs = body(impl_->inputs.tensors());
+    end_tried = true;
+    impl_->graph.capture_end();
   } catch (...) {
     try {
-      impl_->graph.capture_end();
+      if (!end_tried) impl_->graph.capture_end();
     } catch (...) {
+    }
+    impl_.reset();  // the failed graph leaves the generator while the lock is held
+    try {
+      end_generator_capture();
+    } catch (...) {  // the capture's own error is the one to report
     }
     throw;
   }
-  impl_->graph.capture_end();
 #else
   (void)inputs, (void)body, (void)pool_owner;
   throw std::runtime_error("CUDA graphs need a LibTorch with CUDA (docs/gpu.md)");
 #endif
 }
 
-CudaGraphStep::~CudaGraphStep() = default;
+CudaGraphStep::~CudaGraphStep() {
+  auto unregistering = cuda_generator_exclusive();  // the graph leaves the default CUDA generator
+  impl_.reset();
+}
 
 const std::vector<torch::Tensor>& CudaGraphStep::replay(const std::vector<torch::Tensor>& inputs) {
   impl_->inputs.fill(inputs);
 #ifdef PELAB_WITH_CUDA
+  auto advancing = cuda_generator_exclusive();  // the replay moves the default CUDA generator on
   impl_->graph.replay();
 #endif
   return impl_->outputs;

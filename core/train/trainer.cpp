@@ -235,6 +235,7 @@ bool Trainer::graph_step(StepRecord& record, const Batch& batch, const torch::Te
     const auto rng = generator_state(at::globalContext().defaultGenerator(device_));
     try {
       SyncCheck no_reads;
+      auto drawing = cuda_generator_shared();  // its dropout draws, eagerly (run_generator.h)
       outputs = body(inputs);
     } catch (const std::exception& e) {
       if (!SyncCheck::is_sync_error(e) && !dynamic_cast<const NotCapturable*>(&e)) throw;
@@ -242,6 +243,7 @@ bool Trainer::graph_step(StepRecord& record, const Batch& batch, const torch::Te
       log << fmt::format("steps of shape {} run without a CUDA graph: {}\n", key,
                          dynamic_cast<const NotCapturable*>(&e) ? e.what() : "they read values back from the GPU");
       optimizer_.clear_gradients();
+      auto restoring = cuda_generator_exclusive();
       set_generator_state(at::globalContext().defaultGenerator(device_), rng);
       return false;
     }
@@ -259,6 +261,7 @@ bool Trainer::graph_step(StepRecord& record, const Batch& batch, const torch::Te
         log << fmt::format("steps of shape {} run without a CUDA graph: their capture failed ({})\n", key,
                            std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
         optimizer_.clear_gradients();
+        auto restoring = cuda_generator_exclusive();
         set_generator_state(at::globalContext().defaultGenerator(device_), rng);
         return false;
       }
@@ -381,6 +384,8 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
     if (use_graphs_ && graph_step(record, batch, padding, positions, parameters, log)) {
       pending_.push_back(std::move(record));
     } else {
+      std::shared_lock<std::shared_mutex> drawing;  // dropout on a GPU, eagerly (run_generator.h)
+      if (device_.is_cuda()) drawing = cuda_generator_shared();
       BatchScore score = forward_and_score(batch, padding, positions, /*read_counts=*/read_every == 1);
       if (read_every > 1) {
         // nothing read back: the step runs whole (a non-finite one too) and is checked when read
@@ -500,8 +505,10 @@ void Trainer::restore(const TrainingCheckpoint& c) {
   if (!data || !positions) throw std::runtime_error("the checkpoint's RNG states cannot be read");
   set_generator_state(run_cpu_generator(), c.torch_rng);
   // a checkpoint from the CPU has no GPU state (and one from a GPU resumed on the CPU needs none)
-  if (device_.is_cuda() && c.cuda_rng.defined())
+  if (device_.is_cuda() && c.cuda_rng.defined()) {
+    auto restoring = cuda_generator_exclusive();
     set_generator_state(at::globalContext().defaultGenerator(device_), c.cuda_rng);
+  }
   progress_ = c.progress;
   evaluator_.set_trained_rows(c.trained_rows);
   if (static_cast<int64_t>(c.gradient_seen.size()) != gradient_seen_.numel())
