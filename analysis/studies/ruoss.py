@@ -65,6 +65,11 @@ def number(x, digits=1):
     return "" if x is None or np.isnan(x) else f"{x:.{digits}f}"
 
 
+def interval(ci):
+    """' [low, high]', or nothing where one seed leaves no interval."""
+    return "" if np.isnan(ci[0]) or np.isnan(ci[1]) else f" [{number(ci[0])}, {number(ci[1])}]"
+
+
 def task_summary(pelab, out, task, scratch):
     """{(scheme, sampler): cell} of one task, writing its three tables; None without a per-run file."""
     runs_file = os.path.join(out, f"{task}_runs.csv")
@@ -132,7 +137,7 @@ def main():
                         continue
                     ci = c.get("ci", (np.nan, np.nan))
                     row += [f"{c['learned']}/{c['runs']}", number(c.get("paper")),
-                            f"{number(c['median'])} [{number(ci[0])}, {number(ci[1])}] ({c['seeds']}) at {c['rate']}"
+                            f"{number(c['median'])}{interval(ci)} ({c['seeds']}) at {c['rate']}"
                             if "median" in c else ""]
                     writer.writerow([task, scheme, sampler, c["runs"], c["learned"], number(c.get("paper"), 4),
                                      number(c.get("median"), 4), number(ci[0], 4), number(ci[1], 4),
