@@ -18,22 +18,26 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from plotting import write_and_print  # noqa: E402
+from plotting import run_study, write_and_print  # noqa: E402
 
 PROBES = ["position_accuracy", "order_accuracy"]
 
 
-def main():
-    source, out = sys.argv[1], sys.argv[2]
-    os.makedirs(out, exist_ok=True)
-    plot_probes = os.path.join(HERE, "..", "plot_probes.py")
+PLOT_PROBES = os.path.join(HERE, "..", "plot_probes.py")
+
+
+def extract(source, out):
+    """The sweep's run files -> OUT/depth_probes.csv."""
+    subprocess.run([sys.executable, PLOT_PROBES, source, "--export", os.path.join(out, "depth_probes.csv")],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def tables(out):
     probes = os.path.join(out, "depth_probes.csv")
-    if os.path.exists(os.path.join(source, "sweep.h5")):
-        subprocess.run([sys.executable, plot_probes, source, "--export", probes], check=True, stdout=subprocess.DEVNULL)
     lines = []
     for probe in PROBES:
         png = os.path.join(out, f"probes_{probe}.png")
-        subprocess.run([sys.executable, plot_probes, probes, "--probe", probe, "--out", png], check=True,
+        subprocess.run([sys.executable, PLOT_PROBES, probes, "--probe", probe, "--out", png], check=True,
                        stdout=subprocess.DEVNULL)
         with open(png[:-4] + ".csv") as f:
             rows = list(csv.DictReader(f))
@@ -47,8 +51,7 @@ def main():
             lines.append(f"| {g} | " + " | ".join(f"{by_layer[L]:.2f}" if L in by_layer else "" for L in layers) + " |")
         lines.append("")
     write_and_print(os.path.join(out, "probes.md"), lines)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_study(extract, tables))

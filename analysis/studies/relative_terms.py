@@ -16,27 +16,31 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from plotting import run_study  # noqa: E402
+
 LENGTHS = (20, 40)  # the training maximum and the longest test length (attention maps stored)
 
 
-def main():
-    source, out = sys.argv[1], sys.argv[2]
-    os.makedirs(out, exist_ok=True)
-    plot_terms = os.path.join(HERE, "..", "plot_terms.py")
-    terms = os.path.join(out, "terms_runs.csv")
-    if os.path.exists(os.path.join(source, "sweep.h5")):
-        with tempfile.TemporaryDirectory() as scratch, open(terms, "w") as merged:
-            for i, length in enumerate(LENGTHS):  # one export per length, one header
-                part = os.path.join(scratch, f"{length}.csv")
-                subprocess.run([sys.executable, plot_terms, source, "--length", str(length), "--export", part],
-                               check=True, stdout=subprocess.DEVNULL)
-                with open(part) as f:
-                    merged.writelines(f.readlines()[(1 if i else 0):])
+PLOT_TERMS = os.path.join(HERE, "..", "plot_terms.py")
+
+
+def extract(source, out):
+    """The sweep's run files -> OUT/terms_runs.csv: plot_terms.py's export at each length, one header."""
+    with tempfile.TemporaryDirectory() as scratch, open(os.path.join(out, "terms_runs.csv"), "w") as merged:
+        for i, length in enumerate(LENGTHS):
+            part = os.path.join(scratch, f"{length}.csv")
+            subprocess.run([sys.executable, PLOT_TERMS, source, "--length", str(length), "--export", part],
+                           check=True, stdout=subprocess.DEVNULL)
+            with open(part) as f:
+                merged.writelines(f.readlines()[(1 if i else 0):])
+
+
+def tables(out):
     for length in LENGTHS:
-        subprocess.run([sys.executable, plot_terms, terms, "--length", str(length),
+        subprocess.run([sys.executable, PLOT_TERMS, os.path.join(out, "terms_runs.csv"), "--length", str(length),
                         "--out", os.path.join(out, f"terms_{length}.png")], check=True)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_study(extract, tables))
