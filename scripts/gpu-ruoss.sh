@@ -56,7 +56,7 @@ cp docs/studies/ruoss/*_runs.csv "$out/ruoss/" 2>/dev/null
 # the deadline: SIGTERM to the running sweep and its packed workers (they checkpoint and stop)
 ( sleep $((deadline - (SECONDS - start))); pkill -TERM -f "build-cuda/pelab sweep" ) &
 watchdog=$!
-PELAB=build-cuda/pelab RUOSS_DOCS="$out/ruoss" \
+PELAB=build-cuda/pelab RUOSS_DOCS="$out/ruoss" RUOSS_TABLES=0 \
   bash scripts/ruoss-paper.sh "${tasks[@]}" --gpus 0 --set device=cuda "$@" >"$out/sweep.log" 2>&1
 status=$?
 kill "$watchdog" 2>/dev/null

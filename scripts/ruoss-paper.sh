@@ -11,6 +11,7 @@
 #   scripts/ruoss-paper.sh --gpus 0 --runs-per-gpu auto      # every task on one GPU
 # PELAB: the pelab binary (default build/pelab; a GPU machine: build-cuda/pelab). RUOSS_RUNS and
 # RUOSS_DOCS: the run and per-run-file folders (default runs/studies/ruoss, docs/studies/ruoss).
+# RUOSS_TABLES=0: the per-run files only, not the tables (a machine without matplotlib).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 pelab="${PELAB:-$root/build/pelab}"
@@ -61,5 +62,7 @@ for task in ${tasks//,/ }; do
   fi
   [[ $status == 75 ]] && break   # stopped by a signal: the same command resumes
 done
-PELAB="$pelab" /usr/bin/python3 "$root/analysis/studies/ruoss.py" "$runs" "$docs"
+if [[ "${RUOSS_TABLES:-1}" != 0 ]]; then
+  PELAB="$pelab" /usr/bin/python3 "$root/analysis/studies/ruoss.py" "$runs" "$docs"
+fi
 exit "$status"   # 75: stopped by a signal, the same command resumes
