@@ -9,8 +9,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include "core/model/run_generator.h"
 #include "core/run/run.h"
 #include "core/train/adam.h"
 #include "core/train/checkpoint.h"
@@ -800,4 +804,36 @@ CATCH_TEST_CASE("attention maps, score terms and probes are made under the extra
   ProbeResult other = probes.front();
   other.method = "none";
   CATCH_CHECK_FALSE(probes.front().same_settings(other));
+}
+
+CATCH_TEST_CASE("the CUDA generator's lock admits one exclusive or many shared holders and lets a waiting exclusive go first",
+                "[trainer]") {
+  CudaGeneratorMutex lock;
+  lock.lock_shared();
+  CATCH_CHECK(lock.try_lock_shared());  // shared holders together
+  lock.unlock_shared();
+  std::atomic<bool> exclusive_held{false};
+  std::thread capture([&] {  // a capture waiting for the shared holder to finish
+    std::unique_lock<CudaGeneratorMutex> exclusive(lock);
+    exclusive_held = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    exclusive_held = false;
+  });
+  // once the capture waits, a new shared holder (another run's eager step) does not go first
+  bool refused = false;
+  for (int i = 0; i < 2000 && !refused; ++i) {
+    if (lock.try_lock_shared()) lock.unlock_shared();
+    else refused = true;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  CATCH_CHECK(refused);
+  CATCH_CHECK(!exclusive_held);  // still waiting: the first shared holder has not let go
+  lock.unlock_shared();
+  {
+    std::shared_lock<CudaGeneratorMutex> after(lock);  // waits for the capture to end
+    CATCH_CHECK(!exclusive_held);
+  }
+  capture.join();
+  CATCH_CHECK(lock.try_lock_shared());
+  lock.unlock_shared();
 }

@@ -9,11 +9,49 @@ namespace pelab {
 namespace {
 thread_local at::Generator* thread_generator = nullptr;
 std::mutex initialization;
-std::shared_mutex cuda_generator;
+CudaGeneratorMutex cuda_generator;
 }  // namespace
 
-std::shared_lock<std::shared_mutex> cuda_generator_shared() { return std::shared_lock<std::shared_mutex>(cuda_generator); }
-std::unique_lock<std::shared_mutex> cuda_generator_exclusive() { return std::unique_lock<std::shared_mutex>(cuda_generator); }
+void CudaGeneratorMutex::lock() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ++exclusive_waiting_;
+  changed_.wait(lock, [&] { return !exclusive_held_ && shared_holders_ == 0; });
+  --exclusive_waiting_;
+  exclusive_held_ = true;
+}
+
+void CudaGeneratorMutex::unlock() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    exclusive_held_ = false;
+  }
+  changed_.notify_all();
+}
+
+void CudaGeneratorMutex::lock_shared() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return !exclusive_held_ && exclusive_waiting_ == 0; });
+  ++shared_holders_;
+}
+
+bool CudaGeneratorMutex::try_lock_shared() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (exclusive_held_ || exclusive_waiting_ > 0) return false;
+  ++shared_holders_;
+  return true;
+}
+
+void CudaGeneratorMutex::unlock_shared() {
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    last = --shared_holders_ == 0;
+  }
+  if (last) changed_.notify_all();
+}
+
+std::shared_lock<CudaGeneratorMutex> cuda_generator_shared() { return std::shared_lock<CudaGeneratorMutex>(cuda_generator); }
+std::unique_lock<CudaGeneratorMutex> cuda_generator_exclusive() { return std::unique_lock<CudaGeneratorMutex>(cuda_generator); }
 
 at::Generator run_cpu_generator() {
   return thread_generator ? *thread_generator : at::detail::getDefaultCPUGenerator();

@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <shared_mutex>
@@ -32,14 +33,30 @@ class RunGeneratorScope {
 };
 
 // The device's default CUDA generator is one for the whole process: every packed run's dropout
-// kernels draw from it, and a CUDA graph registers with it while capturing, after which a draw
-// on another thread fails ("Offset increment outside graph capture encountered unexpectedly":
-// 16 packed Ruoss runs with dropout on an H200, 2026-11-27) and graphs registering and
-// unregistering on several threads race. So what draws from it eagerly (a training step outside
-// a graph) holds it shared; what registers a graph with it or moves its state (a capture, a
-// replay, a graph's destruction, seeding) holds it alone. Without CUDA: an uncontended lock.
-std::shared_lock<std::shared_mutex> cuda_generator_shared();
-std::unique_lock<std::shared_mutex> cuda_generator_exclusive();
+// kernels draw from it and every CUDA graph registers with it. LibTorch 2.x (before 2.13) marks
+// it as capturing during a capture, and a draw or replay on another thread then fails ("Offset
+// increment outside graph capture encountered unexpectedly": 16 packed Ruoss runs with dropout
+// on an H200, 2026-11-27); graphs registering and unregistering on several threads race. So
+// captures, graph destructions and changes of its state hold this lock alone; eager GPU steps
+// and replays hold it shared (among themselves they only advance its offset). A waiting
+// exclusive holder goes before new shared ones: runs whose steps are all eager cannot keep a
+// capture waiting. Not recursive. Without CUDA: an uncontended lock.
+class CudaGeneratorMutex {
+ public:
+  void lock();
+  void unlock();
+  void lock_shared();
+  bool try_lock_shared();
+  void unlock_shared();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int64_t shared_holders_ = 0, exclusive_waiting_ = 0;
+  bool exclusive_held_ = false;
+};
+std::shared_lock<CudaGeneratorMutex> cuda_generator_shared();
+std::unique_lock<CudaGeneratorMutex> cuda_generator_exclusive();
 
 // Seeds LibTorch's default generators with `seed` and runs `initialize` (which draws from
 // them: parameter initialization) while holding a process-wide lock; the thread's run

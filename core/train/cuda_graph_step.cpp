@@ -184,7 +184,7 @@ CudaGraphStep::~CudaGraphStep() {
 const std::vector<torch::Tensor>& CudaGraphStep::replay(const std::vector<torch::Tensor>& inputs) {
   impl_->inputs.fill(inputs);
 #ifdef PELAB_WITH_CUDA
-  auto advancing = cuda_generator_exclusive();  // the replay moves the default CUDA generator on
+  auto advancing = cuda_generator_shared();  // the replay moves the default CUDA generator on
   impl_->graph.replay();
 #endif
   return impl_->outputs;

@@ -384,7 +384,7 @@ TrainingCurve Trainer::train_until(int64_t until, std::ostream& log, bool intera
     if (use_graphs_ && graph_step(record, batch, padding, positions, parameters, log)) {
       pending_.push_back(std::move(record));
     } else {
-      std::shared_lock<std::shared_mutex> drawing;  // dropout on a GPU, eagerly (run_generator.h)
+      std::shared_lock<CudaGeneratorMutex> drawing;  // dropout on a GPU, eagerly (run_generator.h)
       if (device_.is_cuda()) drawing = cuda_generator_shared();
       BatchScore score = forward_and_score(batch, padding, positions, /*read_counts=*/read_every == 1);
       if (read_every > 1) {
