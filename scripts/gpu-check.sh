@@ -24,26 +24,13 @@ while [ $# -gt 0 ]; do
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-start=$SECONDS
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-summary="$out/summary.txt"
-: >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
-source .gpu-deps/env.sh
-nvidia-smi >"$out/nvidia-smi.txt" 2>&1
-{ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'; nproc; } >>"$out/nvidia-smi.txt" 2>&1
-note "gpu-check $(git rev-parse --short HEAD 2>/dev/null) on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u +%F)"
-export BUILD_DIR=build-cuda
+source scripts/gpu-session.sh
+gpu_session_begin gpu-check
 targets=(--target pelab)
 [ "$tests" = 1 ] && targets=()  # everything: pelab, pelab_tests and the test helpers
-if ! { [ -f build-cuda/CMakeCache.txt ] || cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}; } >"$out/build.log" 2>&1 ||
-   ! cmake --build build-cuda -j "$(nproc)" "${targets[@]}" >>"$out/build.log" 2>&1; then
-  tail -n 60 "$out/build.log"
-  note "build failed after $((SECONDS - start)) s"
-  exit 1
-fi
-note "built after $((SECONDS - start)) s"
+gpu_build "${targets[@]}"
 status=0
 if [ "$tests" = 1 ]; then
   # Two OpenMP runtimes (Python torch's and the system's) in every test process: threads

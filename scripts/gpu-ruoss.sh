@@ -29,20 +29,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ " $* " == *" --runs-per-gpu "* ]] || set -- "$@" --runs-per-gpu 16
-start=$SECONDS
 mkdir -p "$out/ruoss"
 out="$(cd "$out" && pwd)"
-note() { echo "$*" | tee -a "$out/summary.txt"; }
-source .gpu-deps/env.sh
-nvidia-smi >"$out/nvidia-smi.txt" 2>&1
-note "gpu-ruoss $(git rev-parse --short HEAD 2>/dev/null) on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u +%F)"
-if ! { [ -f build-cuda/CMakeCache.txt ] || cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}; } >"$out/build.log" 2>&1 ||
-   ! cmake --build build-cuda -j "$(nproc)" --target pelab >>"$out/build.log" 2>&1; then
-  tail -n 60 "$out/build.log"
-  note "build failed after $((SECONDS - start)) s"
-  exit 1
-fi
-note "built after $((SECONDS - start)) s"
+source scripts/gpu-session.sh
+gpu_session_begin gpu-ruoss
+gpu_build --target pelab
 if [ "$check" = 1 ]; then
   if ! PELAB="$root/build-cuda/pelab" CUDA_PATHS_PARTS=packed PELAB_PYTHON=python3 \
        bash tests/cuda_paths.sh "$root" "$root/build-cuda/cuda_paths_check" >"$out/check.log" 2>&1; then
