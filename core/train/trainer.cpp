@@ -39,7 +39,10 @@ torch::Tensor generator_state(at::Generator generator) {
   return generator.get_state();
 }
 
+// A CUDA generator's state changes alone: no capture, draw or replay meanwhile (run_generator.h).
 void set_generator_state(at::Generator generator, const torch::Tensor& state) {
+  std::unique_lock<CudaGeneratorMutex> alone;
+  if (generator.device().is_cuda()) alone = cuda_generator_exclusive();
   std::lock_guard<std::mutex> lock(generator.mutex());
   generator.set_state(state);
 }
@@ -243,7 +246,6 @@ bool Trainer::graph_step(StepRecord& record, const Batch& batch, const torch::Te
       log << fmt::format("steps of shape {} run without a CUDA graph: {}\n", key,
                          dynamic_cast<const NotCapturable*>(&e) ? e.what() : "they read values back from the GPU");
       optimizer_.clear_gradients();
-      auto restoring = cuda_generator_exclusive();
       set_generator_state(at::globalContext().defaultGenerator(device_), rng);
       return false;
     }
@@ -261,7 +263,6 @@ bool Trainer::graph_step(StepRecord& record, const Batch& batch, const torch::Te
         log << fmt::format("steps of shape {} run without a CUDA graph: their capture failed ({})\n", key,
                            std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
         optimizer_.clear_gradients();
-        auto restoring = cuda_generator_exclusive();
         set_generator_state(at::globalContext().defaultGenerator(device_), rng);
         return false;
       }
@@ -505,10 +506,8 @@ void Trainer::restore(const TrainingCheckpoint& c) {
   if (!data || !positions) throw std::runtime_error("the checkpoint's RNG states cannot be read");
   set_generator_state(run_cpu_generator(), c.torch_rng);
   // a checkpoint from the CPU has no GPU state (and one from a GPU resumed on the CPU needs none)
-  if (device_.is_cuda() && c.cuda_rng.defined()) {
-    auto restoring = cuda_generator_exclusive();
+  if (device_.is_cuda() && c.cuda_rng.defined())
     set_generator_state(at::globalContext().defaultGenerator(device_), c.cuda_rng);
-  }
   progress_ = c.progress;
   evaluator_.set_trained_rows(c.trained_rows);
   if (static_cast<int64_t>(c.gradient_seen.size()) != gradient_seen_.numel())
