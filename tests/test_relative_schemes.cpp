@@ -137,6 +137,56 @@ CATCH_TEST_CASE("RelativeGeometry: the relative shift of contiguous positions eq
   CATCH_CHECK(RelativeGeometry(gaps).offsets()[1].item<int64_t>() == -2 * (T - 2));
 }
 
+CATCH_TEST_CASE("RelativeGeometry: randomized positions take products per pair equal to the definition", "[relative]") {
+  torch::manual_seed(5);
+  const int64_t B = 3, H = 2, T = 9, Dh = 4, L = 2048;
+  // one sorted draw of [0, L) for the batch (as the randomized sampler) and one per row
+  auto draw = [&](int64_t rows) { return std::get<0>(torch::randperm(L).narrow(0, 0, rows * T).view({rows, T}).sort(-1)); };
+  auto one = draw(1), each = draw(B);
+  for (const Positions& positions : {Positions{one.expand({B, T}), one.expand({B, T})}, Positions{each, each}}) {
+    RelativeGeometry geometry(positions);
+    CATCH_REQUIRE(geometry.per_pair());  // up to T (T - 1) + 1 distinct offsets > 2 T
+    const auto offsets = relative_offsets(positions);  // (B'|1, T, T)
+    const int64_t W = geometry.offsets().size(0);
+    CATCH_INFO("W = " << W << ", geometry rows " << offsets.size(0));
+    // column of each pair's offset in offsets(), by search: the definition, not the inverse index
+    auto column = torch::searchsorted(geometry.offsets(), offsets.reshape(-1)).view(offsets.sizes());
+    auto x = torch::randn({B, H, T, Dh}, torch::requires_grad()), probs = torch::softmax(torch::randn({B, H, T, T}), -1);
+    for (auto rows : {torch::randn({W, Dh}), torch::randn({H, W, Dh})}) {
+      auto scores = geometry.query_scores(x, rows), key_scores = geometry.key_scores(x, rows);
+      auto mixed = geometry.weighted_rows(probs, rows.dim() == 2 ? rows : rows[0]);
+      for (int64_t b : {0, 2})
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < T; ++i) {
+            auto row_of = [&](int64_t q, int64_t k) {
+              const int64_t c = column[offsets.size(0) == 1 ? 0 : b][q][k].item<int64_t>();
+              return rows.dim() == 2 ? rows[c] : rows[h][c];
+            };
+            auto expected_mix = torch::zeros({Dh});
+            for (int64_t j = 0; j < T; ++j) {
+              CATCH_CHECK(scores[b][h][i][j].item<float>() == Approx(x[b][h][i].dot(row_of(i, j)).item<float>()).margin(1e-5));
+              CATCH_CHECK(key_scores[b][h][i][j].item<float>() == Approx(x[b][h][j].dot(row_of(i, j)).item<float>()).margin(1e-5));
+              const int64_t c = column[offsets.size(0) == 1 ? 0 : b][i][j].item<int64_t>();
+              expected_mix += probs[b][h][i][j] * (rows.dim() == 2 ? rows[c] : rows[0][c]);
+            }
+            CATCH_CHECK(close(mixed[b][h][i], expected_mix));
+          }
+      // the gradient of x: each query's products with its pairs' rows, summed with the weights
+      auto weights = torch::randn({B, H, T, T});
+      auto grad = torch::autograd::grad({(scores * weights).sum()}, {x})[0];
+      auto expected = torch::zeros({B, H, T, Dh});
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < T; ++i)
+            for (int64_t j = 0; j < T; ++j) {
+              const int64_t c = column[offsets.size(0) == 1 ? 0 : b][i][j].item<int64_t>();
+              expected[b][h][i] += weights[b][h][i][j] * (rows.dim() == 2 ? rows[c] : rows[h][c]);
+            }
+      CATCH_CHECK(close(grad, expected));
+    }
+  }
+}
+
 // ---------------------------------------------------------------- golden numbers
 
 CATCH_TEST_CASE("T5 buckets match the reference (32 buckets, max distance 128)", "[relative][t5_bias]") {

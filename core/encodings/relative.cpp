@@ -45,6 +45,26 @@ torch::Tensor by_query_blocks(int64_t T, F&& f) {
   return torch::cat(parts, 2);
 }
 
+// The row of each (query, key) pair: rows (W, Dh) shared by heads or (H, W, Dh); index
+// (B'|1, Tq, Tk) into W -> (B'|1, H|1, Tq, Tk, Dh)
+torch::Tensor rows_per_pair(const torch::Tensor& rows, const torch::Tensor& index) {
+  const int64_t heads = rows.dim() == 3 ? rows.size(0) : 1;
+  auto picked = rows.index_select(-2, index.reshape(-1));  // (H|., B' Tq Tk, Dh)
+  return picked.view({heads, index.size(0), index.size(1), index.size(2), rows.size(-1)}).transpose(0, 1);
+}
+
+// a (B, H, Tq, K) times each query's rows of pair (B'|1, H|1, Tq, Tk, Dh) -> (B, H, Tq, N):
+// transpose_pair (scores): K = Dh, times pair[.., i]^T (Dh, Tk), N = Tk; otherwise
+// (weighted rows): K = Tk, times pair[.., i] (Tk, Dh), N = Dh. With one geometry for the
+// batch (B' = 1) the products are batched over (head, query) with the batch as the rows of
+// each, so the pair rows are never copied per batch row.
+torch::Tensor pair_products(const torch::Tensor& a, const torch::Tensor& pair, bool transpose_pair) {
+  const auto right = transpose_pair ? pair.transpose(-2, -1) : pair;  // (.., Tq, K, N)
+  if (pair.size(0) == 1)
+    return torch::matmul(a.permute({1, 2, 0, 3}), right[0]).permute({2, 0, 1, 3});  // (H, Tq, B, N) -> (B, H, Tq, N)
+  return torch::matmul(a.unsqueeze(-2), right).squeeze(-2);                        // (B, H, Tq, 1, N)
+}
+
 }  // namespace
 
 torch::Tensor relative_offsets(const Positions& positions) {
@@ -73,6 +93,8 @@ RelativeGeometry::RelativeGeometry(const Positions& positions) {
                              /*return_counts=*/false);
   offsets_ = std::get<0>(unique);
   local_ = std::get<1>(unique);
+  // per offset, the products cost W per query; per pair Tk, in smaller GEMMs: a margin of 2
+  per_pair_ = offsets_.size(0) > 2 * positions.key.size(1);
 }
 
 torch::Tensor RelativeGeometry::query_scores(const torch::Tensor& x, const torch::Tensor& rows) const {
@@ -83,6 +105,7 @@ torch::Tensor RelativeGeometry::query_scores(const torch::Tensor& x, const torch
       return relative_shift(scores, b, length_);  // (B, H, b, T)
     });
   }
+  if (per_pair_) return pair_products(x, rows_per_pair(rows, local_), /*transpose_pair=*/true);
   auto scores = torch::matmul(x, rows.transpose(-2, -1));  // (B, H, Tq, W)
   return scores.gather(-1, expand_index(local_, x.size(0), x.size(1)));
 }
@@ -96,8 +119,10 @@ torch::Tensor RelativeGeometry::key_scores(const torch::Tensor& x, const torch::
       return relative_shift(scores, b, length_);  // (B, H, b keys, T queries)
     }).transpose(-2, -1);
   }
+  const auto key_major = local_.transpose(-2, -1);  // (B'|1, Tk, Tq)
+  if (per_pair_) return pair_products(x, rows_per_pair(rows, key_major), /*transpose_pair=*/true).transpose(-2, -1);
   auto scores = torch::matmul(x, rows.transpose(-2, -1));  // (B, H, Tk, W)
-  return scores.gather(-1, expand_index(local_.transpose(-2, -1), x.size(0), x.size(1))).transpose(-2, -1);
+  return scores.gather(-1, expand_index(key_major, x.size(0), x.size(1))).transpose(-2, -1);
 }
 
 torch::Tensor RelativeGeometry::weighted_rows(const torch::Tensor& probs, const torch::Tensor& rows) const {
@@ -111,6 +136,7 @@ torch::Tensor RelativeGeometry::weighted_rows(const torch::Tensor& probs, const 
       return torch::matmul(mass, block_rows(descending, i0, b, length_));  // (B, H, b, Dh)
     });
   }
+  if (per_pair_) return pair_products(probs, rows_per_pair(rows, local_), /*transpose_pair=*/false);
   auto mass = torch::zeros({B, H, Tq, W}, probs.options()).scatter_add(-1, expand_index(local_, B, H), probs);
   return torch::matmul(mass, rows);
 }

@@ -9,7 +9,11 @@
 // maps the result onto (B, H, Tq, Tk):
 //   - contiguous positions (p, p+1, ..., the same for query and key, shared by the batch):
 //     a strided view (the Transformer-XL "relative shift"), no index tensor at all;
-//   - any other positions (randomized, shifted per row): a gather by the (B'|1, Tq, Tk) index.
+//   - any other positions (randomized, shifted per row): a gather by the (B'|1, Tq, Tk) index;
+//   - positions with many distinct offsets (W > 2 Tk: randomized positions have up to Tq Tk):
+//     each (query, key) pair's row, (B'|1, H|1, Tq, Tk, Dh), and Tk products per query
+//     instead of W (for T = 80 and W = 6,320 the (B, H, Tq, W) products and their gradient
+//     are 80x larger than the (B, H, Tq, Tk) scores).
 #pragma once
 
 #include <torch/torch.h>
@@ -30,6 +34,7 @@ class RelativeGeometry {
   // positions); for contiguous positions every offset in [-(T-1), T-1].
   const torch::Tensor& offsets() const { return offsets_; }
   bool contiguous() const { return contiguous_; }
+  bool per_pair() const { return per_pair_; }  // products per (query, key) pair, not per offset
 
   // x_i . rows[o(i, j)]: x (B, H, Tq, Dh); rows (W, Dh) shared by heads or (H, W, Dh), row c
   // belonging to offsets()[c] -> (B, H, Tq, Tk)
@@ -43,6 +48,7 @@ class RelativeGeometry {
 
  private:
   bool contiguous_ = false;
+  bool per_pair_ = false;
   int64_t length_ = 0;   // T (contiguous case)
   torch::Tensor offsets_;  // (W)
   torch::Tensor local_;    // (B'|1, Tq, Tk) index into offsets_ (general case)
