@@ -14,6 +14,7 @@
 #include "core/config/sweep_config.h"
 #include "core/config/yaml_reader.h"
 #include "core/io/atomic_file.h"
+#include "core/io/csv_fields.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "experiments/sweep.h"
@@ -190,25 +191,6 @@ constexpr const char* kPerRunColumns[] = {
     "run", "group", "overrides", "task", "method", "length", "beyond_training", "per_token_accuracy",
     "per_sequence_accuracy", "loss", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss", "samples",
     "train_min_length", "train_max_length", "train_steps", "in_distribution_token_accuracy", "learned", "untrained"};
-
-std::string quoted_csv(std::string text) {
-  for (size_t at = 0; (at = text.find('"', at)) != std::string::npos; at += 2) text.insert(at, 1, '"');
-  return "\"" + text + "\"";
-}
-
-// The fields of one CSV line: split at commas outside "..." (a doubled quote inside is one quote).
-std::vector<std::string> csv_fields(const std::string& line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += '"', ++i;
-    else if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) fields.emplace_back();
-    else fields.back() += c;
-  }
-  return fields;
-}
 
 bool is_per_run_file(const std::string& path) { return std::filesystem::path(path).extension() == ".csv"; }
 

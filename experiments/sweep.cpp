@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "experiments/child_processes.h"
 #include "core/encodings/registry.h"
 #include "core/io/atomic_file.h"
+#include "core/io/csv_fields.h"
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/config/yaml_reader.h"
@@ -87,6 +89,57 @@ std::set<std::string> run_ids_in(const std::string& path) {
   while (std::getline(in, line))
     if (!line.empty()) ids.insert(line.substr(0, line.find(',')));
   return ids;
+}
+
+// What differs between the config a complete run was trained with (its run.h5) and the one
+// this sweep gives it (config_differences: name, threads, device, output.dir and the like
+// are not differences); empty when they agree.
+std::vector<std::string> trained_otherwise(const SweepConfig& sweep, const SweepRun& run) {
+  const std::string run_file = run.dir + "/" + schema::kRunFileName;
+  std::vector<std::string> overrides = run.all_overrides;
+  overrides.push_back("output.dir=" + run.dir);
+  const RunConfig config = load_run_config(sweep.base, overrides, scheme_catalog(), task_catalog());
+  return differences_from_stored(run_file, read_run_file(run_file, /*with_checkpoint=*/false).config_yaml, config);
+}
+
+// Runs a per-run file holds (--skip-runs-in) must have trained as this sweep would train them:
+// the same task, axis values and steps (another task's file has the same run ids; rows of
+// 2,000 steps do not stand for a sweep of 10,000). ConfigError naming the first that does not.
+void check_skipped_rows(const std::string& path, const SweepConfig& sweep, const std::vector<SweepRun>& runs,
+                        const std::vector<bool>& chosen) {
+  std::map<std::string, const SweepRun*> by_id;
+  for (const auto& run : runs)
+    if (chosen[run.index]) by_id[run.id] = &run;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  const auto columns = csv_fields(line);
+  const auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(columns.begin(), columns.end(), name) - columns.begin());
+  };
+  const size_t id_at = column("run"), overrides_at = column("overrides"), steps_at = column("train_steps"),
+               task_at = column("task");  // columns.size(): not there (a file from before it was added)
+  if (overrides_at == columns.size() || steps_at == columns.size())
+    throw ConfigError("--skip-runs-in " + path + ": no columns 'overrides' and 'train_steps'");
+  std::set<std::string> checked;
+  while (std::getline(in, line)) {
+    const auto cells = csv_fields(line);
+    if (line.empty() || cells.size() != columns.size()) continue;
+    const auto run = by_id.find(cells[id_at]);
+    if (run == by_id.end() || !checked.insert(run->first).second) continue;
+    const std::string settings = join(run->second->overrides, " ");
+    const RunConfig config = load_run_config(sweep.base, run->second->all_overrides, scheme_catalog(), task_catalog());
+    std::string differs;
+    if (cells[overrides_at] != settings) differs = fmt::format("the settings [{}], not [{}]", cells[overrides_at], settings);
+    else if (task_at < columns.size() && !cells[task_at].empty() && cells[task_at] != config.task.name)
+      differs = fmt::format("the task {}, not {}", cells[task_at], config.task.name);
+    else if (cells[steps_at] != std::to_string(config.train.steps))
+      differs = fmt::format("{} steps, not {}", cells[steps_at], config.train.steps);
+    if (!differs.empty())
+      throw ConfigError(fmt::format("--skip-runs-in {}: its run {} trained with {} as this sweep would train it; "
+                                    "its rows do not stand for this sweep's run (give this protocol's runs their "
+                                    "own per-run file)", path, run->first, differs));
+  }
 }
 
 // "165" or, with --only, "99 of 165"
@@ -454,6 +507,7 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     chosen = runs_chosen(runs, a.only);
     if (!a.skip_runs_in.empty()) {
       const auto elsewhere = run_ids_in(a.skip_runs_in);
+      check_skipped_rows(a.skip_runs_in, sweep, runs, chosen);
       for (const auto& run : runs) chosen[run.index] = chosen[run.index] && !elsewhere.count(run.id);
     }
   } catch (const ConfigError& e) {
@@ -471,10 +525,19 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   }
   std::vector<int64_t> todo;
   int64_t complete = 0, failed_before = 0, resumable = 0, outdated = 0;
+  std::map<int64_t, std::vector<std::string>> changed;  // complete runs trained with another config
   const int64_t chosen_count = std::count(chosen.begin(), chosen.end(), true);
   for (const auto& run : runs) {
     if (!chosen[run.index]) continue;
     const RunState state = state_of(run.dir);
+    if (state == RunState::Complete) {
+      try {
+        if (auto differences = trained_otherwise(sweep, run); !differences.empty()) changed[run.index] = differences;
+      } catch (const std::exception& e) {
+        err << "error: " << e.what() << "\n";
+        return 1;
+      }
+    }
     if (state == RunState::Complete) ++complete;
     else if (state == RunState::Outdated) ++outdated;  // never trained over: its results stay
     else todo.push_back(run.index);
@@ -482,16 +545,31 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     if (state == RunState::Failed) ++failed_before;
     if (state == RunState::Resumable) ++resumable;
   }
+  // complete runs trained with another config: a sweep does not mix them with its own
+  std::string changed_error;
+  if (!changed.empty())
+    changed_error = fmt::format("error: {} complete run(s) in {} were trained with another config than this sweep "
+                                "gives them, e.g. {} ({}); a sweep does not mix them: give another --output, or "
+                                "move their runs/<id>/ folders away to train them again{}\n",
+                                changed.size(), sweep.output, runs[changed.begin()->first].id,
+                                join(changed.begin()->second, "; "), a.dry_run ? "" : " (--dry-run lists them)");
   if (a.dry_run) {
     out << fmt::format("sweep '{}': {} runs ({} complete), base {}, in {}\n", sweep.name,
                        only_text(runs.size(), chosen_count), complete, sweep.base, sweep.output);
     for (const auto& run : runs) {
       if (!chosen[run.index]) continue;
       const RunState state = state_of(run.dir);
-      out << fmt::format("  {:>4}  {:<9} {}  [{}]\n", run.index, state_name(state), run.id,
-                         join(run.overrides, " "));
+      const auto differs = changed.find(run.index);
+      out << fmt::format("  {:>4}  {:<9} {}  [{}]{}\n", run.index, differs != changed.end() ? "changed" : state_name(state),
+                         run.id, join(run.overrides, " "),
+                         differs != changed.end() ? "  trained with " + join(differs->second, "; ") : std::string());
     }
-    return 0;
+    err << changed_error;
+    return changed.empty() ? 0 : 1;  // 1: the sweep itself would refuse
+  }
+  if (!changed.empty()) {
+    err << changed_error;
+    return 2;
   }
   // Not on a dry run, which writes nothing, nor in a Slurm array task (--run-index): the
   // submission wrote it, and the tasks run side by side (their writes would race on one

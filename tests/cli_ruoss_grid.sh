@@ -4,7 +4,8 @@
 # (pelab sweep --dry-run with --set task.name and --output); `--only` picks a part of the grid;
 # one run of each encoding trains through the packed runner at a tiny size (pelab sweep --set)
 # and gives the paper's measure and the median beside it; scripts/ruoss-paper.sh trains a part,
-# ships its per-run file and makes the study's tables from it.
+# ships its per-run file and makes the study's tables from it; a changed protocol (steps) is
+# not mixed with runs trained before it.
 set -euo pipefail
 source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
@@ -72,6 +73,27 @@ ids=$(cut -d, -f1 study-docs/parity_check_runs.csv | uniq)
 test "$(sed -n 2p <<<"$ids")" = learning_rate-1.0e-4_seed-0_encoding-namenone_sampler-contiguous
 test "$(sed -n 13p <<<"$ids")" = learning_rate-1.0e-4_seed-1_encoding-namenone_sampler-contiguous
 grep -q "^| RoPE | 0/2 |" study-docs/ruoss.md
+# a protocol changed after runs completed (here the steps) is not mixed in: the sweep lists the
+# runs trained otherwise and stops before training any; a shipped per-run file of 4 steps, or of
+# another task (the same run ids), does not stand for this sweep's runs
+status=0; "$PELAB" sweep "$grid" --set task.name=parity_check --output small "${tiny[@]}" --set train.steps=5 \
+  --dry-run > changed.txt 2> changed-dry.err || status=$?
+test "$status" = 1
+test "$(grep -c '^ *[0-9]* *changed .* trained with train.steps: 4 -> 5$' changed.txt)" = 11
+grep -q "^error: 11 complete run(s) in small were trained with another config" changed-dry.err
+status=0; "$PELAB" sweep "$grid" --set task.name=parity_check --output small "${tiny[@]}" --set train.steps=5 \
+  --only seed=0 --threads 1 > changed.out 2> changed.err || status=$?
+test "$status" = 2
+grep -q "error: 11 complete run(s) in small were trained with another config than this sweep gives them, e.g. learning_rate-1.0e-4_seed-0_encoding-namenone_sampler-contiguous (train.steps: 4 -> 5)" changed.err
+test ! -s changed.out
+status=0; "$PELAB" sweep "$grid" --set task.name=parity_check --output fresh "${tiny[@]}" --set train.steps=5 \
+  --skip-runs-in study-docs/parity_check_runs.csv --dry-run 2> skip.err || status=$?
+test "$status" = 2
+grep -qF "parity_check_runs.csv: its run learning_rate-1.0e-4_seed-0_encoding-namenone_sampler-contiguous trained with 4 steps, not 5 as this sweep would train it" skip.err
+status=0; "$PELAB" sweep "$grid" --set task.name=even_pairs --output fresh "${tiny[@]}" \
+  --skip-runs-in study-docs/parity_check_runs.csv --dry-run 2> skip.err || status=$?
+test "$status" = 2 && grep -qF "trained with the task parity_check, not even_pairs" skip.err
+test ! -e fresh
 status=0; "$PELAB" sweep "$grid" --skip-runs-in from-file.csv --dry-run 2> skip.err || status=$?
 test "$status" = 2 && grep -q "not a per-run file" skip.err
 echo "cli_ruoss_grid: ok"
