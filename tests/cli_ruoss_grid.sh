@@ -94,6 +94,20 @@ status=0; "$PELAB" sweep "$grid" --set task.name=even_pairs --output fresh "${ti
   --skip-runs-in study-docs/parity_check_runs.csv --dry-run 2> skip.err || status=$?
 test "$status" = 2 && grep -qF "trained with the task parity_check, not even_pairs" skip.err
 test ! -e fresh
+# ... nor do the study's tables mix them (a per-run file merged by hand)
+mkdir mixed
+/usr/bin/python3 - study-docs/parity_check_runs.csv mixed/parity_check_runs.csv <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+rows[0]["train_steps"] = "5"  # one row of another protocol
+with open(sys.argv[2], "w", newline="") as f:
+    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+PY
+status=0; /usr/bin/python3 "$source_dir/analysis/studies/ruoss.py" - mixed 2> mixed.err || status=$?
+test "$status" = 1 && grep -q "parity_check_runs.csv mixes runs of 4 and 5 steps; give each its own file" mixed.err
+grep -q '^\*\*parity_check\*\* (4 steps)$' study-docs/ruoss.md
 status=0; "$PELAB" sweep "$grid" --skip-runs-in from-file.csv --dry-run 2> skip.err || status=$?
 test "$status" = 2 && grep -q "not a per-run file" skip.err
 echo "cli_ruoss_grid: ok"

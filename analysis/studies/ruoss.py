@@ -10,7 +10,8 @@ scripts/ruoss-paper.sh), from the per-run files OUT/<task>_runs.csv alone. Per t
 
 in all of them a run that has not learned its training range (per-token accuracy below 90% at
 the lengths within it) is flagged and its values beyond training are left out. Over the tasks:
-OUT/ruoss.md and OUT/ruoss.csv, one row per task and encoding: the runs and how many learned,
+OUT/ruoss.md and OUT/ruoss.csv, one row per task and encoding: the training steps (one number per
+task: a per-run file that mixes protocols is refused), the runs and how many learned,
 the paper's measure, the median at the encoding's best learning rate (the highest median beyond
 training, as the paper takes its best) with its interval, and the input-independent baseline
 beyond training (the best constant prediction per position); OUT/ruoss.png draws them.
@@ -71,12 +72,17 @@ def interval(ci):
 
 
 def task_summary(pelab, out, task, scratch):
-    """{(scheme, sampler): cell} of one task, writing its three tables; None without a per-run file."""
+    """{"steps": its runs' training steps, "cells": {(scheme, sampler): cell}} of one task, writing its
+    three tables; None without a per-run file."""
     runs_file = os.path.join(out, f"{task}_runs.csv")
     if not os.path.exists(runs_file):
         return None
     cells = {}
-    for r in per_run_file(runs_file):  # runs, learned runs and the baseline beyond training, per encoding
+    runs = per_run_file(runs_file)
+    steps = sorted({r["run"]["train_steps"] for r in runs})
+    if len(steps) > 1:  # one protocol per table (pelab sweep refuses to mix them; a hand merge might)
+        sys.exit(f"ruoss: {runs_file} mixes runs of {' and '.join(map(str, steps))} steps; give each its own file")
+    for r in runs:  # runs, learned runs and the baseline beyond training, per encoding
         c = cells.setdefault((scheme_name(r["overrides"]), r["overrides"].get("positions.sampler", "contiguous")),
                              dict(runs=0, learned=0, chances=[]))
         c["runs"] += 1
@@ -103,7 +109,7 @@ def task_summary(pelab, out, task, scratch):
             if row["length"] == "beyond" and float(row["median"]) > cell.get("median", -1):
                 cell.update(median=float(row["median"]), ci=(float(row["ci_low"]), float(row["ci_high"])),
                             seeds=int(row["seeds"]), rate=rate)
-    return cells
+    return {"steps": steps[0], "cells": cells}
 
 
 def main():
@@ -114,7 +120,7 @@ def main():
     if not summaries:  # the grid has not run yet: nothing to draw, not an error
         print(f"ruoss: no per-run files (<task>_runs.csv) in {out} yet; nothing to tabulate", file=sys.stderr)
         return 0
-    header = ["task", "encoding", "sampler", "runs", "learned", "paper_measure", "median", "ci_low", "ci_high",
+    header = ["task", "steps", "encoding", "sampler", "runs", "learned", "paper_measure", "median", "ci_low", "ci_high",
               "seeds", "best_learning_rate", "chance"]
     lines = [f"Per-token accuracy beyond training (%), each run's mean over the test lengths beyond 40. "
              f"paper: the best of seeds x learning rates (Ruoss et al.'s measure); median [95% bootstrap interval] "
@@ -124,8 +130,9 @@ def main():
     with open(os.path.join(out, "ruoss.csv"), "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
-        for task, cells in summaries.items():
-            lines += [f"**{task}**", "", "| encoding | runs | paper | median [95% CI] (seeds) at rate | "
+        for task, summary in summaries.items():
+            cells = summary["cells"]
+            lines += [f"**{task}** ({summary['steps']:,} steps)", "", "| encoding | runs | paper | median [95% CI] (seeds) at rate | "
                       "randomized: runs | paper | median [95% CI] (seeds) at rate | chance |",
                       "|---|---:|---:|---|---:|---:|---|---:|"]
             for scheme, label in ENCODINGS:
@@ -139,7 +146,7 @@ def main():
                     row += [f"{c['learned']}/{c['runs']}", number(c.get("paper")),
                             f"{number(c['median'])}{interval(ci)} ({c['seeds']}) at {c['rate']}"
                             if "median" in c else ""]
-                    writer.writerow([task, scheme, sampler, c["runs"], c["learned"], number(c.get("paper"), 4),
+                    writer.writerow([task, summary["steps"], scheme, sampler, c["runs"], c["learned"], number(c.get("paper"), 4),
                                      number(c.get("median"), 4), number(ci[0], 4), number(ci[1], 4),
                                      c.get("seeds", ""), c.get("rate", ""), number(c.get("chance"), 4)])
                 chance = [c["chance"] for s in ["contiguous", "randomized"] if (c := cells.get((scheme, s)))
@@ -155,7 +162,8 @@ def plot(summaries, path):
     """One panel per task: per encoding, the paper's measure as bars (plain, randomized) and the
     best rate's median with its interval as a dot and whisker; the baseline dashed."""
     fig, axes = plt.subplots(1, len(summaries), figsize=(1.2 + 5.2 * len(summaries), 3.6), squeeze=False)
-    for ax, (task, cells) in zip(axes[0], summaries.items()):
+    for ax, (task, summary) in zip(axes[0], summaries.items()):
+        cells = summary["cells"]
         x = np.arange(len(ENCODINGS))
         for offset, sampler, color in [(-0.2, "contiguous", "tab:blue"), (0.2, "randomized", "tab:orange")]:
             got = [cells.get((scheme, sampler), {}) for scheme, _ in ENCODINGS]
@@ -164,19 +172,25 @@ def plot(summaries, path):
             low = np.array([c.get("ci", (np.nan,) * 2)[0] for c in got])
             high = np.array([c.get("ci", (np.nan,) * 2)[1] for c in got])
             drawn = ~np.isnan(paper)  # an encoding none of whose runs learned has no bar
+            if not drawn.any():
+                continue
             ax.bar(x[drawn] + offset, paper[drawn], 0.4, color=color, alpha=0.5,
                    label=f"{'plain' if sampler == 'contiguous' else 'randomized'}: paper's measure (best run)")
-            ax.errorbar(x[drawn] + offset, medians[drawn], yerr=[(medians - low)[drawn], (high - medians)[drawn]],
+            whiskers = np.nan_to_num([(medians - low)[drawn], (high - medians)[drawn]])  # one seed: none
+            ax.errorbar(x[drawn] + offset, medians[drawn], yerr=whiskers,
                         fmt="o", color=color, markersize=4, capsize=2, label="median [95% CI], best rate")
         chance = [c["chance"] for c in cells.values() if "chance" in c]
         if chance:
             ax.axhline(np.mean(chance), color="k", linestyle="--", linewidth=1, label="input-independent baseline")
         ax.set_xticks(x, [label for _, label in ENCODINGS], fontsize=8)
         ax.set_ylim(0, 100)
-        ax.set_title(task, fontsize=10)
+        ax.set_title(f"{task} ({summary['steps']:,} steps)", fontsize=10)
         ax.set_ylabel("per-token accuracy beyond training (%)", fontsize=8)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    legend = {}  # every panel's entries, once each (a panel with nothing learned draws only the baseline)
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    fig.legend(legend.values(), legend.keys(), fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     print(f"wrote {path}")
