@@ -78,19 +78,6 @@ std::vector<bool> runs_chosen(const std::vector<SweepRun>& runs, const std::vect
   return chosen;
 }
 
-// The run ids a per-run file (pelab report's report_runs.csv) holds: its first column (ids
-// have no commas or quotes). A file without that header is a ConfigError.
-std::set<std::string> run_ids_in(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!std::getline(in, line) || line.rfind("run,", 0) != 0)
-    throw ConfigError("--skip-runs-in " + path + ": not a per-run file (pelab report's report_runs.csv)");
-  std::set<std::string> ids;
-  while (std::getline(in, line))
-    if (!line.empty()) ids.insert(line.substr(0, line.find(',')));
-  return ids;
-}
-
 // What differs between the config a complete run was trained with (its run.h5) and the one
 // this sweep gives it (config_differences: name, threads, device, output.dir and the like
 // are not differences); empty when they agree.
@@ -102,31 +89,35 @@ std::vector<std::string> trained_otherwise(const SweepConfig& sweep, const Sweep
   return differences_from_stored(run_file, read_run_file(run_file, /*with_checkpoint=*/false).config_yaml, config);
 }
 
-// Runs a per-run file holds (--skip-runs-in) must have trained as this sweep would train them:
-// the same task, axis values and steps (another task's file has the same run ids; rows of
-// 2,000 steps do not stand for a sweep of 10,000). ConfigError naming the first that does not.
-void check_skipped_rows(const std::string& path, const SweepConfig& sweep, const std::vector<SweepRun>& runs,
-                        const std::vector<bool>& chosen) {
-  std::map<std::string, const SweepRun*> by_id;
-  for (const auto& run : runs)
-    if (chosen[run.index]) by_id[run.id] = &run;
+// The run ids a per-run file (pelab report's report_runs.csv; --skip-runs-in) holds, its first
+// column. Those among the chosen runs must have trained as this sweep would train them: the
+// same task, axis values and steps (another task's file has the same run ids; rows of 2,000
+// steps do not stand for a sweep of 10,000). ConfigError for a file without that header, and
+// naming the first run that differs.
+std::set<std::string> runs_held_by(const std::string& path, const SweepConfig& sweep, const std::vector<SweepRun>& runs,
+                                   const std::vector<bool>& chosen) {
   std::ifstream in(path);
   std::string line;
-  std::getline(in, line);
+  if (!std::getline(in, line) || line.rfind("run,", 0) != 0)
+    throw ConfigError("--skip-runs-in " + path + ": not a per-run file (pelab report's report_runs.csv)");
   const auto columns = csv_fields(line);
   const auto column = [&](const std::string& name) {
     return static_cast<size_t>(std::find(columns.begin(), columns.end(), name) - columns.begin());
   };
-  const size_t id_at = column("run"), overrides_at = column("overrides"), steps_at = column("train_steps"),
+  const size_t overrides_at = column("overrides"), steps_at = column("train_steps"),
                task_at = column("task");  // columns.size(): not there (a file from before it was added)
   if (overrides_at == columns.size() || steps_at == columns.size())
     throw ConfigError("--skip-runs-in " + path + ": no columns 'overrides' and 'train_steps'");
-  std::set<std::string> checked;
+  std::map<std::string, const SweepRun*> chosen_by_id;
+  for (const auto& run : runs)
+    if (chosen[run.index]) chosen_by_id[run.id] = &run;
+  std::set<std::string> ids, checked;
   while (std::getline(in, line)) {
+    if (line.empty()) continue;
     const auto cells = csv_fields(line);
-    if (line.empty() || cells.size() != columns.size()) continue;
-    const auto run = by_id.find(cells[id_at]);
-    if (run == by_id.end() || !checked.insert(run->first).second) continue;
+    ids.insert(cells[0]);  // ids have no commas or quotes
+    const auto run = chosen_by_id.find(cells[0]);
+    if (run == chosen_by_id.end() || cells.size() != columns.size() || !checked.insert(run->first).second) continue;
     const std::string settings = join(run->second->overrides, " ");
     const RunConfig config = load_run_config(sweep.base, run->second->all_overrides, scheme_catalog(), task_catalog());
     std::string differs;
@@ -140,6 +131,7 @@ void check_skipped_rows(const std::string& path, const SweepConfig& sweep, const
                                     "its rows do not stand for this sweep's run (give this protocol's runs their "
                                     "own per-run file)", path, run->first, differs));
   }
+  return ids;
 }
 
 // "165" or, with --only, "99 of 165"
@@ -506,8 +498,7 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
     runs = expand_sweep(sweep, scheme_catalog(), task_catalog());
     chosen = runs_chosen(runs, a.only);
     if (!a.skip_runs_in.empty()) {
-      const auto elsewhere = run_ids_in(a.skip_runs_in);
-      check_skipped_rows(a.skip_runs_in, sweep, runs, chosen);
+      const auto elsewhere = runs_held_by(a.skip_runs_in, sweep, runs, chosen);
       for (const auto& run : runs) chosen[run.index] = chosen[run.index] && !elsewhere.count(run.id);
     }
   } catch (const ConfigError& e) {
@@ -530,7 +521,9 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
   for (const auto& run : runs) {
     if (!chosen[run.index]) continue;
     const RunState state = state_of(run.dir);
-    if (state == RunState::Complete) {
+    // compared here, not again in the packed processes and Slurm tasks (--run-index) this
+    // sweep or its submission starts: each would read every complete run's file
+    if (state == RunState::Complete && a.run_indices.empty()) {
       try {
         if (auto differences = trained_otherwise(sweep, run); !differences.empty()) changed[run.index] = differences;
       } catch (const std::exception& e) {
