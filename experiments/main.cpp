@@ -109,14 +109,15 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("--output", sweep.output, "the sweep's folder, instead of the sweep file's output")
       ->check(non_empty_path);
   sweep_cmd->add_option("--threads", sweep.threads, "threads per run (default: cores / runs at once)");
-  sweep_cmd->add_flag("--dry-run", sweep.dry_run, "list the runs, their ids and state; run nothing");
+  sweep_cmd->add_flag("--dry-run", sweep.dry_run, "list the runs, their ids and state (changed: complete, but trained with another config; then exit 1); run nothing");
   sweep_cmd->add_option("--run-index", sweep.run_indices, "run only these runs, side by side (what a Slurm array "
                         "task does)")->delimiter(',')->check(CLI::NonNegativeNumber);
   sweep_cmd->add_option("--only", sweep.only, "only the runs with this axis value, e.g. --only seed=0 --only seed=1 "
                         "(a key given again: any of its values; keys: all of them); a part of the grid, in the "
                         "grid's folder")->type_name("KEY=VALUE")->allow_extra_args(false);
   sweep_cmd->add_option("--skip-runs-in", sweep.skip_runs_in, "leave out the runs this per-run file (an earlier "
-                        "report's report_runs.csv) holds: parts trained elsewhere, merged by their rows")
+                        "report's report_runs.csv) holds: parts trained elsewhere, merged by their rows (trained with this "
+                        "sweep's settings, task and steps, or refused)")
       ->check(CLI::ExistingFile);
   sweep_cmd->add_flag("--slurm", sweep.slurm, "write an sbatch job array for the runs not complete, and submit it");
   sweep_cmd->add_flag("--no-submit", sweep.no_submit, "with --slurm: write the script only");
