@@ -51,7 +51,7 @@ for index in 3 4 5; do
   id=$(awk -F'\t' -v i="$index" '$1 == i {print $2}' sweep-out/runs.tsv)
   test -f "sweep-out/runs/$id/run.h5"
 done
-"$PELAB" sweep "$fixtures/tiny.yaml" --dry-run | grep -q "8 runs (3 complete)"
+"$PELAB" sweep "$fixtures/tiny.yaml" --dry-run | grep "8 runs (3 complete)" > /dev/null
 if "$PELAB" sweep "$fixtures/tiny.yaml" --slurm --no-submit --runs-per-task 2 --mem lots 2> mem.txt; then exit 1; fi
 grep -q "slurm mem 'lots' must start with a number" mem.txt
 echo "cli_placement ok"
