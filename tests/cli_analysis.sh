@@ -41,6 +41,17 @@ grep -q '^encoding-alibi_seed-0_max_length-8_lengths-4-8,1,position bias,' terms
 runs=(sweep-out/runs/*/run.h5)
 $py "$analysis/plot_lengths.py" "${runs[0]}" "${runs[1]}" --out two.png > /dev/null
 test "$(cut -d, -f1 two.csv | tail -n +2 | sort -u | grep -c '^run=')" = 2
+# legend labels: an encoding mapping by its scheme and options, a list of phases by its lengths
+$py - "$analysis" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from runfile import group_label
+label = group_label({"encoding": "{name: learned, max_positions: 256}", "seed": "1",
+                     "train.phases": "[{share: 0.9, max_length: 32}, {max_length: 128}]"})
+assert label == "learned max_positions=256 phases=32->128", label
+assert group_label({"train.phases": "[{max_length: 32}]"}) == "phases=32"
+assert group_label({"eval.lengths": "[10, 20]"}) == "lengths=[10, 20]"
+EOF
 # a complete run whose file cannot be read is named and left out, not dropped silently
 cp -r sweep-out broken-out
 broken=$(ls broken-out/runs | head -1)
