@@ -23,9 +23,9 @@ namespace {
 
 // --resume of a run that has a checkpoint (or a complete run file) in `config`'s output
 // folder: the config stored there, so that the --set options of the first command need not
-// be typed again. Options given now must agree with it (name, threads, device, sync_every
-// and cuda_graphs may differ); each that does not is named with its stored value. Without a
-// stored config, `config` itself.
+// be typed again. Options given now must agree with it (the operational keys,
+// is_operational_config_key, may differ and are taken from them); each that does not is named
+// with its stored value. Without a stored config, `config` itself.
 RunConfig resumed_config(const RunConfig& config, const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
   const std::string checkpoint = config.output.dir + "/" + kCheckpointFileName;
@@ -58,8 +58,7 @@ RunConfig resumed_config(const RunConfig& config, const std::vector<std::string>
   RunConfig resumed = stored;  // what may differ from the stored run: given now, or as stored
   for (const auto& entry : overrides) {
     const std::string key = entry.substr(0, entry.find('='));
-    if (key == "name" || key == "threads" || key == "device" || key == "train.sync_every" ||
-        key == "train.cuda_graphs") {
+    if (is_operational_config_key(key) && key != "output.dir") {
       const RunConfig with = parse_run_config(to_yaml(resumed), source, {entry}, scheme_catalog(), task_catalog());
       resumed = with;
     }

@@ -46,6 +46,21 @@ test "$status" = 2
 grep -q "stopped/checkpoint.h5 was trained with another config: --set train.learning_rate=0.003 (stored train.learning_rate: 0.002)\. Leave these options out" mismatch.err
 test "$(grep -o -- '--set ' mismatch.err | wc -l)" = 1   # none of the options that agree
 
+echo "== resumed with an operational option (train.checkpoint_every): taken, not refused"
+"${train[@]}" --out stopped --resume --set train.checkpoint_every=10 > every.log 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do grep -q "resuming from step" every.log && break; sleep 0.1; done
+kill -TERM "$pid" 2>/dev/null || true
+status=0; wait "$pid" || status=$?
+test "$status" = 75 -o "$status" = 0 || { cat every.log; exit 1; }
+stored=stopped/checkpoint.h5; [[ -e "$stored" ]] || stored=stopped/run.h5  # it may have finished
+$py - "$stored" <<'PY'
+import sys, h5py
+config = h5py.File(sys.argv[1], "r")["config"][()]
+config = config.decode() if isinstance(config, bytes) else config
+assert "checkpoint_every: 10" in config, config
+PY
+
 echo "== kill -9 at random moments while resuming, and one SIGINT"
 for attempt in 1 2 3; do
   "${train[@]}" --out stopped --resume >> resumed.log 2>&1 &

@@ -425,18 +425,23 @@ void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::st
 
 }  // namespace
 
+bool is_operational_config_key(const std::string& key) {
+  static const std::set<std::string> operational = {"name",       "threads",          "device",
+                                                    "output.dir", "train.checkpoint_every", "train.sync_every",
+                                                    "train.cuda_graphs"};
+  return operational.count(key) > 0;
+}
+
 std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml) {
   std::map<std::string, std::string> before, after;
   flatten(YAML::Load(before_yaml), "", before);
   flatten(YAML::Load(after_yaml), "", after);
-  const std::set<std::string> ignored = {"name", "threads", "device", "output.dir", "train.checkpoint_every",
-                                         "train.sync_every", "train.cuda_graphs"};
   std::set<std::string> keys;
   for (const auto& [key, value] : before) keys.insert(key);
   for (const auto& [key, value] : after) keys.insert(key);
   std::vector<std::string> differences;
   for (const auto& key : keys) {
-    if (ignored.count(key)) continue;
+    if (is_operational_config_key(key)) continue;
     const auto a = before.find(key), b = after.find(key);
     const std::string va = a == before.end() ? "(absent)" : a->second, vb = b == after.end() ? "(absent)" : b->second;
     if (va != vb) differences.push_back(key + ": " + va + " -> " + vb);

@@ -173,9 +173,12 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
                            const Catalog& tasks, const std::string& overrides_via = "--set");
 // The fully resolved config (every default filled in) as YAML; parses back to the same config.
 std::string to_yaml(const RunConfig& config);
+// The keys that do not change what a run computes: name, threads, device, output.dir,
+// train.checkpoint_every, train.sync_every and train.cuda_graphs (a resumed run takes them
+// from the command line).
+bool is_operational_config_key(const std::string& key);
 // What differs between two resolved configs (to_yaml) that would change a run's results, as
-// "key.path: A -> B" lines; name, threads, device, output.dir, train.checkpoint_every,
-// train.sync_every and train.cuda_graphs are left out.
+// "key.path: A -> B" lines; the operational keys are left out.
 std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml);
 
 }  // namespace pelab
