@@ -57,6 +57,13 @@ double mean_of(const std::vector<double>& values) {
   return values.empty() ? NAN : sum / values.size();
 }
 
+// With n <= 5 values a resample's median is the smallest (or the largest) value more than 2.5%
+// of the time (n = 5: 5.8%), so the percentile bootstrap's 95% interval is the values' range.
+// The range holds the median of a continuous distribution unless every value falls on one
+// side of it: with probability 1 - 2^(1-n), in percent.
+constexpr size_t kRangeIntervalMaxN = 5;
+double range_coverage(size_t n) { return 100.0 * (1.0 - std::pow(2.0, 1.0 - double(n))); }
+
 Aggregate aggregate_of(std::vector<double> values, const ReportArguments& a) {
   Aggregate g;
   g.n = values.size();
@@ -428,6 +435,10 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   const bool several_methods = std::any_of(lines.begin(), lines.end(), [&](const Line& l) { return l.method != lines.front().method; });
 
   std::set<std::string> untrained_schemes;  // the schemes named by rows' untrained texts
+  std::set<size_t> range_intervals;          // median-ci: the n (2-5) whose interval is the range
+  auto note_interval = [&](const Aggregate& g) {
+    if (a.aggregate == "median-ci" && g.n >= 2 && g.n <= kRangeIntervalMaxN) range_intervals.insert(g.n);
+  };
   std::vector<std::string> header = {"run", "trained"};
   for (int64_t L : lengths) header.push_back(std::to_string(L));
   header.push_back("beyond");
@@ -459,6 +470,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
         continue;
       }
       const Aggregate g = aggregate_of(found->second, a);
+      note_interval(g);
       const double chance = mean_of(line.chance.at(L));
       const bool in_summary =
           std::find(line.summary_lengths.begin(), line.summary_lengths.end(), L) != line.summary_lengths.end();
@@ -474,6 +486,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       csv_row(line, std::to_string(L), L > line.train_max, g, chance, untrained != line.untrained.end());
     }
     const Aggregate summary = aggregate_of(line.summary, a);
+    note_interval(summary);
     cells.push_back(format_cell(summary, a));
     chance_cells.push_back(beyond_lengths ? fmt::format(loss ? "{:.3f}" : "{:.1f}", beyond_chance / beyond_lengths) : "");
     if (summary.n > 0) csv_row(line, "beyond", true, summary, beyond_chance / beyond_lengths, false);
@@ -508,12 +521,22 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   if (a.success >= 0)
     notes.push_back(fmt::format("k/n: seeds {} {}", loss ? "at or below" : "at or above",
                                 loss ? fmt::format("{}", a.success) : fmt::format("{}%", 100 * a.success)));
-  notes.push_back("chance: the best input-independent prediction");
+  notes.push_back(a.metric == "sequence" ? "chance: the exact match of the most frequent target at each position (an "
+                                          "input-independent prediction; where whole sequences repeat, the most "
+                                          "frequent one can score more)"
+                                        : "chance: the best input-independent prediction");
   if (a.learned >= 0)
     notes.push_back(fmt::format("{} run(s) had not learned their training range (per-token accuracy below {}% at "
                                 "the training lengths): their values beyond it are left out{}",
                                 not_learned.size(), 100 * a.learned,
                                 not_learned.empty() ? "" : " (" + join(not_learned) + ")"));
+  if (!range_intervals.empty()) {
+    std::vector<std::string> coverage;
+    for (size_t n : range_intervals) coverage.push_back(fmt::format("n = {}: {:g}%", n, range_coverage(n)));
+    notes.push_back(fmt::format("with 5 or fewer values the bootstrap interval is their range [min, max], which holds "
+                                "the median of what they were drawn from with probability 1 - 2^(1-n), under 95% ({})",
+                                join(coverage)));
+  }
   if (!untrained_schemes.empty())
     notes.push_back(fmt::format("!: some seed used position-table rows ({}) that no training step updated; which "
                                 "rows: analysis/summarize_run.py RUN.h5",

@@ -209,6 +209,19 @@ CATCH_TEST_CASE("chance level: the most frequent target per position, and its en
   CATCH_CHECK(one_cell.score().token_accuracy == Approx(5.0 / 6.0));
 }
 
+CATCH_TEST_CASE("chance level: a position the fitting half never scores takes that half's mode", "[formats][metrics]") {
+  // Four rows of targets 2 2; position 1 is scored in the odd rows only (outputs of varying
+  // length). The even rows score no position 1, so their prediction there is their mode over
+  // all positions (2), not class 0: every scored target is predicted.
+  Batch b;
+  b.targets = torch::full({4, 2}, 2, torch::kInt64);
+  b.scored = torch::tensor({1, 0, 1, 1, 1, 0, 1, 1}, torch::kBool).view({4, 2});
+  ChanceLevel chance(3, true);
+  chance.add(b);
+  CATCH_CHECK(chance.score().token_accuracy == Approx(1.0));
+  CATCH_CHECK(chance.score().sequence_accuracy == Approx(1.0));
+}
+
 CATCH_TEST_CASE("the chance level of 26 uniform symbols is 1/26, not the in-sample mode's 6.5%", "[formats][metrics]") {
   Rng rng(1);
   auto task = test::default_task("copy");

@@ -4,15 +4,17 @@ scripts/ruoss-paper.sh), from the per-run files OUT/<task>_runs.csv alone. Per t
 
 - OUT/<task>_paper.md: the paper's measure, per encoding the best over seeds x learning rates of
   the per-token accuracy averaged over the test lengths beyond training (pelab report --pool
-  train.learning_rate --aggregate max);
+  train.learning_rate --aggregate max), over every run as the paper takes it;
+- OUT/<task>_paper_learned.md: the same over the runs that learned their training range;
 - OUT/<task>_median_token.md and OUT/<task>_median_sequence.md: per encoding and learning rate,
   the median over seeds with its bootstrap 95% interval, per token and per sequence (exact match);
 
-in all of them a run that has not learned its training range (per-token accuracy below 90% at
-the lengths within it) is flagged and its values beyond training are left out. Over the tasks:
-OUT/ruoss.md and OUT/ruoss.csv, one row per task and encoding: the training steps (one number per
-task: a per-run file that mixes protocols is refused), the runs and how many learned,
-the paper's measure, the median at the encoding's best learning rate (the highest median beyond
+in all but the first a run that has not learned its training range (per-token accuracy below 90%
+at the lengths within it) is flagged and its values beyond training are left out. Over the
+tasks: OUT/ruoss.md and OUT/ruoss.csv, one row per task, encoding and positions (plain or
+randomized): the training steps (one number per task: a per-run file that mixes protocols is
+refused), the runs and how many learned, the paper's measure over every run and over the
+learned ones, the median at the encoding's best learning rate (the highest median beyond
 training, as the paper takes its best) with its interval, and the input-independent baseline
 beyond training (the best constant prediction per position); OUT/ruoss.png draws them.
 
@@ -41,15 +43,17 @@ TASKS = ["even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation",
          "bucket_sort"]  # the paper's order (Table 1)
 ENCODINGS = [("none", "none"), ("sinusoidal", "sin/cos"), ("learned", "learned"),
              ("transformer_xl", "relative"), ("rope", "RoPE"), ("alibi", "ALiBi")]
+SAMPLERS = {scheme: ["contiguous"] if scheme == "none" else ["contiguous", "randomized"] for scheme, _ in ENCODINGS}
 LEARNED = 0.9
 
 
-def report(pelab, runs_file, scratch, options):
-    """(markdown, rows of report.csv) of pelab report over a per-run file."""
+def report(pelab, runs_file, scratch, options, learned=True):
+    """(markdown, rows of report.csv) of pelab report over a per-run file; `learned`: the runs
+    that did not learn their training range are left out beyond it."""
     # from its folder, so that the table names its source as <task>_runs.csv, wherever it is
-    done = subprocess.run([pelab, "report", os.path.basename(runs_file), "--learned", str(LEARNED), "--format",
-                           "markdown", "--out", scratch] + options, capture_output=True, text=True,
-                          cwd=os.path.dirname(os.path.abspath(runs_file)))
+    done = subprocess.run([pelab, "report", os.path.basename(runs_file), "--format", "markdown", "--out", scratch]
+                          + (["--learned", str(LEARNED)] if learned else []) + options, capture_output=True,
+                          text=True, cwd=os.path.dirname(os.path.abspath(runs_file)))
     if done.returncode != 0:
         sys.exit(f"ruoss: pelab report {runs_file}: {done.stderr.strip()}")
     with open(os.path.join(scratch, "report.csv"), newline="") as f:
@@ -86,17 +90,19 @@ def task_summary(pelab, out, task, scratch):
         c = cells.setdefault((scheme_name(r["overrides"]), r["overrides"].get("positions.sampler", "contiguous")),
                              dict(runs=0, learned=0, chances=[]))
         c["runs"] += 1
-        c["learned"] += (r["run"]["in_distribution_token_accuracy"] or 0) >= LEARNED
+        within = r["run"]["in_distribution_token_accuracy"]  # None: no length in range, learned (as pelab report)
+        c["learned"] += within is None or within >= LEARNED
         beyond = [row for L, row in r["run"]["selected"]["none"].items() if L > r["run"]["train_max_length"]]
         c["chances"].append(100 * np.mean([row["chance_token_accuracy"] for row in beyond]))
     for c in cells.values():
         c["chance"] = float(np.mean(c.pop("chances")))
-    text, rows = report(pelab, runs_file, scratch, ["--pool", "train.learning_rate", "--aggregate", "max"])
-    with open(os.path.join(out, f"{task}_paper.md"), "w") as f:
-        f.write(text)
-    for row in rows:
-        if row["length"] == "beyond":
-            cells[key_of(row["group"])[:2]]["paper"] = float(row["value"])
+    for name, learned, suffix in [("paper", False, ""), ("paper_learned", True, "_learned")]:
+        text, rows = report(pelab, runs_file, scratch, ["--pool", "train.learning_rate", "--aggregate", "max"], learned)
+        with open(os.path.join(out, f"{task}_paper{suffix}.md"), "w") as f:
+            f.write(text)
+        for row in rows:
+            if row["length"] == "beyond":
+                cells[key_of(row["group"])[:2]][name] = float(row["value"])
     for metric in ["token", "sequence"]:
         text, rows = report(pelab, runs_file, scratch, ["--aggregate", "median-ci", "--metric", metric])
         with open(os.path.join(out, f"{task}_median_{metric}.md"), "w") as f:
@@ -120,38 +126,39 @@ def main():
     if not summaries:  # the grid has not run yet: nothing to draw, not an error
         print(f"ruoss: no per-run files (<task>_runs.csv) in {out} yet; nothing to tabulate", file=sys.stderr)
         return 0
-    header = ["task", "steps", "encoding", "sampler", "runs", "learned", "paper_measure", "median", "ci_low", "ci_high",
-              "seeds", "best_learning_rate", "chance"]
-    lines = [f"Per-token accuracy beyond training (%), each run's mean over the test lengths beyond 40. "
-             f"paper: the best of seeds x learning rates (Ruoss et al.'s measure); median [95% bootstrap interval] "
-             f"(seeds) at the encoding's best learning rate; runs: learned (>= {100 * LEARNED:.0f}% per token within "
-             "training) / complete; runs that did not learn are left out beyond training. chance: the best "
+    header = ["task", "steps", "encoding", "sampler", "runs", "learned", "paper_measure_all", "paper_measure_learned",
+              "median", "ci_low", "ci_high", "seeds", "best_learning_rate", "chance"]
+    lines = ["Per-token accuracy beyond training (%), each run's mean over the test lengths beyond 40. "
+             "paper: the best of seeds x learning rates (Ruoss et al.'s measure), over every run as the paper "
+             f"takes it, and over the runs that learned (>= {100 * LEARNED:.0f}% per token within training); "
+             "median [95% bootstrap interval] (seeds) of the learned runs at the encoding's best learning rate (with "
+             "5 or fewer seeds the interval is their range); runs: learned / complete. chance: the best "
              "input-independent prediction.", ""]
     with open(os.path.join(out, "ruoss.csv"), "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
         for task, summary in summaries.items():
             cells = summary["cells"]
-            lines += [f"**{task}** ({summary['steps']:,} steps)", "", "| encoding | runs | paper | median [95% CI] (seeds) at rate | "
-                      "randomized: runs | paper | median [95% CI] (seeds) at rate | chance |",
-                      "|---|---:|---:|---|---:|---:|---|---:|"]
+            lines += [f"**{task}** ({summary['steps']:,} steps)", "",
+                      "| encoding | positions | runs | paper: every run | paper: learned runs | "
+                      "median [95% CI] (seeds) at rate | chance |",
+                      "|---|---|---:|---:|---:|---|---:|"]
             for scheme, label in ENCODINGS:
-                row = [label]
-                for sampler in ["contiguous", "randomized"]:
+                for sampler in SAMPLERS[scheme]:
                     c = cells.get((scheme, sampler))
-                    if c is None:
-                        row += ["", "", ""]
+                    positions = "plain" if sampler == "contiguous" else "randomized"
+                    if c is None:  # not run yet
+                        lines.append(f"| {label} | {positions} |  |  |  |  |  |")
                         continue
                     ci = c.get("ci", (np.nan, np.nan))
-                    row += [f"{c['learned']}/{c['runs']}", number(c.get("paper")),
-                            f"{number(c['median'])}{interval(ci)} ({c['seeds']}) at {c['rate']}"
-                            if "median" in c else ""]
-                    writer.writerow([task, summary["steps"], scheme, sampler, c["runs"], c["learned"], number(c.get("paper"), 4),
+                    median = (f"{number(c['median'])}{interval(ci)} ({c['seeds']}) at {c['rate']}"
+                              if "median" in c else "")
+                    lines.append(f"| {label} | {positions} | {c['learned']}/{c['runs']} | {number(c.get('paper'))} | "
+                                 f"{number(c.get('paper_learned'))} | {median} | {number(c.get('chance'))} |")
+                    writer.writerow([task, summary["steps"], scheme, sampler, c["runs"], c["learned"],
+                                     number(c.get("paper"), 4), number(c.get("paper_learned"), 4),
                                      number(c.get("median"), 4), number(ci[0], 4), number(ci[1], 4),
                                      c.get("seeds", ""), c.get("rate", ""), number(c.get("chance"), 4)])
-                chance = [c["chance"] for s in ["contiguous", "randomized"] if (c := cells.get((scheme, s)))
-                          and "chance" in c]
-                lines.append("| " + " | ".join(row + [number(chance[0]) if chance else ""]) + " |")
             lines.append("")
     write_and_print(os.path.join(out, "ruoss.md"), lines)
     plot(summaries, os.path.join(out, "ruoss.png"))
@@ -159,15 +166,21 @@ def main():
 
 
 def plot(summaries, path):
-    """One panel per task: per encoding, the paper's measure as bars (plain, randomized) and the
-    best rate's median with its interval as a dot and whisker; the baseline dashed."""
+    """One panel per task: per encoding, the paper's measure over the learned runs as bars (plain,
+    randomized) and over every run as crosses, the best rate's median with its interval as a dot
+    and whisker; the baseline dashed."""
     fig, axes = plt.subplots(1, len(summaries), figsize=(1.2 + 5.2 * len(summaries), 3.6), squeeze=False)
     for ax, (task, summary) in zip(axes[0], summaries.items()):
         cells = summary["cells"]
         x = np.arange(len(ENCODINGS))
         for offset, sampler, color in [(-0.2, "contiguous", "tab:blue"), (0.2, "randomized", "tab:orange")]:
             got = [cells.get((scheme, sampler), {}) for scheme, _ in ENCODINGS]
-            paper = np.array([c.get("paper", np.nan) for c in got])
+            name = "plain" if sampler == "contiguous" else "randomized"
+            every = np.array([c.get("paper", np.nan) for c in got])
+            if (~np.isnan(every)).any():
+                ax.plot(x + offset, every, "x", color=color, markersize=6,
+                        label=f"{name}: paper's measure, every run (best run)")
+            paper = np.array([c.get("paper_learned", np.nan) for c in got])
             medians = np.array([c.get("median", np.nan) for c in got])
             low = np.array([c.get("ci", (np.nan,) * 2)[0] for c in got])
             high = np.array([c.get("ci", (np.nan,) * 2)[1] for c in got])
@@ -175,7 +188,7 @@ def plot(summaries, path):
             if not drawn.any():
                 continue
             ax.bar(x[drawn] + offset, paper[drawn], 0.4, color=color, alpha=0.5,
-                   label=f"{'plain' if sampler == 'contiguous' else 'randomized'}: paper's measure (best run)")
+                   label=f"{name}: paper's measure, learned runs")
             whiskers = np.nan_to_num([(medians - low)[drawn], (high - medians)[drawn]])  # one seed: none
             ax.errorbar(x[drawn] + offset, medians[drawn], yerr=whiskers,
                         fmt="o", color=color, markersize=4, capsize=2, label="median [95% CI], best rate")

@@ -36,9 +36,11 @@ struct ChanceScore {
 // The chance level of an evaluation set: the best input-independent prediction, which
 // predicts the most frequent target of each position (per_position) or of all positions,
 // and the entropy of those target distributions as its loss: what a model that ignores its
-// input scores at best. Estimated on the evaluation set itself without the optimism of
-// picking the mode on the scored targets: the mode of the even rows scores the odd rows
-// and the other way round; the entropy gets the Miller-Madow correction.
+// input scores at best per token. Its sequence accuracy is that prediction's exact match (where
+// whole sequences repeat, the most frequent one can score more). Estimated on the evaluation
+// set itself without the optimism of picking the mode on the scored targets: the mode of the
+// even rows scores the odd rows and the other way round (a position the fitting rows never
+// score takes their mode over all positions); the entropy gets the Miller-Madow correction.
 class ChanceLevel {
  public:
   ChanceLevel(int64_t num_classes, bool per_position) : num_classes_(num_classes), per_position_(per_position) {}
