@@ -67,19 +67,18 @@ RunConfig resumed_config(const RunConfig& config, const std::vector<std::string>
   return resumed;
 }
 
-// The --set options that change what a run computes, as (key, value): not where it writes,
-// how many threads or which device, how often it logs or checkpoints.
+// The --set options that change what a run computes, as (key, value): not the operational
+// keys (where it writes, how many threads, which device, how often it checkpoints), nor how
+// often it logs (train.log_every: the curve's rows, not the run's numbers; unlike the
+// operational keys a resume does not take it, as the checkpoint holds its log window).
 std::vector<std::pair<std::string, std::string>> naming_overrides(const std::vector<std::string>& overrides) {
-  static const std::set<std::string> operational = {"output.dir",       "threads",          "device",
-                                                    "train.cuda_graphs", "train.sync_every", "train.checkpoint_every",
-                                                    "train.log_every"};
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const auto& entry : overrides) {
     const auto eq = entry.find('=');
     if (eq == std::string::npos) continue;  // the loader names the malformed entry
     const std::string key = entry.substr(0, eq);
     if (key == "name") return {};  // named on the command line: nothing to derive
-    if (!operational.count(key)) pairs.emplace_back(key, entry.substr(eq + 1));
+    if (!is_operational_config_key(key) && key != "train.log_every") pairs.emplace_back(key, entry.substr(eq + 1));
   }
   return pairs;
 }

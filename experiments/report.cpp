@@ -521,9 +521,9 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   if (a.success >= 0)
     notes.push_back(fmt::format("k/n: seeds {} {}", loss ? "at or below" : "at or above",
                                 loss ? fmt::format("{}", a.success) : fmt::format("{}%", 100 * a.success)));
-  notes.push_back(a.metric == "sequence" ? "chance: the exact match of the most frequent target at each position (an "
-                                          "input-independent prediction; where whole sequences repeat, the most "
-                                          "frequent one can score more)"
+  notes.push_back(a.metric == "sequence" ? "chance: the exact match of the input-independent prediction (the most "
+                                          "frequent target, per position where the task scores positions apart; "
+                                          "where whole sequences repeat, the most frequent one can score more)"
                                         : "chance: the best input-independent prediction");
   if (a.learned >= 0)
     notes.push_back(fmt::format("{} run(s) had not learned their training range (per-token accuracy below {}% at "
@@ -533,9 +533,10 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   if (!range_intervals.empty()) {
     std::vector<std::string> coverage;
     for (size_t n : range_intervals) coverage.push_back(fmt::format("n = {}: {:g}%", n, range_coverage(n)));
-    notes.push_back(fmt::format("with 5 or fewer values the bootstrap interval is their range [min, max], which holds "
-                                "the median of what they were drawn from with probability 1 - 2^(1-n), under 95% ({})",
-                                join(coverage)));
+    notes.push_back(fmt::format("with {} or fewer values (seeds{}) the bootstrap interval is their range [min, max]; "
+                                "values drawn from one continuous distribution put its median there with "
+                                "probability 1 - 2^(1-n), under 95% ({})",
+                                kRangeIntervalMaxN, a.pool.empty() ? "" : " x pooled keys", join(coverage)));
   }
   if (!untrained_schemes.empty())
     notes.push_back(fmt::format("!: some seed used position-table rows ({}) that no training step updated; which "

@@ -48,8 +48,10 @@ sys.path.insert(0, sys.argv[1])
 from runfile import group_label
 label = group_label({"encoding": "{name: learned, max_positions: 256}", "seed": "1",
                      "train.phases": "[{share: 0.9, max_length: 32}, {max_length: 128}]"})
-assert label == "learned max_positions=256 phases=32->128", label
+assert label == "learned max_positions=256 phases=32(share=0.9)->128", label
 assert group_label({"train.phases": "[{max_length: 32}]"}) == "phases=32"
+# phases that differ in more than their lengths keep apart (the label groups runs)
+assert group_label({"train.phases": "[{share: 0.5, max_length: 32}, {max_length: 128}]"}) != label.split()[-1]
 assert group_label({"eval.lengths": "[10, 20]"}) == "lengths=[10, 20]"
 EOF
 # a complete run whose file cannot be read is named and left out, not dropped silently

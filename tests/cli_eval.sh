@@ -174,7 +174,7 @@ PY
 echo "== the report's per-run file, the median's bootstrap interval, pooled keys, runs not learned"
 "$PELAB" report eval-out --aggregate median-ci --format csv > ci.csv
 "$PELAB" report eval-out --aggregate median-ci > ci.txt
-grep -F "with 5 or fewer values the bootstrap interval is their range [min, max], which holds the median of what they were drawn from with probability 1 - 2^(1-n), under 95% (n = " ci.txt > /dev/null
+grep -F "with 5 or fewer values (seeds) the bootstrap interval is their range [min, max]; values drawn from one continuous distribution put its median there with probability 1 - 2^(1-n), under 95% (n = " ci.txt > /dev/null
 "$PELAB" report eval-out --pool task.name --aggregate max --format csv > pooled.csv
 "$PELAB" report eval-out --learned 0.99 | tee learned.txt
 grep -q "12 run(s) had not learned their training range (per-token accuracy below 99% at the training lengths)" learned.txt

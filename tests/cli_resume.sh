@@ -2,8 +2,8 @@
 # Kill and resume, through the command line with real signals: a run stopped by SIGTERM or
 # SIGINT (exit 75, checkpoint written) and killed with kill -9 at random moments, then
 # resumed until it finishes, equals an uninterrupted run bit for bit (training curve,
-# evaluation, final parameters). Also: --resume of a complete run, and of a checkpoint
-# written by a different config.
+# evaluation, final parameters). Also: --resume of a complete run, of a checkpoint written by a
+# different config, and with an operational option (train.checkpoint_every) that it takes.
 set -euo pipefail
 source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
@@ -49,16 +49,20 @@ test "$(grep -o -- '--set ' mismatch.err | wc -l)" = 1   # none of the options t
 echo "== resumed with an operational option (train.checkpoint_every): taken, not refused"
 "${train[@]}" --out stopped --resume --set train.checkpoint_every=10 > every.log 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do grep -q "resuming from step" every.log && break; sleep 0.1; done
+wait_for_text() {  # file, text, tenths of a second
+  for _ in $(seq 1 "$3"); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+  echo "timed out waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
+}
+wait_for_text every.log "resuming from step" 600
 kill -TERM "$pid" 2>/dev/null || true
 status=0; wait "$pid" || status=$?
 test "$status" = 75 -o "$status" = 0 || { cat every.log; exit 1; }
 stored=stopped/checkpoint.h5; [[ -e "$stored" ]] || stored=stopped/run.h5  # it may have finished
 $py - "$stored" <<'PY'
-import sys, h5py
+import re, sys, h5py
 config = h5py.File(sys.argv[1], "r")["config"][()]
 config = config.decode() if isinstance(config, bytes) else config
-assert "checkpoint_every: 10" in config, config
+assert re.search(r"^ *checkpoint_every: 10$", config, re.M), config
 PY
 
 echo "== kill -9 at random moments while resuming, and one SIGINT"

@@ -83,6 +83,9 @@ def task_summary(pelab, out, task, scratch):
         return None
     cells = {}
     runs = per_run_file(runs_file)
+    if not runs:
+        print(f"ruoss: {runs_file} holds no runs; left out", file=sys.stderr)
+        return None
     steps = sorted({r["run"]["train_steps"] for r in runs})
     if len(steps) > 1:  # one protocol per table (pelab sweep refuses to mix them; a hand merge might)
         sys.exit(f"ruoss: {runs_file} mixes runs of {' and '.join(map(str, steps))} steps; give each its own file")
@@ -143,8 +146,8 @@ def main():
                       "| encoding | positions | runs | paper: every run | paper: learned runs | "
                       "median [95% CI] (seeds) at rate | chance |",
                       "|---|---|---:|---:|---:|---|---:|"]
-            for scheme, label in ENCODINGS:
-                for sampler in SAMPLERS[scheme]:
+            for scheme, label in ENCODINGS:  # the grid's cells, and any other the file has
+                for sampler in [s for s in ["contiguous", "randomized"] if s in SAMPLERS[scheme] or (scheme, s) in cells]:
                     c = cells.get((scheme, sampler))
                     positions = "plain" if sampler == "contiguous" else "randomized"
                     if c is None:  # not run yet

@@ -63,9 +63,9 @@ ChanceScore ChanceLevel::score() const {
   auto predicted = torch::zeros({N, T}, torch::kInt64);
   for (const auto& [fit, apply] : {std::pair{even, odd}, std::pair{odd, even}}) {
     const auto fit_counts = counts_of(N > 1 ? fit : all_rows);  // (cells, C)
-    // a position no fitting row scores (outputs of varying length) takes the mode of all of
-    // them, not class 0
-    const auto pooled = fit_counts.sum(0).argmax();
+    // a position no fitting row scores (outputs of varying length) takes their mode over all
+    // positions (class 0 only when they score nothing at all)
+    const auto pooled = fit_counts.sum(0).argmax();  // ()
     auto mode = torch::where(fit_counts.sum(1) > 0, std::get<1>(fit_counts.max(1)), pooled);  // (cells)
     auto row_prediction = per_position_ ? mode.unsqueeze(0).expand({N, T}) : mode.expand({N, T});
     predicted = torch::where(apply.unsqueeze(1).expand({N, T}), row_prediction, predicted);

@@ -418,17 +418,21 @@ def group_label(overrides):
     """The axis values of a run but its seed, short enough for a legend: `rope max_length=20`,
     `sinusoidal layout=concatenated sampler=randomized` (an `encoding` axis shows its scheme
     and options without the key; other keys their last part; a list of mappings that each set
-    max_length, as train.phases, its lengths: `phases=32->128`)."""
+    max_length, as train.phases, its lengths with each phase's other keys: `phases=32(share=0.9)->128`)."""
     def label(key):
         parts = key.split(".")
         return parts[-2] if parts[-1] == "name" and len(parts) > 1 else parts[-1]
 
     def item(key, value):
         name = label(key)
-        mappings = re.findall(r"\{[^{}]*\}", value) if value.startswith("[") and value.endswith("]") else []
-        lengths = [re.search(r"\bmax_length:\s*(\d+)", m) for m in mappings]
-        if mappings and all(lengths):  # [{share: 0.9, max_length: 32}, {max_length: 128}]
-            return f"{name}=" + "->".join(m.group(1) for m in lengths)
+        mappings = re.findall(r"\{([^{}]*)\}", value) if value.startswith("[") and value.endswith("]") else []
+        phases = [dict(f.split(":", 1) for f in m.split(", ") if ":" in f) for m in mappings]
+        phases = [{k.strip(): v.strip() for k, v in p.items()} for p in phases]
+        if mappings and all("max_length" in p for p in phases):  # [{share: 0.9, max_length: 32}, {max_length: 128}]
+            def phase(p):
+                rest = ",".join(f"{k}={v}" for k, v in p.items() if k != "max_length")
+                return p["max_length"] + (f"({rest})" if rest else "")
+            return f"{name}=" + "->".join(phase(p) for p in phases)
         if value.startswith("{") and value.endswith("}"):  # a mapping: {name: X, option: v}
             fields = [f.split(":", 1) for f in value[1:-1].split(", ") if ":" in f]
             pairs = {k.strip(): v.strip() for k, v in fields}
