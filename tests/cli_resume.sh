@@ -21,6 +21,10 @@ wait_for() {  # file, tenths of a second
   for _ in $(seq 1 "$2"); do [[ -e "$1" ]] && return 0; sleep 0.1; done
   echo "timed out waiting for $1" >&2; return 1
 }
+wait_for_text() {  # file, text, tenths of a second
+  for _ in $(seq 1 "$3"); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+  echo "timed out waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
+}
 
 echo "== the uninterrupted run"
 "${train[@]}" --out straight > straight.log
@@ -49,10 +53,6 @@ test "$(grep -o -- '--set ' mismatch.err | wc -l)" = 1   # none of the options t
 echo "== resumed with an operational option (train.checkpoint_every): taken, not refused"
 "${train[@]}" --out stopped --resume --set train.checkpoint_every=10 > every.log 2>&1 &
 pid=$!
-wait_for_text() {  # file, text, tenths of a second
-  for _ in $(seq 1 "$3"); do grep -q "$2" "$1" && return 0; sleep 0.1; done
-  echo "timed out waiting for '$2' in $1" >&2; cat "$1" >&2; return 1
-}
 wait_for_text every.log "resuming from step" 600
 kill -TERM "$pid" 2>/dev/null || true
 status=0; wait "$pid" || status=$?

@@ -43,7 +43,8 @@ TASKS = ["even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation",
          "bucket_sort"]  # the paper's order (Table 1)
 ENCODINGS = [("none", "none"), ("sinusoidal", "sin/cos"), ("learned", "learned"),
              ("transformer_xl", "relative"), ("rope", "RoPE"), ("alibi", "ALiBi")]
-SAMPLERS = {scheme: ["contiguous"] if scheme == "none" else ["contiguous", "randomized"] for scheme, _ in ENCODINGS}
+POSITIONS = {"contiguous": "plain", "randomized": "randomized"}  # sampler -> its name in the tables
+SAMPLERS = {scheme: ["contiguous"] if scheme == "none" else list(POSITIONS) for scheme, _ in ENCODINGS}
 LEARNED = 0.9
 
 
@@ -147,9 +148,9 @@ def main():
                       "median [95% CI] (seeds) at rate | chance |",
                       "|---|---|---:|---:|---:|---|---:|"]
             for scheme, label in ENCODINGS:  # the grid's cells, and any other the file has
-                for sampler in [s for s in ["contiguous", "randomized"] if s in SAMPLERS[scheme] or (scheme, s) in cells]:
+                for sampler in [s for s in POSITIONS if s in SAMPLERS[scheme] or (scheme, s) in cells]:
                     c = cells.get((scheme, sampler))
-                    positions = "plain" if sampler == "contiguous" else "randomized"
+                    positions = POSITIONS[sampler]
                     if c is None:  # not run yet
                         lines.append(f"| {label} | {positions} |  |  |  |  |  |")
                         continue
@@ -178,7 +179,7 @@ def plot(summaries, path):
         x = np.arange(len(ENCODINGS))
         for offset, sampler, color in [(-0.2, "contiguous", "tab:blue"), (0.2, "randomized", "tab:orange")]:
             got = [cells.get((scheme, sampler), {}) for scheme, _ in ENCODINGS]
-            name = "plain" if sampler == "contiguous" else "randomized"
+            name = POSITIONS[sampler]
             every = np.array([c.get("paper", np.nan) for c in got])
             if (~np.isnan(every)).any():
                 ax.plot(x + offset, every, "x", color=color, markersize=6,

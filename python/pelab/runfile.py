@@ -423,19 +423,20 @@ def group_label(overrides):
         parts = key.split(".")
         return parts[-2] if parts[-1] == "name" and len(parts) > 1 else parts[-1]
 
+    def fields(inside):  # "name: X, option: v" (a flow mapping's inside) -> {"name": "X", "option": "v"}
+        return {k.strip(): v.strip() for k, v in (f.split(":", 1) for f in inside.split(", ") if ":" in f)}
+
     def item(key, value):
         name = label(key)
         mappings = re.findall(r"\{([^{}]*)\}", value) if value.startswith("[") and value.endswith("]") else []
-        phases = [dict(f.split(":", 1) for f in m.split(", ") if ":" in f) for m in mappings]
-        phases = [{k.strip(): v.strip() for k, v in p.items()} for p in phases]
+        phases = [fields(m) for m in mappings]
         if mappings and all("max_length" in p for p in phases):  # [{share: 0.9, max_length: 32}, {max_length: 128}]
             def phase(p):
                 rest = ",".join(f"{k}={v}" for k, v in p.items() if k != "max_length")
                 return p["max_length"] + (f"({rest})" if rest else "")
             return f"{name}=" + "->".join(phase(p) for p in phases)
         if value.startswith("{") and value.endswith("}"):  # a mapping: {name: X, option: v}
-            fields = [f.split(":", 1) for f in value[1:-1].split(", ") if ":" in f]
-            pairs = {k.strip(): v.strip() for k, v in fields}
+            pairs = fields(value[1:-1])
             inner = " ".join([pairs.pop("name")] if "name" in pairs else [])
             inner = " ".join([inner] + [f"{k}={v}" for k, v in pairs.items()]).strip()
             return inner if name == "encoding" else f"{name}=({inner})"
