@@ -22,11 +22,16 @@ fi
 
 if [[ $parts == *" devices "* ]]; then
 # causal:SCHEME: a causal model (SDPA with is_causal for none and rope, whose batches have no
-# padding; the causal triangle added to alibi's bias)
-for variant in none alibi relative_key shaw causal:none causal:rope causal:alibi; do
-  scheme=${variant#causal:} causal=false name=${variant/:/_}
+# padding; the causal triangle added to alibi's bias); randomized:SCHEME: randomized positions
+# from [0, 32), whose offsets the GPU takes from the sampler's range (every one in [-31, 31])
+# and the CPU finds among those that occur (core/encodings/relative.h)
+for variant in none alibi relative_key shaw causal:none causal:rope causal:alibi randomized:transformer_xl \
+               randomized:alibi; do
+  scheme=${variant#*:} causal=false sampler=contiguous name=${variant/:/_}
   [[ $variant == causal:* ]] && causal=true
-  run=("$PELAB" train "$config" "${common[@]}" --set encoding.name=$scheme --set model.causal=$causal)
+  [[ $variant == randomized:* ]] && sampler=randomized
+  run=("$PELAB" train "$config" "${common[@]}" --set encoding.name=$scheme --set model.causal=$causal
+       --set positions.sampler=$sampler --set positions.max_length=32)
   "${run[@]}" --set device=cpu --out cpu_$name > /dev/null
   "${run[@]}" --set device=cuda --out cuda_$name > /dev/null
   "${run[@]}" --set device=auto --set precision=bf16 --out bf16_$name > /dev/null
@@ -119,7 +124,7 @@ for scheme in ("none", "rope", "relative_key"):
     assert np.allclose(alone, packed, rtol=1e-5), (scheme, alone, packed)
     print("packed", scheme, "max relative difference", np.max(np.abs(alone - packed) / np.abs(alone)))
 PY
-echo "== packed with dropout, a capture failing among them (relative_key's read-back): every run completes"
+echo "== packed with dropout, a capture failing among them (deberta's read-back): every run completes"
 # 2026-11-27, H200: one failed capture left LibTorch's default CUDA generator marked as
 # capturing, and every other packed run's dropout or replay failed from then on
 # (core/train/cuda_graph_step.cpp, end_generator_capture; core/model/run_generator.h)
@@ -128,25 +133,27 @@ name: packed_dropout
 base: $config
 set: {train.steps: 60, train.log_every: 5, device: cuda, eval.lengths: [4, 8], eval.samples: 64,
       model.dropout: 0.1, positions.sampler: randomized, positions.max_length: 32}
-grid: {encoding.name: [relative_key, none, rope, alibi], seed: [0, 1, 2]}
+grid: {encoding.name: [deberta, none, rope, alibi], seed: [0, 1, 2]}
 output: packed_dropout-out
 EOF
 "$PELAB" sweep packed_dropout.yaml --runs-per-process 12 > packed_dropout.txt ||
   { cat packed_dropout.txt packed_dropout-out/processes/*.log; tail -n 5 packed_dropout-out/runs/*/log.txt; exit 1; }
 grep -q "12 of 12 runs complete" packed_dropout.txt || { cat packed_dropout.txt; exit 1; }
-grep -l "capture failed" packed_dropout-out/runs/*/log.txt | grep relative_key > /dev/null ||
-  { tail -n 5 packed_dropout-out/runs/*/log.txt; echo "expected relative_key's captures to fail (a read-back)"; exit 1; }
+grep -l "capture failed" packed_dropout-out/runs/*/log.txt | grep deberta > /dev/null ||
+  { tail -n 5 packed_dropout-out/runs/*/log.txt; echo "expected deberta's captures to fail (a read-back)"; exit 1; }
 fi
 
 [[ $parts == *" graphs "* ]] || exit 0
 echo "== CUDA graphs (train.cuda_graphs): the losses of the ungraphed steps"
 # One graph per step shape, over a curriculum of lengths 1-6, with dropout: rope's steps
-# under randomized positions are replayed, and t5_bias's under contiguous ones; relative_key
-# under randomized positions finds its offsets on the device (a read-back), so its steps run
-# eagerly and the log says so; bf16 too.
+# under randomized positions are replayed, and so are relative_key's (every offset the
+# sampler's range allows, nothing read back) and t5_bias's under contiguous ones; deberta
+# finds its distinct table rows on the device (a read-back), so its steps run eagerly and the
+# log says so; bf16 too.
 graphs=("$PELAB" train "$config" "${common[@]}" --set device=cuda --set model.dropout=0.1
         --set train.log_every=5 --set positions.max_length=32)
-for spec in "rope randomized fp32" "relative_key randomized fp32" "t5_bias contiguous fp32" "rope randomized bf16"; do
+for spec in "rope randomized fp32" "relative_key randomized fp32" "deberta randomized fp32" "t5_bias contiguous fp32" \
+            "rope randomized bf16"; do
   read -r scheme sampler precision <<< "$spec"
   name=${scheme}_${sampler}_$precision
   for mode in on off; do
@@ -157,9 +164,9 @@ for spec in "rope randomized fp32" "relative_key randomized fp32" "t5_bias conti
   summary=$(grep "cuda graphs:" graphs_on_$name.log) || { cat graphs_on_$name.log; echo "no cuda graphs line"; exit 1; }
   if grep -q "cuda graphs:" graphs_off_$name.log; then echo "cuda_graphs: off still used graphs"; exit 1; fi
   echo "$name: $summary"
-  if [[ $scheme == relative_key ]]; then
+  if [[ $scheme == deberta ]]; then
     grep -q "run without a CUDA graph: they read values back" graphs_on_$name.log ||
-      { cat graphs_on_$name.log; echo "relative_key under randomized positions should run eagerly"; exit 1; }
+      { cat graphs_on_$name.log; echo "deberta should run eagerly (a read-back)"; exit 1; }
   else
     [[ $summary =~ ", 0 run eagerly; "[1-9][0-9]*" steps replayed" ]] ||
       { cat graphs_on_$name.log; echo "expected replayed steps only"; exit 1; }

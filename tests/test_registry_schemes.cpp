@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/encodings/position_sampler.h"
+#include "core/encodings/relative.h"
 #include "core/io/hdf5_store.h"
 #include "core/config/yaml_reader.h"
 #include "core/train/metrics.h"
@@ -150,6 +151,38 @@ CATCH_TEST_CASE("what the host knows of positions and padding changes no scheme'
       const auto expected = run(model, b, without).logits;
       CATCH_CHECK(torch::equal(model->forward(b.tokens, torch::Tensor(), with_facts, b.segments).logits, expected));
       CATCH_CHECK(torch::equal(run(model, b, with_facts).logits, expected));
+    }
+  }
+}
+
+CATCH_TEST_CASE("every offset of the sampler's range gives the outputs and gradients of those that occur",
+                "[registry][relative]") {
+  // The GPU's search (OffsetSearch::bounded: every offset in [-63, 63], nothing read back)
+  // against the CPU's (the distinct offsets of the draw), for every scheme.
+  auto task = default_task("reverse_string");
+  for (const auto& c : all_cases()) {
+    if (!c.randomized) continue;
+    CATCH_INFO(c.label());
+    Encoder model = model_for(tiny_config_in_mode(c.causal), c.variant, *task);
+    model->eval();
+    Batch b = sample_batch(*task, 3, 6, 9);
+    auto forward_backward = [&] {  // the logits, then every parameter's gradient
+      model->zero_grad();
+      auto logits = run(model, b, true).logits;
+      score_batch(logits, b).loss.backward();
+      std::vector<torch::Tensor> out = {logits.detach()};
+      for (const auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros({1}));
+      return out;
+    };
+    const auto distinct = forward_backward();
+    std::vector<torch::Tensor> bounded;
+    {
+      OffsetSearchScope every_offset(OffsetSearch::bounded);
+      bounded = forward_backward();
+    }
+    for (size_t i = 0; i < distinct.size(); ++i) {
+      CATCH_INFO("tensor " << i << " (0: logits, then the parameters' gradients)");
+      CATCH_CHECK(torch::allclose(bounded[i], distinct[i], 1e-5, 1e-6));
     }
   }
 }

@@ -143,12 +143,22 @@ CATCH_TEST_CASE("RelativeGeometry: randomized positions take products per pair e
   // one sorted draw of [0, L) for the batch (as the randomized sampler) and one per row
   auto draw = [&](int64_t rows) { return std::get<0>(torch::randperm(L).narrow(0, 0, rows * T).view({rows, T}).sort(-1)); };
   auto one = draw(1), each = draw(B);
-  for (const Positions& positions : {Positions{one.expand({B, T}), one.expand({B, T})}, Positions{each, each}}) {
-    RelativeGeometry geometry(positions);
-    CATCH_REQUIRE(geometry.per_pair());  // up to T (T - 1) + 1 distinct offsets > 2 T
+  std::vector<Positions> cases = {Positions{one.expand({B, T}), one.expand({B, T})}, Positions{each, each}};
+  for (Positions& positions : cases) {  // what the sampler knows: positions in [0, L)
+    positions.facts.query = positions.query, positions.facts.key = positions.key;
+    positions.facts.offset_bound = L - 1;
+  }
+  for (const Positions& positions : cases)
+  for (OffsetSearch search : {OffsetSearch::distinct, OffsetSearch::bounded}) {
+    RelativeGeometry geometry(positions, search);
+    CATCH_REQUIRE(geometry.per_pair());  // up to T (T - 1) + 1 distinct offsets > 2 T; bounded 2 L - 1
     const auto offsets = relative_offsets(positions);  // (B'|1, T, T)
     const int64_t W = geometry.offsets().size(0);
     CATCH_INFO("W = " << W << ", geometry rows " << offsets.size(0));
+    if (search == OffsetSearch::bounded) CATCH_CHECK(torch::equal(geometry.offsets(), torch::arange(-(L - 1), L)));
+    // on the CPU the automatic search is the distinct one (nothing to gain from sparing a read-back)
+    if (search == OffsetSearch::distinct)
+      CATCH_CHECK(torch::equal(geometry.offsets(), RelativeGeometry(positions).offsets()));
     // column of each pair's offset in offsets(), by search: the definition, not the inverse index
     auto column = torch::searchsorted(geometry.offsets(), offsets.reshape(-1)).view(offsets.sizes());
     auto x = torch::randn({B, H, T, Dh}, torch::requires_grad()), probs = torch::softmax(torch::randn({B, H, T, T}), -1);
@@ -171,6 +181,14 @@ CATCH_TEST_CASE("RelativeGeometry: randomized positions take products per pair e
             }
             CATCH_CHECK(close(mixed[b][h][i], expected_mix));
           }
+      // per-offset biases land on their pairs
+      if (rows.dim() == 3) {
+        auto per_offset = rows.select(-1, 0);  // (H, W)
+        auto bias = geometry.bias(per_offset);  // (B'|1, H, T, T)
+        for (int64_t b = 0; b < bias.size(0); ++b)
+          for (int64_t h = 0; h < H; ++h)
+            CATCH_CHECK(torch::equal(bias[b][h], per_offset[h].index({column[b]})));
+      }
       // the gradient of x: each query's products with its pairs' rows, summed with the weights
       auto weights = torch::randn({B, H, T, T});
       auto grad = torch::autograd::grad({(scores * weights).sum()}, {x})[0];
@@ -185,6 +203,25 @@ CATCH_TEST_CASE("RelativeGeometry: randomized positions take products per pair e
       CATCH_CHECK(close(grad, expected));
     }
   }
+}
+
+CATCH_TEST_CASE("RelativeGeometry: the bounded search needs positions whose maker bounds them", "[relative]") {
+  auto row = torch::tensor({0, 5, 9}, torch::kInt64);
+  const Positions unbounded = shared_row_positions(row, 2, torch::kCPU);
+  CATCH_CHECK_THROWS_WITH(RelativeGeometry(unbounded, OffsetSearch::bounded), test::ContainsText("offset_bound"));
+  const Positions bounded = shared_row_positions(row, 2, torch::kCPU, 12);
+  RelativeGeometry geometry(bounded, OffsetSearch::bounded);
+  CATCH_CHECK(geometry.offsets().size(0) == 23);  // -11 .. 11
+  CATCH_CHECK(RelativeGeometry(bounded).offsets().size(0) == 7);  // the CPU: the 7 distinct ones
+  {  // a scope makes the automatic search the bounded one on this thread
+    OffsetSearchScope every_offset(OffsetSearch::bounded);
+    CATCH_CHECK(RelativeGeometry(bounded).offsets().size(0) == 23);
+    CATCH_CHECK_THROWS_WITH(RelativeGeometry(unbounded), test::ContainsText("offset_bound"));
+    CATCH_CHECK(RelativeGeometry(bounded, OffsetSearch::distinct).offsets().size(0) == 7);
+  }
+  CATCH_CHECK(RelativeGeometry(bounded).offsets().size(0) == 7);
+  // a table beyond kMaxBoundedOffsets is not taken automatically (and never on the CPU)
+  CATCH_CHECK(RelativeGeometry(shared_row_positions(row, 2, torch::kCPU, 1 << 20)).offsets().size(0) == 7);
 }
 
 // ---------------------------------------------------------------- golden numbers

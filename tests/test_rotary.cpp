@@ -321,6 +321,18 @@ CATCH_TEST_CASE("randomized positions: sorted, unique, in range, reproducible fr
   CATCH_CHECK((row.narrow(0, 1, 39) > row.narrow(0, 0, 39)).all().item<bool>());  // sorted and unique
   CATCH_CHECK(row.min().item<int64_t>() >= 0);
   CATCH_CHECK(row.max().item<int64_t>() < 100);
+  // what the host knows: the draw's bounds, and the sampler's offset bound (the same every draw)
+  const PositionFacts* facts = p.known_facts();
+  CATCH_REQUIRE(facts != nullptr);
+  CATCH_CHECK_FALSE(facts->contiguous);
+  CATCH_CHECK(facts->smallest == row.min().item<int64_t>());
+  CATCH_CHECK(facts->largest == row.max().item<int64_t>());
+  CATCH_CHECK(facts->offset_bound == 99);
+  CATCH_CHECK(sampler.sample(3, 2, c, torch::kCPU).known_facts()->offset_bound == 99);
+  CATCH_CHECK(contiguous_positions(2, 7).known_facts()->offset_bound == 6);
+  CATCH_CHECK(shared_row_positions(torch::tensor({0, 3, 9}, torch::kInt64), 2, torch::kCPU).facts.offset_bound == -1);
+  CATCH_CHECK_THROWS_WITH(shared_row_positions(torch::tensor({0, 3, 9}, torch::kInt64), 2, torch::kCPU, 9),
+                          test::ContainsText("outside the stated range [0, 9)"));
   CATCH_CHECK(torch::equal(sampler.sample(3, 40, b, torch::kCPU).query, p.query));
   CATCH_CHECK_FALSE(torch::equal(sampler.sample(3, 40, c, torch::kCPU).query, p.query));
   // every position of the range is drawn sometimes

@@ -16,7 +16,8 @@ Positions contiguous_positions(int64_t batch, int64_t length, torch::Device devi
   auto row = torch::arange(length, torch::TensorOptions().dtype(torch::kInt64).device(device));
   auto positions = row.unsqueeze(0).expand({batch, length});
   Positions out{positions, positions};
-  out.facts = {/*contiguous=*/true, 0, std::max<int64_t>(length - 1, 0), positions, positions};
+  out.facts = {/*contiguous=*/true, 0, std::max<int64_t>(length - 1, 0), /*offset_bound=*/std::max<int64_t>(length - 1, 0),
+               positions, positions};
   return out;
 }
 
@@ -25,7 +26,8 @@ void require_integer_positions(const Positions& positions, const std::string& sc
               "position sampler (contiguous, random_offset, randomized), not a continuous one (cape, random_float)");
 }
 
-Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, torch::Device device) {
+Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, torch::Device device,
+                               int64_t position_range) {
   const bool real = row_on_host.scalar_type() == torch::kFloat64;
   TORCH_CHECK(row_on_host.dim() == 1 && (real || row_on_host.scalar_type() == torch::kInt64) &&
                   row_on_host.device().is_cpu(),
@@ -45,6 +47,11 @@ Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, 
     out.facts.largest = *std::max_element(p, p + T);
     out.facts.contiguous = true;
     for (int64_t i = 1; i < T && out.facts.contiguous; ++i) out.facts.contiguous = p[i] == p[0] + i;
+    if (position_range > 0) {
+      TORCH_CHECK(out.facts.smallest >= 0 && out.facts.largest < position_range, "shared_row_positions: positions ",
+                  out.facts.smallest, "..", out.facts.largest, " outside the stated range [0, ", position_range, ")");
+      out.facts.offset_bound = position_range - 1;
+    }
   }
   return out;
 }

@@ -24,6 +24,9 @@ namespace pelab {
 struct PositionFacts {
   bool contiguous = false;            // query == key, every row start, start + 1, ..., start + T - 1
   int64_t smallest = 0, largest = 0;  // over query and key (real positions: floor and ceiling)
+  // Every |query - key| is at most this: a constant of the maker for this length (a sampler's
+  // range), not of the draw, so a captured CUDA graph may bake it in; -1: unknown.
+  int64_t offset_bound = -1;
   torch::Tensor query, key;           // the tensors described (facts of others do not apply)
 };
 
@@ -60,8 +63,10 @@ inline bool real_positions(const Positions& positions) { return positions.query.
 void require_integer_positions(const Positions& positions, const std::string& scheme);
 
 // Positions of one (T) int64 or float64 row `row_on_host` shared by `batch` rows, on `device`,
-// with their facts (computed on the host).
-Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, torch::Device device);
+// with their facts (computed on the host). `position_range` > 0: the maker draws integer
+// positions from [0, position_range) (the facts' offset_bound); 0: unknown.
+Positions shared_row_positions(const torch::Tensor& row_on_host, int64_t batch, torch::Device device,
+                               int64_t position_range = 0);
 
 // 0, 1, ..., T-1 for every row: positions (B, T) on `device`.
 Positions contiguous_positions(int64_t batch, int64_t length, torch::Device device = torch::kCPU);

@@ -71,7 +71,7 @@ Positions PositionSampler::sample(int64_t batch, int64_t length, std::mt19937_64
   } else {
     row = torch::tensor(randomized(length, max_length_, rng), torch::kInt64);
   }
-  return shared_row_positions(row, batch, device);
+  return shared_row_positions(row, batch, device, max_length_);
 }
 
 }  // namespace pelab

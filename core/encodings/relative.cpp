@@ -72,11 +72,20 @@ torch::Tensor relative_offsets(const Positions& positions) {
   return q.unsqueeze(-1) - k.unsqueeze(-2);  // (B'|1, Tq, Tk); B' = 1 when both are one row
 }
 
-RelativeGeometry::RelativeGeometry(const Positions& positions) {
+namespace {
+thread_local OffsetSearch scoped_search = OffsetSearch::automatic;
+}  // namespace
+
+OffsetSearchScope::OffsetSearchScope(OffsetSearch search) : previous_(scoped_search) { scoped_search = search; }
+OffsetSearchScope::~OffsetSearchScope() { scoped_search = previous_; }
+
+RelativeGeometry::RelativeGeometry(const Positions& positions, OffsetSearch search) {
+  if (search == OffsetSearch::automatic) search = scoped_search;
   const auto q = collapse_broadcast_rows(positions.query), k = collapse_broadcast_rows(positions.key);
   const int64_t T = positions.query.size(1);
   auto options = torch::TensorOptions().dtype(torch::kInt64).device(positions.query.device());
-  if (const PositionFacts* facts = positions.known_facts()) {  // nothing read back from the device
+  const PositionFacts* facts = positions.known_facts();
+  if (facts) {  // nothing read back from the device
     contiguous_ = facts->contiguous && T > 0;
   } else if (!real_positions(positions) && q.size(0) == 1 && k.size(0) == 1 && T == positions.key.size(1) && T > 0) {
     auto steps = torch::arange(T, options);
@@ -87,12 +96,24 @@ RelativeGeometry::RelativeGeometry(const Positions& positions) {
     offsets_ = torch::arange(-(T - 1), T, options);
     return;
   }
-  // Only the offsets that occur: randomized positions drawn from [0, L) have at most T^2
-  // distinct offsets however large L is.
-  auto unique = at::_unique2(relative_offsets(positions), /*sorted=*/true, /*return_inverse=*/true,
-                             /*return_counts=*/false);
-  offsets_ = std::get<0>(unique);
-  local_ = std::get<1>(unique);
+  const int64_t bound = facts && !real_positions(positions) ? facts->offset_bound : -1;
+  if (search == OffsetSearch::bounded)
+    TORCH_CHECK(bound >= 0, "RelativeGeometry: the bounded offset search needs positions whose maker bounds them "
+                "(PositionFacts::offset_bound)");
+  const bool bounded = search == OffsetSearch::bounded ||
+                       (search == OffsetSearch::automatic && positions.query.is_cuda() && bound >= 0 &&
+                        2 * bound + 1 <= kMaxBoundedOffsets);
+  if (bounded) {  // every offset the maker can produce: nothing read back
+    offsets_ = torch::arange(-bound, bound + 1, options);
+    local_ = relative_offsets(positions) + bound;
+  } else {
+    // Only the offsets that occur: randomized positions drawn from [0, L) have at most T^2
+    // distinct offsets however large L is.
+    auto unique = at::_unique2(relative_offsets(positions), /*sorted=*/true, /*return_inverse=*/true,
+                               /*return_counts=*/false);
+    offsets_ = std::get<0>(unique);
+    local_ = std::get<1>(unique);
+  }
   // per offset, the products cost W per query; per pair Tk, in smaller GEMMs: a margin of 2
   per_pair_ = offsets_.size(0) > 2 * positions.key.size(1);
 }

@@ -14,6 +14,10 @@
 //     each (query, key) pair's row, (B'|1, H|1, Tq, Tk, Dh), and Tk products per query
 //     instead of W (for T = 80 and W = 6,320 the (B, H, Tq, W) products and their gradient
 //     are 80x larger than the (B, H, Tq, Tk) scores).
+// The W offsets of positions that are not contiguous are the distinct ones that occur, found
+// on the device (a read-back: on a GPU the step waits for it and cannot be a CUDA graph), or,
+// on a GPU when the positions' maker bounds them (PositionFacts::offset_bound, a randomized
+// sampler's range), every offset in [-bound, bound], so nothing is read back.
 #pragma once
 
 #include <torch/torch.h>
@@ -26,12 +30,37 @@ namespace pelab {
 // same (contiguous positions, or one randomized draw per batch), so the work is done once.
 torch::Tensor relative_offsets(const Positions& positions);
 
+// Where the offsets of positions that are not contiguous come from.
+enum class OffsetSearch {
+  automatic,  // bounded on a GPU when the facts bound the offsets (to kMaxBoundedOffsets), else distinct
+  distinct,   // the distinct offsets that occur (a read-back)
+  bounded,    // every offset in [-offset_bound, offset_bound]; an error when the facts give no bound
+};
+
+// Within its scope, this thread's RelativeGeometry objects take `search` where they were asked
+// for the automatic one (tests: the GPU's bounded search, on the CPU).
+class OffsetSearchScope {
+ public:
+  explicit OffsetSearchScope(OffsetSearch search);
+  ~OffsetSearchScope();
+  OffsetSearchScope(const OffsetSearchScope&) = delete;
+  OffsetSearchScope& operator=(const OffsetSearchScope&) = delete;
+
+ private:
+  OffsetSearch previous_;
+};
+
 class RelativeGeometry {
  public:
-  explicit RelativeGeometry(const Positions& positions);
+  // The most offsets the bounded search takes (a range of 8,192 positions): beyond it the rows
+  // of every offset would outweigh the read-back they spare.
+  static constexpr int64_t kMaxBoundedOffsets = 16383;
 
-  // The distinct offsets (query - key) of this call, ascending: (W) int64 (float64 for real
-  // positions); for contiguous positions every offset in [-(T-1), T-1].
+  explicit RelativeGeometry(const Positions& positions, OffsetSearch search = OffsetSearch::automatic);
+
+  // The offsets (query - key) of this call, ascending: (W) int64 (float64 for real
+  // positions); for contiguous positions every offset in [-(T-1), T-1], for the bounded search
+  // every offset in [-bound, bound], else the distinct ones that occur.
   const torch::Tensor& offsets() const { return offsets_; }
   bool contiguous() const { return contiguous_; }
   bool per_pair() const { return per_pair_; }  // products per (query, key) pair, not per offset

@@ -176,9 +176,10 @@ namespace {
 // shapes, whether any token is padding, and what the host knows of the positions.
 std::string graph_key(const Batch& batch, const torch::Tensor& padding, const Positions& positions) {
   const PositionFacts* facts = positions.known_facts();
-  return fmt::format("{}x{} padded {} segments {} positions {} {} {}", batch.tokens.size(0), batch.tokens.size(1),
+  return fmt::format("{}x{} padded {} segments {} positions {} {} {} {}", batch.tokens.size(0), batch.tokens.size(1),
                      padding.defined(), batch.segments.defined(), positions.query.stride(0) == 0,
-                     positions.query.is_same(positions.key), facts ? (facts->contiguous ? "contiguous" : "known") : "-");
+                     positions.query.is_same(positions.key), facts ? (facts->contiguous ? "contiguous" : "known") : "-",
+                     facts ? facts->offset_bound : -1);
 }
 
 // A step that cannot be a graph, found while running it eagerly (no gradient for a parameter).
