@@ -146,14 +146,14 @@ fi
 [[ $parts == *" graphs "* ]] || exit 0
 echo "== CUDA graphs (train.cuda_graphs): the losses of the ungraphed steps"
 # One graph per step shape, over a curriculum of lengths 1-6, with dropout: rope's steps
-# under randomized positions are replayed, and so are relative_key's (every offset the
-# sampler's range allows, nothing read back) and t5_bias's under contiguous ones; deberta
-# finds its distinct table rows on the device (a read-back), so its steps run eagerly and the
-# log says so; bf16 too.
+# under randomized positions are replayed, and so are relative_key's, transformer_xl's and
+# alibi's (every offset the sampler's range allows, nothing read back) and t5_bias's under
+# contiguous ones; deberta finds its distinct table rows on the device (a read-back), so its
+# steps run eagerly and the log says so; bf16 too.
 graphs=("$PELAB" train "$config" "${common[@]}" --set device=cuda --set model.dropout=0.1
         --set train.log_every=5 --set positions.max_length=32)
-for spec in "rope randomized fp32" "relative_key randomized fp32" "deberta randomized fp32" "t5_bias contiguous fp32" \
-            "rope randomized bf16"; do
+for spec in "rope randomized fp32" "relative_key randomized fp32" "transformer_xl randomized fp32" \
+            "alibi randomized fp32" "deberta randomized fp32" "t5_bias contiguous fp32" "rope randomized bf16"; do
   read -r scheme sampler precision <<< "$spec"
   name=${scheme}_${sampler}_$precision
   for mode in on off; do

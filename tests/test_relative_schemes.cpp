@@ -220,8 +220,16 @@ CATCH_TEST_CASE("RelativeGeometry: the bounded search needs positions whose make
     CATCH_CHECK(RelativeGeometry(bounded, OffsetSearch::distinct).offsets().size(0) == 7);
   }
   CATCH_CHECK(RelativeGeometry(bounded).offsets().size(0) == 7);
-  // a table beyond kMaxBoundedOffsets is not taken automatically (and never on the CPU)
-  CATCH_CHECK(RelativeGeometry(shared_row_positions(row, 2, torch::kCPU, 1 << 20)).offsets().size(0) == 7);
+}
+
+CATCH_TEST_CASE("RelativeGeometry: the automatic search is bounded on a GPU up to kMaxBoundedOffsets rows", "[relative]") {
+  const int64_t largest = (RelativeGeometry::kMaxBoundedOffsets - 1) / 2;  // 2 bound + 1 rows
+  CATCH_CHECK(automatic_offset_search(largest, /*on_gpu=*/true) == OffsetSearch::bounded);
+  CATCH_CHECK(automatic_offset_search(0, true) == OffsetSearch::bounded);
+  CATCH_CHECK(automatic_offset_search(largest + 1, true) == OffsetSearch::distinct);  // too many rows
+  CATCH_CHECK(automatic_offset_search(-1, true) == OffsetSearch::distinct);  // no bound known
+  for (int64_t bound : {int64_t{-1}, int64_t{0}, int64_t{31}, largest, largest + 1})
+    CATCH_CHECK(automatic_offset_search(bound, /*on_gpu=*/false) == OffsetSearch::distinct);
 }
 
 // ---------------------------------------------------------------- golden numbers
@@ -432,6 +440,14 @@ CATCH_TEST_CASE("relative_key: HF's table raises a clear error beyond it, clippi
   CATCH_CHECK_THROWS_WITH(hf.check_positions(contiguous_positions(1, 9)),
                           test::ContainsText("relative_key: distance 8 is beyond the table of max_positions = 8") &&
                               test::ContainsText("set encoding.clip"));
+  {  // the bounded search (a GPU's) takes every offset of the sampler's range [0, 12): 11 > 7
+    const Positions drawn = shared_row_positions(torch::tensor({0, 2, 5}, torch::kInt64), 1, torch::kCPU, 12);
+    CATCH_CHECK_NOTHROW(hf.check_positions(drawn));  // the CPU: the distances that occur, up to 5
+    OffsetSearchScope every_offset(OffsetSearch::bounded);
+    CATCH_CHECK_THROWS_WITH(hf.check_positions(drawn), test::ContainsText("distance 11 (every offset of the sampler's "
+                                                                          "positions.max_length) is beyond the table"));
+    CATCH_CHECK_NOTHROW(hf.check_positions(contiguous_positions(1, 8)));  // contiguous: the 2T - 1 offsets
+  }
   options.set("clip", int64_t{3});
   RelativeKeyImpl clipped(context, options);
   CATCH_CHECK(clipped.table(0).size(0) == 7);

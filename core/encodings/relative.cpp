@@ -74,13 +74,17 @@ torch::Tensor relative_offsets(const Positions& positions) {
 
 namespace {
 thread_local OffsetSearch scoped_search = OffsetSearch::automatic;
+
+int64_t known_offset_bound(const Positions& positions) {  // -1: unknown
+  const PositionFacts* facts = positions.known_facts();
+  return facts && !real_positions(positions) ? facts->offset_bound : -1;
+}
 }  // namespace
 
 OffsetSearchScope::OffsetSearchScope(OffsetSearch search) : previous_(scoped_search) { scoped_search = search; }
 OffsetSearchScope::~OffsetSearchScope() { scoped_search = previous_; }
 
 RelativeGeometry::RelativeGeometry(const Positions& positions, OffsetSearch search) {
-  if (search == OffsetSearch::automatic) search = scoped_search;
   const auto q = collapse_broadcast_rows(positions.query), k = collapse_broadcast_rows(positions.key);
   const int64_t T = positions.query.size(1);
   auto options = torch::TensorOptions().dtype(torch::kInt64).device(positions.query.device());
@@ -96,14 +100,11 @@ RelativeGeometry::RelativeGeometry(const Positions& positions, OffsetSearch sear
     offsets_ = torch::arange(-(T - 1), T, options);
     return;
   }
-  const int64_t bound = facts && !real_positions(positions) ? facts->offset_bound : -1;
-  if (search == OffsetSearch::bounded)
+  const int64_t bound = known_offset_bound(positions);
+  if (search == OffsetSearch::automatic) search = offset_search_for(positions);
+  if (search == OffsetSearch::bounded) {
     TORCH_CHECK(bound >= 0, "RelativeGeometry: the bounded offset search needs positions whose maker bounds them "
-                "(PositionFacts::offset_bound)");
-  const bool bounded = search == OffsetSearch::bounded ||
-                       (search == OffsetSearch::automatic && positions.query.is_cuda() && bound >= 0 &&
-                        2 * bound + 1 <= kMaxBoundedOffsets);
-  if (bounded) {  // every offset the maker can produce: nothing read back
+                "(PositionFacts::offset_bound)");  // every offset the maker can produce: nothing read back
     offsets_ = torch::arange(-bound, bound + 1, options);
     local_ = relative_offsets(positions) + bound;
   } else {
@@ -116,6 +117,16 @@ RelativeGeometry::RelativeGeometry(const Positions& positions, OffsetSearch sear
   }
   // per offset, the products cost W per query; per pair Tk, in smaller GEMMs: a margin of 2
   per_pair_ = offsets_.size(0) > 2 * positions.key.size(1);
+}
+
+OffsetSearch automatic_offset_search(int64_t offset_bound, bool on_gpu) {
+  const bool bounded = on_gpu && offset_bound >= 0 && 2 * offset_bound + 1 <= RelativeGeometry::kMaxBoundedOffsets;
+  return bounded ? OffsetSearch::bounded : OffsetSearch::distinct;
+}
+
+OffsetSearch offset_search_for(const Positions& positions) {
+  if (scoped_search != OffsetSearch::automatic) return scoped_search;
+  return automatic_offset_search(known_offset_bound(positions), positions.query.is_cuda());
 }
 
 torch::Tensor RelativeGeometry::query_scores(const torch::Tensor& x, const torch::Tensor& rows) const {

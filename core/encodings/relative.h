@@ -83,4 +83,15 @@ class RelativeGeometry {
   torch::Tensor local_;    // (B'|1, Tq, Tk) index into offsets_ (general case)
 };
 
+// What OffsetSearch::automatic becomes for positions that are not contiguous: bounded on a GPU
+// when the maker bounds the offsets (offset_bound >= 0) by at most kMaxBoundedOffsets rows,
+// else distinct (the CPU: nothing to gain from sparing a read-back). The bounded rows of a
+// randomized sampler (2 max_length - 1, more than 2 Tk when max_length > Tk) take the per-pair
+// products.
+OffsetSearch automatic_offset_search(int64_t offset_bound, bool on_gpu);
+
+// The search RelativeGeometry(positions) takes if they are not contiguous: this thread's
+// OffsetSearchScope, else automatic_offset_search of their facts' bound.
+OffsetSearch offset_search_for(const Positions& positions);
+
 }  // namespace pelab

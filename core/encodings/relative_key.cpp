@@ -42,10 +42,16 @@ std::vector<OptionSpec> RelativeKeyImpl::options() {
 void RelativeKeyImpl::check_positions(const Positions& positions) const {
   if (clip_ > 0 || positions.query.numel() == 0) return;
   const PositionBounds b = position_bounds(positions);
-  const int64_t span = std::max(b.query_max - b.key_min, b.key_max - b.query_min);
+  int64_t span = std::max(b.query_max - b.key_min, b.key_max - b.query_min);
+  // the bounded search (a GPU) takes the rows of every offset the sampler's range allows
+  const PositionFacts* facts = positions.known_facts();
+  const bool every_offset = facts && !facts->contiguous && offset_search_for(positions) == OffsetSearch::bounded &&
+                            facts->offset_bound > span;
+  if (every_offset) span = facts->offset_bound;
   const std::string scheme = context_.scheme.empty() ? "relative_key" : context_.scheme;  // or relative_key_query
-  TORCH_CHECK(span <= max_positions_ - 1, scheme, ": distance ", span, " is beyond the table of max_positions = ",
-              max_positions_, " (distances up to ", max_positions_ - 1,
+  TORCH_CHECK(span <= max_positions_ - 1, scheme, ": distance ", span,
+              every_offset ? " (every offset of the sampler's positions.max_length)" : "",
+              " is beyond the table of max_positions = ", max_positions_, " (distances up to ", max_positions_ - 1,
               "); raise encoding.max_positions or set encoding.clip (e.g. clip: 64) to clip distances");
 }
 
