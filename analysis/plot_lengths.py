@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from plotting import plot_mean_and_spread, save_figure_and_csv  # noqa: E402
+from plotting import plot_mean_and_spread, sample_std, save_figure_and_csv  # noqa: E402
 from runfile import (evaluation_settings, group_label, load, per_run_file, select_rows, sweep_runs,  # noqa: E402
                      task_name)
 
@@ -142,7 +142,7 @@ def main():
         if not shared_chance:
             ax.plot(lengths, chance, linestyle="--", color=line.get_color())
         untrained_points += [(L, np.mean(g["values"][L])) for L in sorted(g["untrained"])]
-        rows += [[name, L, int(L > g["train_max"]), np.mean(v), np.std(v), min(v), max(v), len(v), c,
+        rows += [[name, L, int(L > g["train_max"]), np.mean(v), sample_std(v), min(v), max(v), len(v), c,
                   int(L in g["untrained"])] for L, v, c in zip(lengths, values, chance)]
     proxies = []  # legend entries of lines drawn in each group's colour
     if shared_chance:

@@ -162,7 +162,7 @@ def plot(args, selected, length, out):
         for layer, row in rows.items():
             by_layer.setdefault(layer, []).append(float(row[args.probe]))
             chance.append(float(row["position_chance"]))
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(8.5, 4))  # room for the legend beside the axes
     rows = []
     for name, by_layer in groups.items():
         layers = sorted(by_layer)
@@ -176,7 +176,7 @@ def plot(args, selected, length, out):
     ax.set_title(f"position probes at length {length}: {title_name(args.source)}"
                  + (f"\n{selection(args)}" if selection(args) else ""))
     ax.set_xticks(sorted({l for g in groups.values() for l in g}))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     save_figure_and_csv(fig, out, ["group", "layer", args.probe, "min", "max", "seeds"], rows)
 
 

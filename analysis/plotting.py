@@ -1,6 +1,6 @@
 """Shared by the plot and study scripts: a mean line with its min-max band over seeds, saving a
 figure together with the plotted numbers as CSV beside it, and writing a markdown text that is
-also printed."""
+also printed, and the sample standard deviation the tables use."""
 import csv
 import os
 
@@ -13,6 +13,11 @@ def plot_mean_and_spread(ax, xs, values, label, **style):
     line, = ax.plot(xs, [np.mean(v) for v in values], **{"marker": "o", **style}, label=label)
     ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values], color=line.get_color(), alpha=0.2)
     return line
+
+
+def sample_std(values):
+    """The sample standard deviation (n - 1, as pelab report and the study pages); 0 for one value."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
 def save_figure_and_csv(fig, png_path, header, rows, dpi=120):

@@ -181,21 +181,23 @@ std::string latex_escape(std::string text) {
 // (report_runs.csv; a study ships it as <sweep>_runs.csv beside its page): the rows that
 // report selected.
 struct ReportRun {
-  std::string id, overrides, task;
+  std::string id, overrides, task, seed;  // seed: empty in a per-run file written before it was a column
   int64_t train_min_length = 0, train_max_length = 0, train_steps = 0;
   std::map<std::string, std::map<int64_t, EvalResult>> rows;
 };
 
 ReportRun report_run(const SweepDirectoryRun& run, const RunRecord& record, const ReportArguments& a) {
-  const YAML::Node task = parse_yaml(record.config_yaml, "the run's config")["task"]["name"];
-  return {run.id, run.overrides, task ? task.as<std::string>() : "", record.train_min_length,
+  const YAML::Node config = parse_yaml(record.config_yaml, "the run's config");
+  const YAML::Node task = config["task"]["name"], seed = config["seed"];
+  return {run.id, run.overrides, task ? task.as<std::string>() : "", seed ? seed.as<std::string>() : "",
+          record.train_min_length,
           record.train_max_length, record.train_steps, selected_rows(record, a)};
 }
 
-// The columns of report_runs.csv, in order; a file without `task` or `untrained` (written
-// before they were added) reads as having no task name and no untrained rows.
+// The columns of report_runs.csv, in order; a file without `task`, `seed` or `untrained`
+// (written before they were added) reads as having no task name, no seed and no untrained rows.
 constexpr const char* kPerRunColumns[] = {
-    "run", "group", "overrides", "task", "method", "length", "beyond_training", "per_token_accuracy",
+    "run", "group", "overrides", "task", "seed", "method", "length", "beyond_training", "per_token_accuracy",
     "per_sequence_accuracy", "loss", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss", "samples",
     "train_min_length", "train_max_length", "train_steps", "in_distribution_token_accuracy", "learned", "untrained"};
 
@@ -215,7 +217,8 @@ std::vector<ReportRun> runs_of_per_run_file(const std::string& path, const Repor
   std::map<std::string, size_t> column;
   for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
   for (const char* name : kPerRunColumns)
-    if (!column.count(name) && std::string(name) != "untrained" && std::string(name) != "task")
+    if (!column.count(name) && std::string(name) != "untrained" && std::string(name) != "task" &&
+        std::string(name) != "seed")
       throw std::runtime_error(fmt::format("{}: not a per-run file (pelab report's report_runs.csv): no column '{}'",
                                            path, name));
   std::vector<ReportRun> runs;
@@ -242,7 +245,7 @@ std::vector<ReportRun> runs_of_per_run_file(const std::string& path, const Repor
       if (column.count("untrained")) row.untrained = field("untrained");
       if (runs.empty() || runs.back().id != field("run"))
         runs.push_back({field("run"), field("overrides"), column.count("task") ? field("task") : "",
-                        std::stoll(field("train_min_length")),
+                        column.count("seed") ? field("seed") : "", std::stoll(field("train_min_length")),
                         std::stoll(field("train_max_length")), std::stoll(field("train_steps")), {}});
       settings_there.insert(fmt::format("method {} samples {}", row.method, row.samples));
       if ((!a.method.empty() && row.method != a.method) || (a.samples > 0 && row.samples != a.samples)) continue;
@@ -365,8 +368,9 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       // every value as the shortest text that reads back to the same double: a report of this
       // file gives this report's table to the digit
       for (const auto& [length, row] : by_length)
-        per_run << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", report.id,
-                               quoted_csv(group), quoted_csv(report.overrides), report.task, method, length,
+        per_run << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", report.id,
+                               quoted_csv(group), quoted_csv(report.overrides), report.task, report.seed, method,
+                               length,
                                length > report.train_max_length ? 1 : 0, row.per_token_accuracy,
                                row.per_sequence_accuracy, row.loss, row.chance_token_accuracy,
                                row.chance_sequence_accuracy, row.chance_loss, row.samples, report.train_min_length,

@@ -9,6 +9,13 @@ analysis="$source_dir/analysis"
 "$PELAB" sweep "$source_dir/tests/fixtures/sweeps/tiny.yaml" --jobs 2 > sweep.txt
 
 $py "$analysis/plot_lengths.py" sweep-out --out lengths.png
+$py - <<'PY'  # the sample std, as pelab report's: for two seeds |a - b| / sqrt(2)
+import csv, math
+rows = list(csv.DictReader(open("lengths.csv")))
+assert rows and all(r["seeds"] == "2" for r in rows), rows
+for r in rows:
+    assert math.isclose(float(r["std"]), (float(r["max"]) - float(r["min"])) / math.sqrt(2), abs_tol=1e-9), r
+PY
 $py "$analysis/plot_probes.py" sweep-out --out probes.png
 $py "$analysis/plot_probes.py" sweep-out --out new/folder/probes.png  # the folder is created
 test -s new/folder/probes.png && test -s new/folder/probes.csv

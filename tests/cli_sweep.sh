@@ -87,7 +87,17 @@ for run_id, rows in swept.items():
         for key in ["per_token_accuracy", "per_sequence_accuracy", "loss", "chance_token_accuracy", "samples"]:
             assert row[key] == shipped[run_id][length][key], (run_id, length, key)
 print("per-run file rows equal the run files':", len(swept), "runs")
+for r in per_run_file("sweep-out/report_runs.csv"):  # the seed column: the run's config's seed
+    assert r["run"]["seed"] == int(r["overrides"]["seed"]), (r["id"], r["run"]["seed"])
+# a per-run file written before the seed column was added
+import csv
+rows = list(csv.reader(open("sweep-out/report_runs.csv")))
+at = rows[0].index("seed")
+csv.writer(open("without-seed.csv", "w", newline="")).writerows([row[:at] + row[at + 1:] for row in rows])
+assert all(r["run"]["seed"] is None for r in per_run_file("without-seed.csv"))
 PY
+"$PELAB" report without-seed.csv --aggregate median-ci --learned 0.5 --format csv > from-old-file.csv
+cmp from-file.csv from-old-file.csv
 "$PELAB" report two/report_runs.csv --metric sequence > two-file.txt
 grep -q "^run=$a " two-file.txt && grep -q "two/report_runs.csv: per-sequence accuracy" two-file.txt
 status=0; "$PELAB" report two/report_runs.csv --step 3 2> step.err || status=$?

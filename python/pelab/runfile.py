@@ -354,7 +354,8 @@ _PER_RUN_FLOATS = {"per_token_accuracy", "per_sequence_accuracy", "loss", "chanc
 def per_run_file(path):
     """The runs of a per-run file (pelab report's report_runs.csv; a study ships one per sweep as
     <sweep>_runs.csv): a list of dicts shaped like sweep_runs' complete rows: id, path, overrides
-    (a dict) and run, a dict of task, train_min_length, train_max_length, train_steps,
+    (a dict) and run, a dict of task, seed (None in a file written before the column),
+    train_min_length, train_max_length, train_steps,
     in_distribution_token_accuracy (None when not evaluated within training), learned (None
     when not judged) and `selected`: {method: {length: row}}, the rows that report selected,
     which select_rows returns. A file without the untrained column reads as having none."""
@@ -375,7 +376,9 @@ def per_run_file(path):
             if r is None:
                 r = runs[row["run"]] = dict(
                     id=row["run"], path=path, status="complete", error="", overrides=parse_overrides(row["overrides"]),
-                    run=dict(task=row.get("task") or None, train_min_length=row["train_min_length"], train_max_length=row["train_max_length"],
+                    run=dict(task=row.get("task") or None,
+                             seed=int(row["seed"]) if row.get("seed") not in (None, "") else None,
+                             train_min_length=row["train_min_length"], train_max_length=row["train_max_length"],
                              train_steps=row["train_steps"],
                              in_distribution_token_accuracy=(None if row["in_distribution_token_accuracy"] == ""
                                                              else row["in_distribution_token_accuracy"]),
