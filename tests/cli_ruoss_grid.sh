@@ -55,6 +55,12 @@ RUOSS_RUNS="$work/study-runs" RUOSS_DOCS="$work/study-docs" "$source_dir/scripts
   --tasks parity_check --only seed=0 --only train.learning_rate=1.0e-4 --runs-per-process 11 --threads 1 \
   "${tiny[@]}" > script.txt
 test "$(tail -n +2 study-docs/parity_check_runs.csv | wc -l)" = 22
+/usr/bin/python3 - study-docs/parity_check_runs.csv <<'PY'  # the study's threshold flags every tiny run
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert {r["learned"] for r in rows} == {"0"} and all(float(r["in_distribution_token_accuracy"]) < 0.9 for r in rows)
+assert {r["seed"] for r in rows} == {"0"}
+PY
 for f in ruoss.md ruoss.csv ruoss.png parity_check_paper.md parity_check_paper_learned.md parity_check_median_token.md \
          parity_check_median_sequence.md; do
   test -s "study-docs/$f"
