@@ -1,6 +1,6 @@
-"""Shared by the plot and study scripts: a mean line with its min-max band over seeds, saving a
-figure together with the plotted numbers as CSV beside it, and writing a markdown text that is
-also printed, and the sample standard deviation the tables use."""
+"""Shared by the plot and study scripts: a mean line with its min-max band over seeds, the
+sample standard deviation the tables use, saving a figure together with the plotted numbers as
+CSV beside it, and writing a markdown text that is also printed."""
 import csv
 import os
 

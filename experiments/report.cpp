@@ -194,12 +194,13 @@ ReportRun report_run(const SweepDirectoryRun& run, const RunRecord& record, cons
           record.train_max_length, record.train_steps, selected_rows(record, a)};
 }
 
-// The columns of report_runs.csv, in order; a file without `task`, `seed` or `untrained`
-// (written before they were added) reads as having no task name, no seed and no untrained rows.
+// The columns of report_runs.csv, in order; a file without one of kAddedPerRunColumns (written
+// before they were added) reads as having no task name, no seed and no untrained rows.
 constexpr const char* kPerRunColumns[] = {
     "run", "group", "overrides", "task", "seed", "method", "length", "beyond_training", "per_token_accuracy",
     "per_sequence_accuracy", "loss", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss", "samples",
     "train_min_length", "train_max_length", "train_steps", "in_distribution_token_accuracy", "learned", "untrained"};
+const std::set<std::string> kAddedPerRunColumns = {"task", "seed", "untrained"};
 
 bool is_per_run_file(const std::string& path) { return std::filesystem::path(path).extension() == ".csv"; }
 
@@ -217,8 +218,7 @@ std::vector<ReportRun> runs_of_per_run_file(const std::string& path, const Repor
   std::map<std::string, size_t> column;
   for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
   for (const char* name : kPerRunColumns)
-    if (!column.count(name) && std::string(name) != "untrained" && std::string(name) != "task" &&
-        std::string(name) != "seed")
+    if (!column.count(name) && !kAddedPerRunColumns.count(name))
       throw std::runtime_error(fmt::format("{}: not a per-run file (pelab report's report_runs.csv): no column '{}'",
                                            path, name));
   std::vector<ReportRun> runs;
@@ -231,6 +231,7 @@ std::vector<ReportRun> runs_of_per_run_file(const std::string& path, const Repor
       throw std::runtime_error(fmt::format("{}:{}: {} fields, the header has {}", path, line_number, fields.size(),
                                            header.size()));
     auto field = [&](const char* name) -> const std::string& { return fields[column.at(name)]; };
+    auto added_field = [&](const char* name) { return column.count(name) ? field(name) : std::string(); };
     try {
       EvalResult row;
       row.method = field("method");
@@ -242,10 +243,10 @@ std::vector<ReportRun> runs_of_per_run_file(const std::string& path, const Repor
       row.chance_sequence_accuracy = std::stod(field("chance_sequence_accuracy"));
       row.chance_loss = std::stod(field("chance_loss"));
       row.samples = std::stoll(field("samples"));
-      if (column.count("untrained")) row.untrained = field("untrained");
+      row.untrained = added_field("untrained");
       if (runs.empty() || runs.back().id != field("run"))
-        runs.push_back({field("run"), field("overrides"), column.count("task") ? field("task") : "",
-                        column.count("seed") ? field("seed") : "", std::stoll(field("train_min_length")),
+        runs.push_back({field("run"), field("overrides"), added_field("task"), added_field("seed"),
+                        std::stoll(field("train_min_length")),
                         std::stoll(field("train_max_length")), std::stoll(field("train_steps")), {}});
       settings_there.insert(fmt::format("method {} samples {}", row.method, row.samples));
       if ((!a.method.empty() && row.method != a.method) || (a.samples > 0 && row.samples != a.samples)) continue;

@@ -75,7 +75,7 @@ echo "== a report of a per-run file (report_runs.csv) is the report of its runs,
 "$PELAB" report sweep-out/report_runs.csv --aggregate median-ci --learned 0.5 --format csv > from-file.csv
 cmp from-runs.csv from-file.csv
 PELAB_ANALYSIS="$source_dir/analysis" $py - <<'PY'
-import os, sys
+import csv, os, sys
 sys.path.insert(0, os.environ["PELAB_ANALYSIS"])
 from runfile import per_run_file, select_rows, sweep_runs
 swept = {r["id"]: select_rows(r["run"]) for r in sweep_runs("sweep-out") if r["run"] is not None}
@@ -90,7 +90,6 @@ print("per-run file rows equal the run files':", len(swept), "runs")
 for r in per_run_file("sweep-out/report_runs.csv"):  # the seed column: the run's config's seed
     assert r["run"]["seed"] == int(r["overrides"]["seed"]), (r["id"], r["run"]["seed"])
 # a per-run file written before the seed column was added
-import csv
 rows = list(csv.reader(open("sweep-out/report_runs.csv")))
 at = rows[0].index("seed")
 csv.writer(open("without-seed.csv", "w", newline="")).writerows([row[:at] + row[at + 1:] for row in rows])

@@ -102,9 +102,9 @@ RelativeGeometry::RelativeGeometry(const Positions& positions, OffsetSearch sear
   }
   const int64_t bound = known_offset_bound(positions);
   if (search == OffsetSearch::automatic) search = offset_search_for(positions);
-  if (search == OffsetSearch::bounded) {
+  if (search == OffsetSearch::bounded) {  // every offset the maker can produce: nothing read back
     TORCH_CHECK(bound >= 0, "RelativeGeometry: the bounded offset search needs positions whose maker bounds them "
-                "(PositionFacts::offset_bound)");  // every offset the maker can produce: nothing read back
+                "(PositionFacts::offset_bound)");
     offsets_ = torch::arange(-bound, bound + 1, options);
     local_ = relative_offsets(positions) + bound;
   } else {
