@@ -5,7 +5,7 @@ each group's training max length (dotted) and chance level (dashed) drawn, and t
 whose evaluation used position-table rows training never updated circled in red.
 
   /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
-      [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N] [--out FILE.png]
+      [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N] [--learned F] [--out FILE.png]
   /usr/bin/python3 analysis/plot_lengths.py runs/a/run.h5 runs/b/run.h5 [SWEEP_DIR ...] --out FILE.png
   /usr/bin/python3 analysis/plot_lengths.py docs/studies/nope/copy_runs.csv --metric sequence --out copy.png
 
@@ -16,7 +16,9 @@ selected, so --step, --sampler and --sampler-max-length do not apply to it.
 
 Rows are selected as `pelab report` selects them: each run's final step, its own sampler and
 the most samples at each length, unless --step, --sampler (any max length of it unless
---sampler-max-length) or --samples say otherwise. Writes FILE.png (default:
+--sampler-max-length) or --samples say otherwise; --learned F leaves out the points beyond
+training of a run whose mean accuracy at its training lengths (per sequence with --metric
+sequence, else per token) is below F. Writes FILE.png (default:
 SWEEP_DIR/lengths.png for one sweep, else lengths.png here) and the plotted numbers as FILE.csv. Reads only the documented
 schema: sweep.h5 and the run files it indexes. --metric loss plots the evaluation loss in nats per
 scored token (as `pelab report --metric loss`; for text, exp(loss) is the per-byte perplexity).
@@ -38,7 +40,8 @@ from runfile import (evaluation_settings, group_label, load, per_run_file, selec
 
 def collect(runs, args, key, chance_key, scale):
     """({group label: dict(values, chance: {length: [per seed]}, untrained: lengths, train_min,
-    train_max)} of the rows each run's selection gives, [ids of the runs it gives none])."""
+    train_max, not_learned: runs below --learned)} of the rows each run's selection gives, [ids of
+    the runs it gives none])."""
     groups, left_out = {}, []
     for r in runs:
         run = r["run"]
@@ -47,15 +50,29 @@ def collect(runs, args, key, chance_key, scale):
             left_out.append(r["id"])
             continue
         g = groups.setdefault(group_label(r["overrides"]), dict(values={}, chance={}, untrained=set(),
-                                                                train_min=np.inf, train_max=0))
+                                                                train_min=np.inf, train_max=0, not_learned=0))
         g["train_min"] = min(g["train_min"], run["train_min_length"])
         g["train_max"] = max(g["train_max"], run["train_max_length"])
+        learned = args.learned is None or in_distribution_accuracy(run, selected, args.metric) >= args.learned
+        g["not_learned"] += not learned
         for length, row in selected.items():
+            if not learned and length > run["train_max_length"]:
+                continue  # generalization of what was not learned (pelab report --learned)
             g["values"].setdefault(length, []).append(scale * row[key])
             g["chance"].setdefault(length, []).append(scale * row[chance_key])
             if row["untrained"]:
                 g["untrained"].add(length)
     return groups, left_out
+
+
+def in_distribution_accuracy(run, selected, metric):
+    """The mean accuracy (per sequence for metric "sequence", else per token) over the selected
+    lengths within the run's training lengths, as pelab report judges --learned; inf (learned)
+    when no length there was evaluated."""
+    key = "per_sequence_accuracy" if metric == "sequence" else "per_token_accuracy"
+    within = [row[key] for length, row in selected.items()
+              if run["train_min_length"] <= length <= run["train_max_length"]]
+    return float(np.mean(within)) if within else np.inf
 
 
 def no_rows_message(args, runs):
@@ -83,6 +100,9 @@ def main():
     parser.add_argument("--sampler", choices=["contiguous", "random_offset", "randomized", "cape", "random_float"],
                         help="the position sampler evaluation used (default: each run's own)")
     parser.add_argument("--sampler-max-length", type=int, help="that sampler's max length (default: any)")
+    parser.add_argument("--learned", type=float, help="a run below this accuracy (a fraction; per sequence with --metric "
+                        "sequence, else per token) at its training lengths has not learned its task: its points "
+                        "beyond training are left out (pelab report --learned)")
     parser.add_argument("--samples", type=int, help="evaluation samples (default: the most at each length)")
     parser.add_argument("--out", help="PNG to write (default SWEEP_DIR/lengths.png for one sweep, else "
                                       "lengths.png here); the CSV goes beside it")
@@ -137,7 +157,9 @@ def main():
         values = [g["values"][L] for L in lengths]
         chance = [np.mean(g["chance"][L]) for L in lengths]
         style = {k: v for k, v in styles[i % len(styles)].items() if v is not None}
-        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={max(len(v) for v in values)})", **style)
+        seeds = max(len(v) for v in values)
+        learned = f", {seeds - g['not_learned']} learned" if g["not_learned"] else ""
+        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={seeds}{learned})", **style)
         ax.axvline(g["train_max"], color=line.get_color(), linestyle=":")
         if not shared_chance:
             ax.plot(lengths, chance, linestyle="--", color=line.get_color())

@@ -18,8 +18,10 @@
 # Second stage, from docs/studies/NAME/ alone: per sweep, pelab report of <sweep>_runs.csv
 # (<sweep>.md, <sweep>.csv: mean +- std over seeds) and plot_lengths.py's plot (<sweep>.png);
 # then analysis/studies/NAME.py, the study's own tables and plots.
-# A sweep file may carry a line "# report: OPTIONS" (e.g. --metric loss): options of both pelab
-# report and plot_lengths.py (--metric, --method, --samples) for its table and plot.
+# A sweep file may carry a line "# report: OPTIONS" (e.g. --metric loss --learned 0.9): options
+# of both pelab report and plot_lengths.py (--metric, --method, --samples, --learned) for its
+# per-run file, table and plot; --learned is the study's threshold for a run that has learned its
+# training range (the per-run file's learned column; beyond training, the others are left out).
 # Environment: PELAB (default build/pelab), STUDY_JOBS (runs at once, default 2), STUDIES_DOCS
 # (the pages' folder, default docs/studies; tests/studies_from_data.sh makes a copy's tables).
 set -euo pipefail
@@ -42,7 +44,7 @@ trap 'rm -rf "$scratch"' EXIT
 
 # first stage for one sweep file: train, then its per-run file
 run_sweep() {
-  local file=$1 out=$2 sweep listing dir total to_run start line
+  local file=$1 out=$2 sweep listing dir total to_run start line report_options
   sweep=$(basename "$file" .yaml)
   listing=$("$pelab" sweep "$file" --dry-run)
   dir=$(head -n 1 <<<"$listing" | sed 's/.* in //')
@@ -57,8 +59,10 @@ run_sweep() {
     { grep -v -- "^- $sweep: " "$out/runtime.md" 2>/dev/null || true; echo "$line"; } | sort > "$out/runtime.new"
     mv "$out/runtime.new" "$out/runtime.md"
   fi
-  # 1: some runs failed; the per-run file has the rest
-  "$pelab" report "$dir" --out "$scratch/$sweep" > /dev/null || [ $? -eq 1 ]
+  # 1: some runs failed; the per-run file has the rest. With the sweep's report options, so that
+  # its learned column holds the study's threshold (--learned)
+  read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$file")"
+  "$pelab" report "$dir" "${report_options[@]}" --out "$scratch/$sweep" > /dev/null || [ $? -eq 1 ]
   cp "$scratch/$sweep/report_runs.csv" "$out/${sweep}_runs.csv"
 }
 
