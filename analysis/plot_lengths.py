@@ -5,7 +5,7 @@ each group's training max length (dotted) and chance level (dashed) drawn, and t
 whose evaluation used position-table rows training never updated circled in red.
 
   /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
-      [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N] [--learned F] [--out FILE.png]
+      [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N] [--learned F [--learned-metric token|sequence]] [--out FILE.png]
   /usr/bin/python3 analysis/plot_lengths.py runs/a/run.h5 runs/b/run.h5 [SWEEP_DIR ...] --out FILE.png
   /usr/bin/python3 analysis/plot_lengths.py docs/studies/nope/copy_runs.csv --metric sequence --out copy.png
 
@@ -17,8 +17,8 @@ selected, so --step, --sampler and --sampler-max-length do not apply to it.
 Rows are selected as `pelab report` selects them: each run's final step, its own sampler and
 the most samples at each length, unless --step, --sampler (any max length of it unless
 --sampler-max-length) or --samples say otherwise; --learned F leaves out the points beyond
-training of a run whose mean accuracy at its training lengths (per sequence with --metric
-sequence, else per token) is below F. Writes FILE.png (default:
+training of a run whose mean accuracy at its training lengths (per token, or per sequence with
+--learned-metric sequence) is below F. Writes FILE.png (default:
 SWEEP_DIR/lengths.png for one sweep, else lengths.png here) and the plotted numbers as FILE.csv. Reads only the documented
 schema: sweep.h5 and the run files it indexes. --metric loss plots the evaluation loss in nats per
 scored token (as `pelab report --metric loss`; for text, exp(loss) is the per-byte perplexity).
@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from plotting import plot_mean_and_spread, sample_std, save_figure_and_csv  # noqa: E402
+from plotting import group_style, plot_mean_and_spread, sample_std, save_figure_and_csv  # noqa: E402
 from runfile import (evaluation_settings, group_label, load, per_run_file, select_rows, sweep_runs,  # noqa: E402
                      task_name)
 
@@ -53,7 +53,7 @@ def collect(runs, args, key, chance_key, scale):
                                                                 train_min=np.inf, train_max=0, not_learned=0))
         g["train_min"] = min(g["train_min"], run["train_min_length"])
         g["train_max"] = max(g["train_max"], run["train_max_length"])
-        learned = args.learned is None or in_distribution_accuracy(run, selected, args.metric) >= args.learned
+        learned = args.learned is None or in_distribution_accuracy(run, selected, args.learned_metric) >= args.learned
         g["not_learned"] += not learned
         for length, row in selected.items():
             if not learned and length > run["train_max_length"]:
@@ -66,9 +66,9 @@ def collect(runs, args, key, chance_key, scale):
 
 
 def in_distribution_accuracy(run, selected, metric):
-    """The mean accuracy (per sequence for metric "sequence", else per token) over the selected
-    lengths within the run's training lengths, as pelab report judges --learned; inf (learned)
-    when no length there was evaluated."""
+    """The mean accuracy (metric: "token" or "sequence") over the selected lengths within the
+    run's training lengths, as pelab report judges --learned; inf (learned) when no length there
+    was evaluated."""
     key = "per_sequence_accuracy" if metric == "sequence" else "per_token_accuracy"
     within = [row[key] for length, row in selected.items()
               if run["train_min_length"] <= length <= run["train_max_length"]]
@@ -100,9 +100,11 @@ def main():
     parser.add_argument("--sampler", choices=["contiguous", "random_offset", "randomized", "cape", "random_float"],
                         help="the position sampler evaluation used (default: each run's own)")
     parser.add_argument("--sampler-max-length", type=int, help="that sampler's max length (default: any)")
-    parser.add_argument("--learned", type=float, help="a run below this accuracy (a fraction; per sequence with --metric "
-                        "sequence, else per token) at its training lengths has not learned its task: its points "
-                        "beyond training are left out (pelab report --learned)")
+    parser.add_argument("--learned", type=float, help="a run below this accuracy (a fraction, in --learned-metric) at its "
+                        "training lengths has not learned its task: its points beyond training are left out (pelab "
+                        "report --learned)")
+    parser.add_argument("--learned-metric", choices=["token", "sequence"], default="token",
+                        help="what --learned judges: per-token or per-sequence accuracy (default token)")
     parser.add_argument("--samples", type=int, help="evaluation samples (default: the most at each length)")
     parser.add_argument("--out", help="PNG to write (default SWEEP_DIR/lengths.png for one sweep, else "
                                       "lengths.png here); the CSV goes beside it")
@@ -148,18 +150,13 @@ def main():
             chances.setdefault(length, []).append(np.mean(c))
     shared_chance = all(max(c) - min(c) <= 1e-9 for c in chances.values())
     rows, untrained_points = [], []
-    # a marker and a line style of their own per group: lines with equal values stay visible
-    styles = [dict(marker=m, linestyle=ls, markerfacecolor=face) for m, ls, face in
-              [("o", "-", None), ("s", "--", "none"), ("^", "-.", None), ("D", ":", "none"), ("v", "-", "none"),
-               ("P", "--", None), ("X", "-.", "none"), ("*", ":", None)]]
     for i, (name, g) in enumerate(groups.items()):
         lengths = sorted(g["values"])
         values = [g["values"][L] for L in lengths]
         chance = [np.mean(g["chance"][L]) for L in lengths]
-        style = {k: v for k, v in styles[i % len(styles)].items() if v is not None}
         seeds = max(len(v) for v in values)
         learned = f", {seeds - g['not_learned']} learned" if g["not_learned"] else ""
-        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={seeds}{learned})", **style)
+        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={seeds}{learned})", **group_style(i))
         ax.axvline(g["train_max"], color=line.get_color(), linestyle=":")
         if not shared_chance:
             ax.plot(lengths, chance, linestyle="--", color=line.get_color())

@@ -30,7 +30,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from plotting import plot_mean_and_spread, save_figure_and_csv  # noqa: E402
+from plotting import group_style, plot_mean_and_spread, save_figure_and_csv  # noqa: E402
 from runfile import (SchemaError, group_label, parse_overrides, probe_settings, select_probe_rows,  # noqa: E402
                      sweep_runs)
 
@@ -164,10 +164,10 @@ def plot(args, selected, length, out):
             chance.append(float(row["position_chance"]))
     fig, ax = plt.subplots(figsize=(8.5, 4))  # room for the legend beside the axes
     rows = []
-    for name, by_layer in groups.items():
+    for i, (name, by_layer) in enumerate(groups.items()):
         layers = sorted(by_layer)
         values = [by_layer[l] for l in layers]
-        plot_mean_and_spread(ax, layers, values, name)
+        plot_mean_and_spread(ax, layers, values, name, **group_style(i))
         rows += [[name, l, np.mean(v), min(v), max(v), len(v)] for l, v in zip(layers, values)]
     if args.probe == "position_accuracy":
         ax.axhline(np.mean(chance), color="k", linestyle="--", label="chance (tokens alone)")

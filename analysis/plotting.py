@@ -1,5 +1,5 @@
-"""Shared by the plot and study scripts: a mean line with its min-max band over seeds, the
-sample standard deviation the tables use, saving a figure together with the plotted numbers as
+"""Shared by the plot and study scripts: a mean line with its min-max band over seeds, a style
+per group that keeps equal lines apart, the sample standard deviation the tables use, saving a figure together with the plotted numbers as
 CSV beside it, and writing a markdown text that is also printed."""
 import csv
 import os
@@ -13,6 +13,17 @@ def plot_mean_and_spread(ax, xs, values, label, **style):
     line, = ax.plot(xs, [np.mean(v) for v in values], **{"marker": "o", **style}, label=label)
     ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values], color=line.get_color(), alpha=0.2)
     return line
+
+
+# a marker and a line style of their own per group, so that lines with equal values stay visible
+GROUP_STYLES = [dict(marker=m, linestyle=ls, markerfacecolor=face) for m, ls, face in
+                [("o", "-", None), ("s", "--", "none"), ("^", "-.", None), ("D", ":", "none"), ("v", "-", "none"),
+                 ("P", "--", None), ("X", "-.", "none"), ("*", ":", None)]]
+
+
+def group_style(i):
+    """The matplotlib style of the i-th group of a plot (GROUP_STYLES, cycling)."""
+    return {k: v for k, v in GROUP_STYLES[i % len(GROUP_STYLES)].items() if v is not None}
 
 
 def sample_std(values):
