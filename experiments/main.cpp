@@ -215,9 +215,14 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--pool", report.pool, "axis keys pooled with the seeds, e.g. train.learning_rate (with "
                          "--aggregate max: the best over seeds and learning rates, as Ruoss et al. report)")
       ->delimiter(',');
-  report_cmd->add_option("--learned", report.learned, "a run below this per-token accuracy (a fraction) at its "
-                         "training lengths has not learned its task: flagged, its values beyond training left out")
+  report_cmd->add_option("--learned", report.learned, "a run below this accuracy (a fraction, in --learned-metric) "
+                         "at its training lengths has not learned its task: flagged, its values beyond training "
+                         "left out")
       ->check(CLI::NonNegativeNumber);
+  report_cmd->add_option("--learned-metric", report.learned_metric, "what --learned judges: per-token or "
+                         "per-sequence (exact-match) accuracy")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"token", "sequence"}));
   report_cmd->add_option("--success", report.success, "also count the seeds at or above this accuracy (a fraction, "
                          "e.g. 0.9; loss: at or below) per cell, as k/n")->check(CLI::NonNegativeNumber);
   report_cmd->add_option("--format", report.format, "what is printed: text, markdown, csv or latex (report.csv "

@@ -266,7 +266,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     return 2;
   }
   if (a.learned > 1) {
-    err << "error: --learned is a share of per-token accuracy, at most 1 (0.9 for 90%)\n";
+    err << "error: --learned is a share of accuracy, at most 1 (0.9 for 90%)\n";
     return 2;
   }
   if (a.paths.empty()) {
@@ -356,16 +356,20 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     if (report.rows.empty()) ++without_rows;
     for (const auto& [method, by_length] : report.rows) {
       const std::string group = without_seed(report.overrides, a.pool);
-      // in-distribution: the mean per-token accuracy at the evaluated lengths within training
-      double in_range_sum = 0;
+      // in-distribution: the mean accuracy at the evaluated lengths within training, per token (the
+      // per-run file's column) and in the measure --learned-metric judges
+      double in_range_sum = 0, judged_sum = 0;
       int64_t in_range = 0;
       for (const auto& [length, row] : by_length)
-        if (length >= report.train_min_length && length <= report.train_max_length)
+        if (length >= report.train_min_length && length <= report.train_max_length) {
           in_range_sum += row.per_token_accuracy, ++in_range;
+          judged_sum += a.learned_metric == "sequence" ? row.per_sequence_accuracy : row.per_token_accuracy;
+        }
       const double in_distribution = in_range ? in_range_sum / in_range : NAN;
       const bool judged = a.learned >= 0 && in_range > 0;
-      const bool learned = !judged || in_distribution >= a.learned;
-      if (!learned) not_learned.push_back(fmt::format("{} [{}] {:.1f}%", report.id, method, 100 * in_distribution));
+      const bool learned = !judged || judged_sum / in_range >= a.learned;
+      if (!learned)
+        not_learned.push_back(fmt::format("{} [{}] {:.1f}%", report.id, method, 100 * judged_sum / in_range));
       // every value as the shortest text that reads back to the same double: a report of this
       // file gives this report's table to the digit
       for (const auto& [length, row] : by_length)
@@ -531,9 +535,10 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
                                           "where whole sequences repeat, the most frequent one can score more)"
                                         : "chance: the best input-independent prediction");
   if (a.learned >= 0)
-    notes.push_back(fmt::format("{} run(s) had not learned their training range (per-token accuracy below {}% at "
+    notes.push_back(fmt::format("{} run(s) had not learned their training range ({} accuracy below {}% at "
                                 "the training lengths): their values beyond it are left out{}",
-                                not_learned.size(), 100 * a.learned,
+                                not_learned.size(), a.learned_metric == "sequence" ? "per-sequence" : "per-token",
+                                100 * a.learned,
                                 not_learned.empty() ? "" : " (" + join(not_learned) + ")"));
   if (!range_intervals.empty()) {
     std::vector<std::string> coverage;

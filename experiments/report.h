@@ -25,9 +25,10 @@ struct ReportArguments {
   std::vector<std::string> pool;     // axis keys pooled with the seeds (a line's samples: seeds x
                                      //   their values), e.g. train.learning_rate: max then gives
                                      //   Ruoss et al.'s best over seeds and learning rates
-  double learned = -1;               // >= 0: a run whose per-token accuracy at its training lengths
-                                     //   is below this (a fraction) has not learned its task: flagged,
-                                     //   and its values beyond training left out
+  double learned = -1;               // >= 0: a run whose accuracy at its training lengths (in
+                                     //   learned_metric) is below this (a fraction) has not learned
+                                     //   its task: flagged, and its values beyond training left out
+  std::string learned_metric = "token";  // what --learned judges: "token" or "sequence" accuracy
   // Which of a run's evaluation rows (pelab eval adds rows under other settings): the method
   // (empty: each method a line), the step (-1: the final one), the sampler (empty: the
   // run's own) and its max length (0: the run's own, or any with --sampler), the samples (0:

@@ -178,7 +178,7 @@ grep -F "with 5 or fewer values (seeds) the bootstrap interval is their range [m
 "$PELAB" report eval-out --pool task.name --aggregate max --format csv > pooled.csv
 "$PELAB" report eval-out --learned 0.99 | tee learned.txt
 grep -q "12 run(s) had not learned their training range (per-token accuracy below 99% at the training lengths)" learned.txt
-fails_with 2 "--learned is a share of per-token accuracy, at most 1" "$PELAB" report eval-out --learned 2
+fails_with 2 "--learned is a share of accuracy, at most 1" "$PELAB" report eval-out --learned 2
 "$PELAB" report eval-out --learned 0.99 --format csv > learned99.csv
 "$PELAB" report eval-out --learned 0 --format csv > learned0.csv
 $py - <<'PY'
@@ -219,9 +219,60 @@ assert cells("learned99.csv", "1") == []
 assert cells("learned99.csv", "0") == cells("ci.csv", "0") and len(cells("ci.csv", "0")) == 6
 print("per-run file, intervals, pooling and --learned check out")
 PY
+# --learned-metric sequence judges the exact match at the training lengths: a threshold between
+# a run's per-sequence and per-token means there tells the two judgments apart
+threshold=$($py - <<'PY'
+import csv
+import numpy as np
+rows = list(csv.DictReader(open("eval-out/report_runs.csv")))
+within = {}
+for r in rows:
+    if int(r["train_min_length"]) <= int(r["length"]) <= int(r["train_max_length"]):
+        within.setdefault(r["run"], []).append((float(r["per_sequence_accuracy"]), float(r["per_token_accuracy"])))
+means = [np.mean(v, axis=0) for v in within.values()]
+seq, token = max(means, key=lambda m: m[1] - m[0])
+assert token - seq > 0.01, means
+print((seq + token) / 2)
+PY
+)
+"$PELAB" report eval-out --learned "$threshold" --learned-metric sequence --out seq-learned > seq-learned.txt
+grep -q "run(s) had not learned their training range (per-sequence accuracy below" seq-learned.txt
+"$PELAB" report eval-out --metric sequence --learned "$threshold" --out token-learned > /dev/null
+fails_with 2 "learned-metric" "$PELAB" report eval-out --learned 0.5 --learned-metric loss
+THRESHOLD=$threshold $py - <<'PY'
+import csv
+import os
+import numpy as np
+threshold = float(os.environ["THRESHOLD"])
+def judged(folder):
+    runs = {}
+    for r in csv.DictReader(open(f"{folder}/report_runs.csv")):
+        runs.setdefault(r["run"], dict(learned=r["learned"], within=[]))
+        if int(r["train_min_length"]) <= int(r["length"]) <= int(r["train_max_length"]):
+            runs[r["run"]]["within"].append((float(r["per_sequence_accuracy"]), float(r["per_token_accuracy"])))
+    return runs
+by_sequence, by_token = judged("seq-learned"), judged("token-learned")
+for run, r in by_sequence.items():
+    assert r["learned"] == str(int(np.mean([s for s, _ in r["within"]]) >= threshold)), run
+    assert by_token[run]["learned"] == str(int(np.mean([t for _, t in r["within"]]) >= threshold)), run
+assert any(r["learned"] != by_token[run]["learned"] for run, r in by_sequence.items())
+print("--learned-metric picks what --learned judges, whatever the table's metric")
+PY
 
 echo "== plots: lengths per group, the evaluation curve"
 $py "$analysis/plot_lengths.py" eval-out --out lengths.png
+# --learned: beyond training, the plot keeps the points of the runs the report judged learned
+$py "$analysis/plot_lengths.py" eval-out --learned "$threshold" --learned-metric sequence --out learned_lengths.png
+$py - <<'PY'
+import csv
+runs = list(csv.DictReader(open("seq-learned/report_runs.csv")))
+def seeds(path, beyond):
+    return sum(int(r["seeds"]) for r in csv.DictReader(open(path)) if r["beyond_training"] == beyond)
+assert seeds("learned_lengths.csv", "1") == sum(r["beyond_training"] == "1" and r["learned"] == "1" for r in runs) > 0
+assert seeds("lengths.csv", "1") == sum(r["beyond_training"] == "1" for r in runs) > seeds("learned_lengths.csv", "1")
+assert seeds("learned_lengths.csv", "0") == seeds("lengths.csv", "0") == sum(r["beyond_training"] == "0" for r in runs)
+print("plot_lengths --learned leaves out what the report leaves out")
+PY
 $py "$analysis/plot_training.py" eval-out --out training.png
 $py "$analysis/plot_training.py" "$run" --out run_training.png
 for f in lengths training run_training; do

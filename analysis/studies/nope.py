@@ -6,7 +6,10 @@ measure: at every task and test length beyond training the five encodings are ra
 exact match (mean over seeds), and each encoding's reciprocal ranks are averaged. Equal exact
 match shares a rank: competition ranking (1, 1, 3), so a cell where every encoding is at 0%
 gives each the same reciprocal rank; the table also gives the average rank of ties (1.5, 1.5,
-3) and the ranks with the all-tied cells left out, which order the encodings alike.
+3) and the ranks with the all-tied cells left out, which order the encodings alike. A seed that
+has not learned its training range (the per-run file's learned column: the sweeps' --learned
+threshold) is left out beyond training; one more column ranks over every seed, as the paper
+does not filter.
 
   /usr/bin/python3 analysis/studies/nope.py runs/studies/nope docs/studies/nope
 
@@ -33,12 +36,15 @@ ENCODINGS = [("none", "NoPE"), ("t5_bias", "T5 bias"), ("alibi", "ALiBi"), ("rop
 PUBLISHED_MRR = {"none": 0.69, "t5_bias": 0.55, "alibi": 0.50, "rope": 0.33, "sinusoidal": 0.22}  # Figure 1
 
 
-def collect(out):
+def collect(out, learned_only=True):
     """{(encoding, task): {length: [(exact match, token accuracy) per seed]}} of the lengths beyond
-    training, from the per-run files in `out`."""
+    training, from the per-run files in `out`; learned_only: without the runs the file flags as
+    not having learned their training range (learned 0: the sweep's --learned threshold)."""
     cells = {}
     for task, r in complete_runs_of_sweeps(out, TASKS):
         cell = cells.setdefault((scheme_name(r["overrides"]), task), {})
+        if learned_only and r["run"]["learned"] is False:
+            continue
         for length, row in select_rows(r["run"]).items():
             if length > r["run"]["train_max_length"]:
                 cell.setdefault(length, []).append((row["per_sequence_accuracy"], row["per_token_accuracy"]))
@@ -64,20 +70,25 @@ def reciprocal_ranks(cells, tasks, ties="competition"):
     return ranks
 
 
-def write_ranks(out, cells, tasks, lines):
-    """Appends the rank table to `lines`, writes nope.md and nope.png."""
+def write_ranks(out, cells, every_run_cells, tasks, lines):
+    """Appends the rank table to `lines`, writes nope.md and nope.png; every_run_cells: collect()'s
+    cells with the runs that did not learn their training range, for the paper's column."""
     by_rule = {rule: reciprocal_ranks(cells, tasks, rule) for rule in ("competition", "average", "exclude")}
+    by_rule["every run"] = reciprocal_ranks(every_run_cells, tasks)
     mrr = {rule: {e: float(np.mean(r)) if r else float("nan") for e, r in ranks.items()}
            for rule, ranks in by_rule.items()}
     count = len(next(iter(by_rule["competition"].values())))
     excluded = count - len(next(iter(by_rule["exclude"].values())))
     lines += ["", f"Mean reciprocal rank over {count} task x length cells beyond training, ranked by mean exact "
-              f"match; ties share the best rank (1, 1, 3), or their average rank, or the {excluded} cells where "
-              "all five tie are left out (the paper: Figure 1, over all its tasks)", "",
-              "| encoding | pelab | ties averaged | all-tied cells out | Kazemnejad et al. |", "|---|---:|---:|---:|---:|"]
+              f"match of the seeds that learned their training range; ties share the best rank (1, 1, 3), or "
+              f"their average rank, or the {excluded} cells where all five tie are left out; every run: shared "
+              "ranks over every seed, learned or not, as the paper counts (Figure 1, over all its tasks)", "",
+              "| encoding | pelab | ties averaged | all-tied cells out | every run | Kazemnejad et al. |",
+              "|---|---:|---:|---:|---:|---:|"]
     for encoding, label in sorted(ENCODINGS, key=lambda e: -mrr["competition"][e[0]]):
         lines.append(f"| {label} | {mrr['competition'][encoding]:.2f} | {mrr['average'][encoding]:.2f} | "
-                     f"{mrr['exclude'][encoding]:.2f} | {PUBLISHED_MRR[encoding]:.2f} |")
+                     f"{mrr['exclude'][encoding]:.2f} | {mrr['every run'][encoding]:.2f} | "
+                     f"{PUBLISHED_MRR[encoding]:.2f} |")
     lines.append("")
     write_and_print(os.path.join(out, "nope.md"), lines)
 
@@ -96,7 +107,8 @@ def write_ranks(out, cells, tasks, lines):
 
 def beyond_table(tasks, value_of):
     """The first table's lines; value_of(encoding, task) -> 'mean ± std' text or ''."""
-    lines = ["Exact match (%) averaged over the test lengths beyond training, mean ± std over seeds", "",
+    lines = ["Exact match (%) averaged over the test lengths beyond training, mean ± std over the seeds that "
+             "learned their training range (n: seeds, when not all of them)", "",
              "| encoding | " + " | ".join(tasks) + " |", "|---|" + "---:|" * len(tasks)]
     for encoding, label in ENCODINGS:
         lines.append(f"| {label} | " + " | ".join(value_of(encoding, task) for task in tasks) + " |")
@@ -106,6 +118,7 @@ def beyond_table(tasks, value_of):
 def main():
     out = sys.argv[2]  # the first argument, the run folder, is not read: every table comes from OUT
     cells = collect(out)
+    seeds = {key: len(next(iter(cell.values()))) if cell else 0 for key, cell in collect(out, False).items()}
     tasks = [t for t in TASKS if any(k[1] == t for k in cells)]
     if not tasks:
         print(f"nope: no per-run files (<task>_runs.csv) in {out}", file=sys.stderr)
@@ -114,7 +127,7 @@ def main():
     def beyond(encoding, task):
         """Per seed: exact match in % averaged over the lengths beyond training."""
         cell = cells.get((encoding, task), {})
-        if not cell:
+        if not cell:  # no seed learned its training range
             return None
         by_length = np.array([[seed[0] for seed in cell[L]] for L in sorted(cell)])  # (lengths, seeds)
         return 100 * by_length.mean(axis=0)
@@ -129,8 +142,11 @@ def main():
 
     def value_of(encoding, task):
         v = beyond(encoding, task)
-        return "" if v is None else f"{v.mean():.1f} ± {v.std(ddof=1) if len(v) > 1 else 0:.1f}"
-    write_ranks(out, cells, tasks, beyond_table(tasks, value_of))
+        if v is None:
+            return "not learned" if seeds.get((encoding, task)) else ""
+        n = f" (n={len(v)})" if len(v) < seeds[(encoding, task)] else ""
+        return f"{v.mean():.1f} ± {v.std(ddof=1) if len(v) > 1 else 0:.1f}{n}"
+    write_ranks(out, cells, collect(out, False), tasks, beyond_table(tasks, value_of))
     return 0
 
 if __name__ == "__main__":
