@@ -55,10 +55,11 @@ for task in ${tasks//,/ }; do
   "$pelab" sweep "${grid[@]}" "${skip[@]}" "$@" || status=$?
   # every complete run of the folder, merged into the shipped per-run file, also when a signal
   # stopped the sweep (its complete runs are kept); report's exit 1: some runs not complete.
-  # --learned: the file's learned column flags the runs below the study's threshold
-  # (analysis/studies/ruoss.py's LEARNED, docs/studies/ruoss.md)
+  # The grid's report options (its "# report:" line: --learned, the study's threshold): the
+  # file's learned column flags the runs below it (docs/studies/ruoss.md)
   if [[ -d "$out/runs" ]]; then
-    "$pelab" report "$out" --learned 0.9 --out "$scratch/$task" > /dev/null || [[ $? == 1 ]]
+    read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$root/configs/studies/ruoss/grid.yaml")"
+    "$pelab" report "$out" "${report_options[@]}" --out "$scratch/$task" > /dev/null || [[ $? == 1 ]]
     # the whole grid, in order; exit 1: the runs trained with this command's --set, not given here
     "$pelab" sweep "${grid[@]}" --dry-run > "$scratch/$task/listing.txt" 2> /dev/null || [[ $? == 1 ]]
     merge_per_run_file "$scratch/$task/report_runs.csv" "$shipped" "$scratch/$task/listing.txt"

@@ -2,8 +2,8 @@
 """The new-methods study (configs/studies/new_methods/): FoX, stick-breaking, PaTH and FoPE against
 NoPE, RoPE and ALiBi on three tasks. For each task's sweep, pelab report's median over seeds with a
 bootstrap 95% interval, per-token and per-sequence, with runs that did not learn their training
-range (accuracy below 0.9 at the training lengths) flagged and their beyond-training values left
-out (docs/analysis.md).
+range (per-token accuracy at the training lengths below the sweep file's --learned threshold, its
+"# report:" line) flagged and their beyond-training values left out (docs/analysis.md).
 
   /usr/bin/python3 analysis/studies/new_methods.py runs/studies/new_methods docs/studies/new_methods
 
@@ -16,8 +16,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from runfile import learned_threshold  # noqa: E402
+
 TASKS = ["reverse_string", "bucket_sort", "parity_check"]
-LEARNED = "0.9"
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "studies", "new_methods")
 
 
 def main():
@@ -31,8 +34,9 @@ def main():
             continue
         for metric in ["token", "sequence"]:
             # from OUT, so that the table names its source as <task>_runs.csv, wherever OUT is
-            table = subprocess.run([pelab, "report", os.path.basename(runs), "--aggregate", "median-ci", "--learned",
-                                    LEARNED, "--metric", metric, "--format", "markdown", "--out", scratch],
+            learned = ["--learned", str(learned_threshold(os.path.join(CONFIGS, f"{task}.yaml")))]
+            table = subprocess.run([pelab, "report", os.path.basename(runs), "--aggregate", "median-ci", *learned,
+                                    "--metric", metric, "--format", "markdown", "--out", scratch],
                                    capture_output=True, text=True, cwd=out)
             if table.returncode != 0:
                 sys.exit(f"new_methods: pelab report {runs}: {table.stderr.strip()}")

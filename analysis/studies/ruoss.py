@@ -34,7 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import parse_overrides, per_run_file, scheme_name  # noqa: E402
+from runfile import learned_threshold, parse_overrides, per_run_file, scheme_name  # noqa: E402
 from plotting import write_and_print  # noqa: E402
 
 TASKS = ["even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation", "stack_manipulation",
@@ -45,7 +45,9 @@ ENCODINGS = [("none", "none"), ("sinusoidal", "sin/cos"), ("learned", "learned")
              ("transformer_xl", "relative"), ("rope", "RoPE"), ("alibi", "ALiBi")]
 POSITIONS = {"contiguous": "plain", "randomized": "randomized"}  # sampler -> its name in the tables
 SAMPLERS = {scheme: ["contiguous"] if scheme == "none" else list(POSITIONS) for scheme, _ in ENCODINGS}
-LEARNED = 0.9
+# the study's threshold for a run that learned its training range: grid.yaml's "# report:" line
+LEARNED = learned_threshold(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs",
+                                         "studies", "ruoss", "grid.yaml"))
 
 
 def report(pelab, runs_file, scratch, options, learned=True):

@@ -399,6 +399,24 @@ def study_sweep_runs(source, sweep):
     return per_run_file(shipped) if os.path.exists(shipped) else None
 
 
+def report_options(sweep_file):
+    """The options of a study's sweep file line "# report: OPTIONS" (scripts/studies.sh), as a
+    list: the table's metric and the study's --learned threshold; [] without the line."""
+    import shlex
+    with open(sweep_file) as f:
+        for line in f:
+            if line.startswith("# report: "):
+                return shlex.split(line[len("# report: "):])
+    return []
+
+
+def learned_threshold(sweep_file):
+    """The study's --learned threshold (a fraction) from its sweep file's report line; None when it
+    states none."""
+    options = report_options(sweep_file)
+    return float(options[options.index("--learned") + 1]) if "--learned" in options else None
+
+
 def complete_runs_of_sweeps(root, names):
     """(name, row) for every complete run (sweep_runs' rows, loaded) of the sweeps NAME of a study
     (see study_sweep_runs: root is its run folder or its shipped files' folder), in the order of
