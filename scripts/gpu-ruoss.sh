@@ -6,7 +6,7 @@
 # on a machine that kept runs/ resumes the rest). The runs the shipped per-run files
 # (docs/studies/ruoss/<task>_runs.csv) hold are not trained again. Writes under OUT:
 #   ruoss.tar               ruoss/<task>_runs.csv: the shipped file merged with this command's
-#                           complete runs; untar, copy to docs/studies/ruoss/ and run
+#                           complete runs, and ruoss/runtime.md with this command's lines; untar, copy to docs/studies/ruoss/ and run
 #                           scripts/dev studies --from-data ruoss (one file: the device tool
 #                           brings back a few files only)
 #   graphs.txt              the runs' lines on steps that ran without a CUDA graph, counted
@@ -43,7 +43,7 @@ if [ "$check" = 1 ]; then
   fi
   note "check (tests/cuda_paths.sh, packed) passed after $((SECONDS - start)) s"
 fi
-cp docs/studies/ruoss/*_runs.csv "$out/ruoss/" 2>/dev/null
+cp docs/studies/ruoss/*_runs.csv docs/studies/ruoss/runtime.md "$out/ruoss/" 2>/dev/null
 # the deadline: SIGTERM to the running sweep and its packed workers (they checkpoint and stop)
 ( sleep $((deadline - (SECONDS - start))); pkill -TERM -f "build-cuda/pelab sweep" ) &
 watchdog=$!

@@ -12,6 +12,8 @@
 # PELAB: the pelab binary (default build/pelab; a GPU machine: build-cuda/pelab). RUOSS_RUNS and
 # RUOSS_DOCS: the run and per-run-file folders (default runs/studies/ruoss, docs/studies/ruoss).
 # RUOSS_TABLES=0: the per-run files only, not the tables (a machine without matplotlib).
+# Each part that trains runs appends a line to RUOSS_DOCS/runtime.md: the task, the runs, the
+# minutes, the machine and the sweep options.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 pelab="${PELAB:-$root/build/pelab}"
@@ -44,6 +46,15 @@ with open(shipped, "w") as f:
     f.write("\n".join([header] + lines) + "\n")
 PY
 }
+# the complete runs of a sweep folder (a run file is written when its run completes)
+complete_runs() { { find "$1/runs" -name run.h5 2>/dev/null || true; } | wc -l; }
+# the machine: its cores and CPU, and the GPU when one is used
+machine() {
+  local cpu gpu
+  cpu=$(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //' || true)
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
+  echo "$(nproc) cores (${cpu:-$(uname -m)})${gpu:+ and a GPU ($gpu)}"
+}
 mkdir -p "$docs"
 status=0
 for task in ${tasks//,/ }; do
@@ -52,7 +63,13 @@ for task in ${tasks//,/ }; do
   grid=("$root/configs/studies/ruoss/grid.yaml" --set "task.name=$task" --output "$out")
   skip=()  # runs the shipped per-run file holds were trained (here or elsewhere): not again
   [[ -f "$shipped" ]] && skip=(--skip-runs-in "$shipped")
+  complete_before=$(complete_runs "$out") start=$SECONDS
   "$pelab" sweep "${grid[@]}" "${skip[@]}" "$@" || status=$?
+  trained=$(( $(complete_runs "$out") - complete_before ))
+  if [[ $trained -gt 0 ]]; then  # the part's line in runtime.md: what ran where, in how long
+    echo "- $task: $trained runs in $(( (SECONDS - start + 30) / 60 )) minutes on $(machine), pelab sweep options: $*, $(date -u +%Y-%m-%d)" \
+      >> "$docs/runtime.md"
+  fi
   # every complete run of the folder, merged into the shipped per-run file, also when a signal
   # stopped the sweep (its complete runs are kept); report's exit 1: some runs not complete.
   # The grid's report options (its "# report:" line: --learned, the study's threshold): the

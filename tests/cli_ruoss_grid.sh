@@ -55,6 +55,8 @@ RUOSS_RUNS="$work/study-runs" RUOSS_DOCS="$work/study-docs" "$source_dir/scripts
   --tasks parity_check --only seed=0 --only train.learning_rate=1.0e-4 --runs-per-process 11 --threads 1 \
   "${tiny[@]}" > script.txt
 test "$(tail -n +2 study-docs/parity_check_runs.csv | wc -l)" = 22
+# the part's line in runtime.md: its task, the runs it trained, the machine and the options
+grep -qE "^- parity_check: 11 runs in [0-9]+ minutes on [0-9]+ cores \(.+\), pelab sweep options: --only seed=0 .*--runs-per-process 11 .*, 20[0-9-]+$" study-docs/runtime.md
 /usr/bin/python3 - study-docs/parity_check_runs.csv <<'PY'  # the study's threshold flags every tiny run
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -77,6 +79,7 @@ RUOSS_RUNS="$work/other-runs" RUOSS_DOCS="$work/study-docs" "$source_dir/scripts
   --tasks parity_check --only seed=0 --only seed=1 --only train.learning_rate=1.0e-4 --runs-per-process 11 \
   --threads 1 "${tiny[@]}" > script2.txt
 grep -q "sweep 'ruoss': 11 of 165 runs, 0 complete, 11 to run" script2.txt
+test "$(grep -c "^- parity_check: 11 runs in" study-docs/runtime.md)" = 2   # a line per part
 test "$(tail -n +2 study-docs/parity_check_runs.csv | wc -l)" = 44
 ids=$(cut -d, -f1 study-docs/parity_check_runs.csv | uniq)
 test "$(sed -n 2p <<<"$ids")" = learning_rate-1.0e-4_seed-0_encoding-namenone_sampler-contiguous
