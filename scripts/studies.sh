@@ -103,7 +103,7 @@ for name in "$@"; do
     # from the run folder (first stage: the run files' per-run extracts, then the tables), or
     # from the shipped files alone
     source_dir=$([ $train = 1 ] && echo "runs/studies/$study" || echo "$out")
-    "$py" "analysis/studies/$study.py" "$source_dir" "$out"
+    PELAB="$pelab" "$py" "analysis/studies/$study.py" "$source_dir" "$out"
   fi
   echo "== study $study: docs in $out"
 done

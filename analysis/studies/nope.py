@@ -14,12 +14,16 @@ does not filter.
   /usr/bin/python3 analysis/studies/nope.py runs/studies/nope docs/studies/nope
 
 Reads the per-run files OUT/{copy,reverse,addition}_runs.csv alone (scripts/studies.sh ships
-them). Writes OUT/nope.csv (one row per encoding and task), OUT/nope.md (the tables, the
+them), and pelab report's median over seeds of the same (PELAB: the pelab binary). Writes
+OUT/nope.csv (one row per encoding and task), OUT/nope.md (the tables, the
 published ranks beside pelab's) and OUT/nope.png (the reciprocal ranks, pelab's beside the
 paper's).
 """
+import csv
 import os
+import subprocess
 import sys
+import tempfile
 
 import matplotlib
 matplotlib.use("Agg")
@@ -27,12 +31,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import complete_runs_of_sweeps, scheme_name, select_rows  # noqa: E402
+from runfile import complete_runs_of_sweeps, parse_overrides, report_options, scheme_name, select_rows  # noqa: E402
 from plotting import write_and_print  # noqa: E402
 
 TASKS = ["copy", "reverse", "addition"]
 ENCODINGS = [("none", "NoPE"), ("t5_bias", "T5 bias"), ("alibi", "ALiBi"), ("rope", "Rotary"),
              ("sinusoidal", "APE (sinusoidal)")]
+CONFIGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "studies", "nope")
 PUBLISHED_MRR = {"none": 0.69, "t5_bias": 0.55, "alibi": 0.50, "rope": 0.33, "sinusoidal": 0.22}  # Figure 1
 
 
@@ -105,14 +110,34 @@ def write_ranks(out, cells, every_run_cells, tasks, lines):
     fig.savefig(os.path.join(out, "nope.png"), dpi=110)
 
 
-def beyond_table(tasks, value_of):
-    """The first table's lines; value_of(encoding, task) -> 'mean ± std' text or ''."""
-    lines = ["Exact match (%) averaged over the test lengths beyond training, mean ± std over the seeds that "
+def beyond_table(tasks, value_of, aggregate="mean ± std"):
+    """A table's lines; value_of(encoding, task) -> its cell text."""
+    lines = [f"Exact match (%) averaged over the test lengths beyond training, {aggregate} over the seeds that "
              "learned their training range (n: seeds, when not all of them)", "",
              "| encoding | " + " | ".join(tasks) + " |", "|---|" + "---:|" * len(tasks)]
     for encoding, label in ENCODINGS:
         lines.append(f"| {label} | " + " | ".join(value_of(encoding, task) for task in tasks) + " |")
     return lines
+
+
+def medians(out, tasks):
+    """{(encoding, task): (median, ci_low, ci_high, seeds)} of the exact match beyond training, from
+    pelab report --aggregate median-ci over each task's per-run file with its sweep's report
+    options (the learned threshold): the median over the learned seeds with its 95% bootstrap
+    interval (with 5 or fewer seeds, their range). PELAB: the pelab binary (default build/pelab)."""
+    pelab = os.path.abspath(os.environ.get("PELAB", "build/pelab"))
+    got = {}
+    for task in tasks:
+        scratch = tempfile.mkdtemp()
+        done = subprocess.run([pelab, "report", f"{task}_runs.csv", *report_options(os.path.join(CONFIGS, f"{task}.yaml")),
+                               "--aggregate", "median-ci", "--out", scratch], capture_output=True, text=True, cwd=out)
+        if done.returncode != 0:
+            sys.exit(f"nope: pelab report {task}_runs.csv: {done.stderr.strip()}")
+        for row in csv.DictReader(open(os.path.join(scratch, "report.csv"), newline="")):
+            if row["length"] == "beyond":
+                encoding = scheme_name(parse_overrides(row["group"]))
+                got[(encoding, task)] = tuple(float(row[k]) for k in ("median", "ci_low", "ci_high")) + (int(row["seeds"]),)
+    return got
 
 
 def main():
@@ -146,7 +171,16 @@ def main():
             return "not learned" if seeds.get((encoding, task)) else ""
         n = f" (n={len(v)})" if len(v) < seeds[(encoding, task)] else ""
         return f"{v.mean():.1f} ± {v.std(ddof=1) if len(v) > 1 else 0:.1f}{n}"
-    write_ranks(out, cells, collect(out, False), tasks, beyond_table(tasks, value_of))
+    median = medians(out, tasks)
+
+    def median_of(encoding, task):
+        if (encoding, task) not in median:
+            return "not learned" if seeds.get((encoding, task)) else ""
+        m, low, high, n = median[(encoding, task)]
+        return f"{m:.1f} [{low:.1f}, {high:.1f}]" + (f" (n={n})" if n < seeds[(encoding, task)] else "")
+    lines = beyond_table(tasks, value_of) + [""] + beyond_table(
+        tasks, median_of, "median [95% bootstrap interval; with 5 or fewer seeds, their range]")
+    write_ranks(out, cells, collect(out, False), tasks, lines)
     return 0
 
 if __name__ == "__main__":
