@@ -5,7 +5,8 @@ each group's training max length (dotted) and chance level (dashed) drawn, and t
 whose evaluation used position-table rows training never updated circled in red.
 
   /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
-      [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N] [--learned F [--learned-metric token|sequence]] [--out FILE.png]
+      [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N]
+      [--learned F [--learned-metric token|sequence]] [--out FILE.png]
   /usr/bin/python3 analysis/plot_lengths.py runs/a/run.h5 runs/b/run.h5 [SWEEP_DIR ...] --out FILE.png
   /usr/bin/python3 analysis/plot_lengths.py docs/studies/nope/copy_runs.csv --metric sequence --out copy.png
 

@@ -1,6 +1,7 @@
 """Shared by the plot and study scripts: a mean line with its min-max band over seeds, a style
-per group that keeps equal lines apart, the sample standard deviation the tables use, saving a figure together with the plotted numbers as
-CSV beside it, and writing a markdown text that is also printed."""
+per group that keeps equal lines apart, the sample standard deviation the tables use, saving a
+figure together with the plotted numbers as CSV beside it, and writing a markdown text that is
+also printed."""
 import csv
 import os
 

@@ -366,10 +366,10 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
           judged_sum += a.learned_metric == "sequence" ? row.per_sequence_accuracy : row.per_token_accuracy;
         }
       const double in_distribution = in_range ? in_range_sum / in_range : NAN;
+      const double judged_accuracy = in_range ? judged_sum / in_range : NAN;
       const bool judged = a.learned >= 0 && in_range > 0;
-      const bool learned = !judged || judged_sum / in_range >= a.learned;
-      if (!learned)
-        not_learned.push_back(fmt::format("{} [{}] {:.1f}%", report.id, method, 100 * judged_sum / in_range));
+      const bool learned = !judged || judged_accuracy >= a.learned;
+      if (!learned) not_learned.push_back(fmt::format("{} [{}] {:.1f}%", report.id, method, 100 * judged_accuracy));
       // every value as the shortest text that reads back to the same double: a report of this
       // file gives this report's table to the digit
       for (const auto& [length, row] : by_length)

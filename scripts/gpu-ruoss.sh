@@ -6,7 +6,8 @@
 # on a machine that kept runs/ resumes the rest). The runs the shipped per-run files
 # (docs/studies/ruoss/<task>_runs.csv) hold are not trained again. Writes under OUT:
 #   ruoss.tar               ruoss/<task>_runs.csv: the shipped file merged with this command's
-#                           complete runs, and ruoss/runtime.md with this command's lines; untar, copy to docs/studies/ruoss/ and run
+#                           complete runs, and ruoss/runtime.md with this command's lines;
+#                           untar, copy to docs/studies/ruoss/ and run
 #                           scripts/dev studies --from-data ruoss (one file: the device tool
 #                           brings back a few files only)
 #   graphs.txt              the runs' lines on steps that ran without a CUDA graph, counted

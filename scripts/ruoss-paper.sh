@@ -55,6 +55,8 @@ machine() {
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
   echo "$(nproc) cores (${cpu:-$(uname -m)})${gpu:+ and a GPU ($gpu)}"
 }
+# the grid's report options (its "# report:" line: --learned, the study's threshold)
+read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$root/configs/studies/ruoss/grid.yaml")"
 mkdir -p "$docs"
 status=0
 for task in ${tasks//,/ }; do
@@ -72,10 +74,9 @@ for task in ${tasks//,/ }; do
   fi
   # every complete run of the folder, merged into the shipped per-run file, also when a signal
   # stopped the sweep (its complete runs are kept); report's exit 1: some runs not complete.
-  # The grid's report options (its "# report:" line: --learned, the study's threshold): the
-  # file's learned column flags the runs below it (docs/studies/ruoss.md)
+  # With the grid's report options: the file's learned column flags the runs below the study's
+  # threshold (docs/studies/ruoss.md)
   if [[ -d "$out/runs" ]]; then
-    read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$root/configs/studies/ruoss/grid.yaml")"
     "$pelab" report "$out" "${report_options[@]}" --out "$scratch/$task" > /dev/null || [[ $? == 1 ]]
     # the whole grid, in order; exit 1: the runs trained with this command's --set, not given here
     "$pelab" sweep "${grid[@]}" --dry-run > "$scratch/$task/listing.txt" 2> /dev/null || [[ $? == 1 ]]

@@ -42,6 +42,9 @@ cpu=${cpu:-$(uname -m)}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
+# report_options (the caller's local array): the sweep file's "# report:" line, split
+read_report_options() { read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$1")"; }
+
 # first stage for one sweep file: train, then its per-run file
 run_sweep() {
   local file=$1 out=$2 sweep listing dir total to_run start line report_options
@@ -61,7 +64,7 @@ run_sweep() {
   fi
   # 1: some runs failed; the per-run file has the rest. With the sweep's report options, so that
   # its learned column holds the study's threshold (--learned)
-  read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$file")"
+  read_report_options "$file"
   "$pelab" report "$dir" "${report_options[@]}" --out "$scratch/$sweep" > /dev/null || [ $? -eq 1 ]
   cp "$scratch/$sweep/report_runs.csv" "$out/${sweep}_runs.csv"
 }
@@ -70,7 +73,7 @@ run_sweep() {
 tables_of_sweep() {
   local file=$1 out=$2 sweep report_options
   sweep=$(basename "$file" .yaml)
-  read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$file")"
+  read_report_options "$file"
   if [ ! -f "$out/${sweep}_runs.csv" ]; then
     echo "studies: $out/${sweep}_runs.csv is missing: run the study first (scripts/dev studies $study)" >&2
     exit 1

@@ -142,8 +142,8 @@ def medians(out, tasks):
 
 def main():
     out = sys.argv[2]  # the first argument, the run folder, is not read: every table comes from OUT
-    cells = collect(out)
-    seeds = {key: len(next(iter(cell.values()))) if cell else 0 for key, cell in collect(out, False).items()}
+    cells, every_run_cells = collect(out), collect(out, learned_only=False)
+    seeds = {key: len(next(iter(cell.values()))) if cell else 0 for key, cell in every_run_cells.items()}
     tasks = [t for t in TASKS if any(k[1] == t for k in cells)]
     if not tasks:
         print(f"nope: no per-run files (<task>_runs.csv) in {out}", file=sys.stderr)
@@ -180,7 +180,7 @@ def main():
         return f"{m:.1f} [{low:.1f}, {high:.1f}]" + (f" (n={n})" if n < seeds[(encoding, task)] else "")
     lines = beyond_table(tasks, value_of) + [""] + beyond_table(
         tasks, median_of, "median [95% bootstrap interval; with 5 or fewer seeds, their range]")
-    write_ranks(out, cells, collect(out, False), tasks, lines)
+    write_ranks(out, cells, every_run_cells, tasks, lines)
     return 0
 
 if __name__ == "__main__":
