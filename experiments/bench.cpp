@@ -20,6 +20,7 @@
 
 #include "core/kernels/blas_core.h"
 #include "core/train/device_memory.h"
+#include "core/config/yaml_reader.h"
 #include "core/encodings/registry.h"
 #include "core/io/atomic_file.h"
 #include "core/model/flops.h"
@@ -207,6 +208,7 @@ BenchResult bench_one(const BenchOptions& options, const std::string& scheme, in
 
 int command_bench_worker(const BenchOptions& options, const std::string& scheme, int64_t length, std::ostream& out) {
   try {
+    load_scheme_files(options.scheme_files);
     BenchResult r = bench_one(options, scheme, length);
     const std::string blas = openblas_core();
     out << "BLAS " << (blas.empty() ? std::string("other") : blas) << "\n";  // tests/benchmarks/compare.py reads it
@@ -227,6 +229,14 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     out << "pelab bench: --trace profiles one scheme at one length; give --schemes and --lengths one value each\n";
     return 2;
   }
+  try {
+    load_scheme_files(options.scheme_files);
+  } catch (const ConfigError& e) {
+    out << "pelab bench: " << e.what() << "\n";
+    return 2;
+  }
+  std::string scheme_files;  // for the workers
+  for (const auto& file : options.scheme_files) scheme_files += (scheme_files.empty() ? " --scheme-files '" : ",'") + file + "'";
   for (const auto& name : options.schemes) {  // names first: not after minutes of measuring
     try {
       if (find_entry(scheme_registry(), name, "scheme").info.causal_only && !options.causal) {
@@ -326,10 +336,10 @@ int command_bench(const BenchOptions& options, const std::string& self_executabl
     const double peak_now = remeasure_peak();
     const std::string command = fmt::format(
         "'{}' bench --worker --scheme {} --lengths {} --d-model {} --layers {} --heads {} --d-ff {} --batch {} "
-        "--warmup {} --repeats {} --threads {} --device {} --precision {} --attention-dropout {}{}{} 2>&1",
+        "--warmup {} --repeats {} --threads {} --device {} --precision {} --attention-dropout {}{}{}{} 2>&1",
         self_executable, scheme, length, options.d_model, options.num_layers, options.num_heads, options.d_ff,
         options.batch, options.warmup, options.repeats, options.threads, options.device, options.precision,
-        options.attention_dropout, options.causal ? " --causal" : "", trace);
+        options.attention_dropout, options.causal ? " --causal" : "", trace, scheme_files);
     BenchResult r;
     r.scheme = scheme;
     r.length = length;

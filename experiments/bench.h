@@ -13,6 +13,7 @@ namespace pelab {
 
 struct BenchOptions {
   std::vector<std::string> schemes;       // empty: every registered scheme
+  std::vector<std::string> scheme_files;  // Python files defining schemes (docs/python-schemes.md)
   std::vector<int64_t> lengths = {512, 2048};  // sequence lengths (tokens)
   int64_t d_model = 64, num_layers = 2, num_heads = 4, d_ff = 256, batch = 2;
   int64_t warmup = 2, repeats = 5, threads = 0;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/encodings/registry.h"
+#include "core/run/scheme_checks.h"
 #include "core/config/catalog_yaml.h"
 #include "core/io/hdf5_store.h"
 #include "core/config/sweep_config.h"
@@ -141,10 +142,16 @@ std::string format_catalog(const std::string& title, const Catalog& catalog) {
   return text;
 }
 
-void command_list(std::ostream& out, bool yaml) {
+int command_list(std::ostream& out, std::ostream& err, bool yaml, const std::vector<std::string>& scheme_files) {
+  try {
+    load_scheme_files(scheme_files);
+  } catch (const ConfigError& e) {
+    err << "error: " << e.what() << "\n";
+    return 2;
+  }
   if (yaml) {
     out << catalogs_to_yaml({scheme_catalog(), task_catalog()});
-    return;
+    return 0;
   }
   out << format_catalog("position encodings (encoding.name, options beside it)", scheme_catalog()) << "\n"
       << format_catalog("tasks (task.name, task.format and options beside it)", task_catalog()) << "\n"
@@ -165,7 +172,59 @@ void command_list(std::ostream& out, bool yaml) {
       << "  (real-valued positions: schemes with position tables refuse them)\n\n"
       << "evaluation-time extrapolation (eval.extrapolation, rotary schemes): none, interpolation "
          "(positions / s), ntk (base x s^(R/(R-2))), yarn (NTK-by-parts and temperature 0.1 ln s + 1), "
-         "dynamic_ntk (base x (alpha s - alpha + 1)^(R/(R-2))); s = test / training sequence length, in tokens\n";
+         "dynamic_ntk (base x (alpha s - alpha + 1)^(R/(R-2))); s = test / training sequence length, in tokens\n\n"
+      << "schemes written in Python (pelab.Scheme classes, docs/python-schemes.md): a config's top-level "
+         "schemes: [FILE.py, ...] registers them for its run; pelab list --schemes FILE.py lists them, "
+         "pelab check-scheme NAME --schemes FILE.py tests them\n";
+  return 0;
+}
+
+int command_check_scheme(const CheckSchemeArguments& arguments, std::ostream& out, std::ostream& err) {
+  RunConfig config;
+  bool causal_only = false;
+  try {
+    load_scheme_files(arguments.scheme_files);
+    causal_only = find_entry(scheme_registry(), arguments.scheme, "position encoding").info.causal_only;
+    std::vector<std::string> overrides = {"encoding.name=" + arguments.scheme,
+                                          std::string("model.causal=") + (causal_only ? "true" : "false")};
+    for (const auto& o : arguments.overrides)  // an option of the scheme, or any key.path
+      overrides.push_back(o.substr(0, o.find('=')).find('.') == std::string::npos ? "encoding." + o : o);
+    config = check_scheme_config(overrides, arguments.scheme_files);
+  } catch (const std::exception& e) {  // ConfigError, or an unknown name (std::invalid_argument)
+    err << "error: pelab check-scheme: " << e.what() << "\n";
+    return 2;
+  }
+  std::vector<bool> modes;
+  if (arguments.mode != "causal" && !causal_only) modes.push_back(false);
+  if (arguments.mode != "bidirectional" || causal_only) modes.push_back(true);
+  bool all_passed = true;
+  for (bool causal : modes)
+    for (bool randomized : arguments.randomized ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+      out << config.encoding.name << ", " << (causal ? "causal" : "bidirectional")
+          << (randomized ? ", randomized positions" : ", positions 0..T-1") << ":\n";
+      std::vector<SchemeCheck> checks;
+      try {
+        checks = check_scheme(config, {causal, randomized, false});
+      } catch (const c10::Error& e) {
+        out << "  FAIL: the scheme raised: " << e.what_without_backtrace() << "\n\n";
+        all_passed = false;
+        continue;
+      } catch (const std::exception& e) {
+        out << "  FAIL: the scheme raised: " << e.what() << "\n\n";
+        all_passed = false;
+        continue;
+      }
+      std::string table = format_scheme_checks(checks);
+      for (size_t start = 0; start < table.size();) {
+        const size_t end = table.find('\n', start);
+        out << "  " << table.substr(start, end - start) << "\n";
+        start = end + 1;
+      }
+      out << "\n";
+      for (const auto& c : checks) all_passed = all_passed && c.passed;
+    }
+  out << (all_passed ? "every property holds\n" : "a property FAILED\n");
+  return all_passed ? 0 : 1;
 }
 
 }  // namespace pelab

@@ -14,9 +14,15 @@
 #include "core/train/stop_signal.h"
 #include "experiments/sweep.h"
 #include "pelab_version.h"
+#ifdef PELAB_EMBEDS_PYTHON
+#include "core/python/scheme_bridge.h"
+#endif
 
 int main(int argc, char** argv) {
   pelab::reexec_with_best_openblas_core(argv);  // first: OpenBLAS reads its kernel choice only at load
+#ifdef PELAB_EMBEDS_PYTHON
+  pelab::install_python_scheme_loader(/*embedded=*/true);  // Python starts only for a config's `schemes:`
+#endif
   CLI::App app{"pelab: compare position encodings in transformers"};
   // with the BLAS kernels it runs (import pelab loads the same: python/pelab/__init__.py)
   const std::string blas = pelab::openblas_core();
@@ -41,6 +47,22 @@ int main(int argc, char** argv) {
   CLI::App* list_cmd = app.add_subcommand("list", "list position encodings and tasks with their options");
   bool list_yaml = false;
   list_cmd->add_flag("--yaml", list_yaml, "the same catalogs as YAML, for tools");
+  std::vector<std::string> list_scheme_files;
+  list_cmd->add_option("--schemes", list_scheme_files, "Python files defining schemes to list too (as a config's schemes:)")
+      ->type_name("FILE.py")->delimiter(',');
+
+  pelab::CheckSchemeArguments check;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check-scheme", "the registry-wide property tests on one scheme, built-in or Python: a table, exit 1 on a failure");
+  check_cmd->add_option("scheme", check.scheme, "the scheme's registered name")->required();
+  check_cmd->add_option("--schemes", check.scheme_files, "Python files defining schemes (as a config's schemes:)")
+      ->type_name("FILE.py")->delimiter(',');
+  check_cmd->add_option("--set", check.overrides, "an option of the scheme (base=500) or any key.path=value (repeatable)")
+      ->type_name("KEY=VALUE")->allow_extra_args(false);
+  check_cmd->add_option("--mode", check.mode, "attention modes to check")
+      ->check(CLI::IsMember({"both", "bidirectional", "causal"}))->capture_default_str();
+  check_cmd->add_flag("--randomized,!--no-randomized", check.randomized,
+                      "also with Ruoss et al.'s randomized positions (default: yes)");
 
   pelab::BenchOptions bench;
   bool bench_worker = false;
@@ -68,6 +90,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--precision", bench.precision, "fp32, or bf16 (autocast; the peak is then bfloat16's)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  bench_cmd->add_option("--scheme-files", bench.scheme_files, "Python files defining schemes to measure too")
+      ->type_name("FILE.py")->delimiter(',');
   bench_cmd->add_option("--csv", bench.csv, "also write the table as CSV")->check(non_empty_path);
   bench_cmd->add_option("--trace", bench.trace, "with one scheme and one length: profile one more step in the worker "
                         "and write LibTorch's Chrome trace (chrome://tracing, Perfetto) here")
@@ -270,7 +294,8 @@ int main(int argc, char** argv) {
   }
   if (padding_cmd->parsed()) return pelab::command_padding(padding, std::cout, std::cerr);
   if (train_cmd->parsed()) return pelab::command_train(train, std::cout, std::cerr);
-  if (list_cmd->parsed()) pelab::command_list(std::cout, list_yaml);
+  if (check_cmd->parsed()) return pelab::command_check_scheme(check, std::cout, std::cerr);
+  if (list_cmd->parsed()) return pelab::command_list(std::cout, std::cerr, list_yaml, list_scheme_files);
   if (bench_cmd->parsed()) {
     if (bench_worker) return pelab::command_bench_worker(bench, bench_scheme, bench.lengths.at(0), std::cout);
     // the children are this same binary (resolved now: in the shell, /proc/self is the shell)

@@ -19,10 +19,12 @@
 #include "core/io/schema.h"
 #include "core/kernels/blas_core.h"
 #include "core/run/run.h"
+#include "core/run/scheme_checks.h"
 #include "core/run/trained_run.h"
 #include "core/train/stop_signal.h"
 #include "core/train/evaluator.h"
 #include "data/task_registry.h"
+#include "core/python/scheme_bridge.h"
 
 namespace py = pybind11;
 
@@ -341,7 +343,10 @@ PYBIND11_MODULE(_pelab, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
     }
   });
+  install_python_scheme_loader(/*embedded=*/false);  // a config's `schemes:` load in this Python
   m.def("configure", [] { configure_cpu_math(); }, "the CLI's process-wide CPU settings");
+  m.def("load_scheme_files", [](const std::vector<std::string>& files) { return load_scheme_files(files).size(); },
+        "registers the schemes of Python files (as a config's schemes:)");
   m.def("openblas_core", &openblas_core, "the loaded OpenBLAS's kernels (core/kernels/blas_core.h)");
   m.def("better_openblas_core", &better_openblas_core, "the kernels the CLI runs instead of these, or ''");
   m.def("catalogs", [] {
@@ -352,6 +357,29 @@ PYBIND11_MODULE(_pelab, m) {
   });
   m.def("resolve_config", &resolve_config, py::arg("path"), py::arg("text"), py::arg("source"),
         py::arg("overrides"));
+  m.def("check_scheme", [](const std::vector<std::string>& overrides, const std::vector<std::string>& files, bool causal,
+                           bool randomized) {
+    const RunConfig config = check_scheme_config(overrides, files);
+    std::vector<SchemeCheck> checks;
+    {
+      py::gil_scoped_release release;  // a Python scheme's hooks take it
+      checks = check_scheme(config, {causal, randomized, false});
+    }
+    py::list rows;
+    for (const auto& c : checks) {
+      py::dict row;
+      row["property"] = c.property;
+      row["measured"] = c.measured;
+      row["passed"] = c.passed;
+      row["skipped"] = c.skipped;
+      row["note"] = c.note;
+      rows.append(row);
+    }
+    return rows;
+  }, py::arg("overrides"), py::arg("files"), py::arg("causal"), py::arg("randomized"));
+  m.def("causal_only", [](const std::string& name) {
+    return find_entry(scheme_registry(), name, "position encoding").info.causal_only;
+  });
   m.def("yaml_to_python", [](const std::string& text) { return yaml_to_python(YAML::Load(text)); });
   m.def("train", &train, py::arg("config_yaml"), py::arg("overrides"), py::arg("resume"), py::arg("quiet"));
   m.def("config_differences", &config_differences);

@@ -16,6 +16,7 @@ test_packages=(
   fortunes  # English text for the text task's tests and configs/text/ (/usr/share/games/fortunes)
   slurmctld slurmd slurm-client munge  # the test suite's one-node Slurm cluster (tests/slurm_sweep.sh)
   clang libclang-rt-dev  # the config fuzzer (libFuzzer, tests/fuzz/run_config_fuzzer.sh)
+  python3-venv python3-setuptools python3-wheel  # pip install . into a fresh venv (tests/pip_install.sh)
 )
 case "${1:-}" in
   run) packages=("${run_packages[@]}") ;;

@@ -8,6 +8,7 @@
 #include "core/encodings/position_sampler.h"
 #include "core/encodings/relative.h"
 #include "core/io/hdf5_store.h"
+#include "core/run/scheme_checks.h"
 #include "core/config/yaml_reader.h"
 #include "core/train/metrics.h"
 #include "tests/support.h"
@@ -40,10 +41,6 @@ Positions positions_for(bool randomized, int64_t batch, int64_t length) {
   config.max_length = 64;
   Rng rng(17);
   return PositionSampler(config).sample(batch, length, rng, torch::kCPU);
-}
-
-Positions first_tokens(const Positions& p, int64_t length) {
-  return {p.query.narrow(1, 0, length), p.key.narrow(1, 0, length)};
 }
 
 Batch sample_batch(const Task& task, int64_t batch, int64_t length, uint64_t seed) {
@@ -210,49 +207,6 @@ CATCH_TEST_CASE("positions drawn on the host carry what the host knows of them",
   CATCH_CHECK(Positions(contiguous).known_facts() != nullptr);  // a copy holds the same tensors
 }
 
-CATCH_TEST_CASE("outputs at real tokens do not change with extra padding", "[registry]") {
-  auto task = default_task("reverse_string");
-  for (const auto& c : all_cases()) {
-    CATCH_INFO(c.label());
-    Encoder model = model_for(tiny_config_in_mode(c.causal), c.variant, *task);
-    Batch b = sample_batch(*task, 4, 6, 11);
-    const int64_t T = b.tokens.size(1);
-    torch::NoGradGuard no_grad;
-    Batch padded = b.padded(5);
-    const Positions padded_positions = positions_for(c.randomized, 4, T + 5);  // real tokens keep theirs
-    auto plain = run(model, b, first_tokens(padded_positions, T), {true, false});
-    auto more = run(model, padded, padded_positions, {true, false});
-    CATCH_CHECK(torch::allclose(plain.logits, more.logits.narrow(1, 0, T), 1e-5, 1e-5));
-    for (size_t l = 0; l < more.attentions.size(); ++l)  // padding keys get exactly zero mass
-      CATCH_CHECK(more.attentions[l].narrow(-1, T, 5).abs().max().item<float>() == 0.0f);
-  }
-}
-
-CATCH_TEST_CASE("causal mode: outputs at position t ignore tokens after t", "[registry]") {
-  auto task = default_task("reverse_string");
-  for (const auto& c : all_cases()) {
-    if (!c.causal) continue;
-    CATCH_INFO(c.label());
-    Encoder model = model_for(tiny_config_in_mode(true), c.variant, *task);
-    Batch b = sample_batch(*task, 2, 6, 3);
-    const int64_t T = b.tokens.size(1), t = 5;
-    Batch changed = b;
-    changed.tokens = b.tokens.clone();
-    changed.tokens.narrow(1, t + 1, T - t - 1).fill_(Seq2SeqTask::kFirstSymbolToken + 1);
-    changed.segments = torch::zeros_like(b.segments);
-    torch::NoGradGuard no_grad;
-    auto before = run(model, b, c.randomized).logits.narrow(1, 0, t + 1);
-    auto after = run(model, changed, c.randomized).logits.narrow(1, 0, t + 1);
-    CATCH_CHECK(torch::allclose(before, after, 1e-6, 1e-6));
-    if (causal_only(c.variant.scheme)) continue;
-    // ... while a bidirectional model does see them (the test can fail)
-    Encoder bidirectional = model_for(tiny_config_in_mode(false), c.variant, *task);
-    auto seen_before = run(bidirectional, b, c.randomized).logits.narrow(1, 0, t + 1);
-    auto seen_after = run(bidirectional, changed, c.randomized).logits.narrow(1, 0, t + 1);
-    CATCH_CHECK_FALSE(torch::allclose(seen_before, seen_after, 1e-6, 1e-6));
-  }
-}
-
 CATCH_TEST_CASE("a causal-only scheme refuses bidirectional attention, in the config and in C++", "[registry]") {
   for (const auto& e : scheme_registry()) {
     if (!e.info.causal_only) continue;
@@ -272,44 +226,20 @@ CATCH_TEST_CASE("a causal-only scheme refuses bidirectional attention, in the co
   }
 }
 
-CATCH_TEST_CASE("every parameter of every scheme receives a gradient", "[registry]") {
-  auto task = default_task("reverse_string");
+// Padding invariance, no leak from the future, a gradient for every parameter, the save/load
+// round trip, shift invariance (both ways), score terms adding up: core/run/scheme_checks.h,
+// the implementation `pelab check-scheme` runs on any scheme.
+CATCH_TEST_CASE("every scheme has the properties pelab check-scheme measures", "[registry]") {
   for (const auto& c : all_cases()) {
     CATCH_INFO(c.label());
     RunConfig config = tiny_config_in_mode(c.causal);
     config.model.segment_embeddings = true;
-    Encoder model = model_for(config, c.variant, *task);
-    model->train();
-    Batch b = sample_batch(*task, 4, 6, 5);
-    score_batch(run(model, b, c.randomized).logits, b).loss.backward();
-    for (const auto& p : model->named_parameters()) {
-      CATCH_INFO(p.key());
-      CATCH_REQUIRE(p.value().grad().defined());
-      CATCH_CHECK(p.value().grad().abs().sum().item<double>() > 0.0);
+    config.encoding.name = c.variant.scheme;
+    config.encoding.options = c.variant.options;
+    for (const auto& check : check_scheme(config, {c.causal, c.randomized, /*require_absolute=*/true})) {
+      CATCH_INFO(check.property << ": " << check.measured << (check.note.empty() ? "" : " (" + check.note + ")"));
+      CATCH_CHECK(check.passed);
     }
-  }
-}
-
-CATCH_TEST_CASE("save then load through the run file gives identical outputs", "[registry][hdf5]") {
-  auto task = default_task("reverse_string");
-  TemporaryDirectory dir;
-  for (const auto& c : all_cases()) {
-    CATCH_INFO(c.label());
-    RunConfig config = tiny_config_in_mode(c.causal);
-    Encoder saved = model_for(config, c.variant, *task);
-    RunRecord record;
-    record.config_yaml = to_yaml(config);
-    record.checkpoint = checkpoint_of(*saved);
-    const std::string path = dir.path + "/model.h5";
-    write_run_file(path, record);
-
-    config.seed = 12345;  // a differently initialised model ...
-    Encoder loaded = model_for(config, c.variant, *task);
-    Batch b = sample_batch(*task, 3, 7, 9);
-    torch::NoGradGuard no_grad;
-    CATCH_CHECK_FALSE(torch::equal(run(saved, b, c.randomized).logits, run(loaded, b, c.randomized).logits));
-    load_checkpoint(path, *loaded);  // ... becomes the saved one
-    CATCH_CHECK(torch::equal(run(saved, b, c.randomized).logits, run(loaded, b, c.randomized).logits));
   }
 }
 

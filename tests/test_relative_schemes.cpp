@@ -750,27 +750,9 @@ CATCH_TEST_CASE("fire equals the MLP of psi(|i-j|) / psi(max(L, i))", "[relative
 
 // ---------------------------------------------------------------- invariances
 
-CATCH_TEST_CASE("shifting every position changes a shift-invariant scheme's attention in nothing, an absolute one's",
-                "[relative][registry]") {
-  auto task = test::default_task("reverse_string");
-  for (const auto& mode : test::in_each_mode(test::all_scheme_variants())) {
-    CATCH_INFO(mode.label());
-    Encoder model = test::model_for(test::tiny_config_in_mode(mode.causal), mode.variant, *task);
-    Rng rng(3);
-    Batch b = task->sample(2, 5, rng);
-    Positions plain = contiguous_positions(2, 10);
-    Positions shifted{plain.query + 37, plain.key + 37};
-    torch::NoGradGuard no_grad;
-    auto a = model->forward(b.tokens, b.padding, plain, b.segments, {true, false});
-    auto s = model->forward(b.tokens, b.padding, shifted, b.segments, {true, false});
-    if (model->encoding().shift_invariant()) {
-      for (size_t l = 0; l < a.attentions.size(); ++l) CATCH_CHECK(close(a.attentions[l], s.attentions[l]));
-      CATCH_CHECK(close(a.logits, s.logits));
-    } else {
-      CATCH_CHECK_FALSE(close(a.logits, s.logits));  // it does see absolute positions
-    }
-  }
-}
+// Shifting every position changes a shift-invariant scheme's attention in nothing, an
+// absolute one's outputs: "shift invariance" of core/run/scheme_checks.h, run over every
+// variant by tests/test_registry_schemes.cpp.
 
 CATCH_TEST_CASE("every scheme runs far beyond its training lengths or refuses the positions, naming itself",
                 "[relative][registry]") {

@@ -21,6 +21,87 @@ const std::vector<std::string>& extrapolation_methods() {
 
 namespace {
 
+SchemeFileLoader& scheme_file_loader() {
+  static SchemeFileLoader loader;
+  return loader;
+}
+
+}  // namespace
+
+void set_scheme_file_loader(SchemeFileLoader loader) { scheme_file_loader() = std::move(loader); }
+bool has_scheme_file_loader() { return static_cast<bool>(scheme_file_loader()); }
+
+Catalog load_scheme_files(const std::vector<std::string>& files) {
+  if (files.empty()) return {};
+  if (!has_scheme_file_loader())
+    throw ConfigError("this program cannot load Python schemes (pelab was built without Python: install python3-dev "
+                      "and pybind11-dev and rebuild, docs/python-schemes.md)");
+  Catalog all;
+  for (const auto& file : files) {
+    std::error_code error;
+    const std::string absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(file), error).string();
+    if (!std::filesystem::is_regular_file(absolute)) throw ConfigError(file + ": no such Python file");
+    try {
+      for (auto& entry : scheme_file_loader()({absolute})) all.push_back(std::move(entry));
+    } catch (const std::exception& e) {
+      throw ConfigError(e.what());
+    }
+  }
+  return all;
+}
+
+namespace {
+
+// `file:line:col` of a node (1-based), for errors at one element of a list.
+std::string node_location(const YAML::Node& node, const YamlSource& source) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null()) return source.file;
+  return source.file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// The top-level `schemes:` (a file or a list of files, relative to the config file) as absolute
+// paths, loaded: their schemes' catalog entries are appended to `schemes`.
+std::vector<std::string> read_scheme_files(YamlReader& r, const YamlSource& source, Catalog& schemes) {
+  const YAML::Node node = r.get_node("schemes");
+  if (!node || node.IsNull()) return {};
+  std::vector<YAML::Node> items;
+  if (node.IsScalar()) items.push_back(node);
+  else if (node.IsSequence()) for (const auto& item : node) items.push_back(item);
+  else r.fail_at("schemes", "expected a Python file or a list of them, e.g. [my/decay.py]");
+  namespace fs = std::filesystem;
+  const fs::path config_dir = fs::path(source.file).parent_path();
+  const bool relative_to_config = !source.file.empty() && fs::is_regular_file(source.file);
+  std::vector<std::string> files;
+  for (const auto& item : items) {
+    if (!item.IsScalar() || item.Scalar().empty())
+      throw ConfigError(node_location(item, source) + ": schemes: expected the path of a Python file");
+    fs::path file(item.Scalar());
+    if (file.is_relative() && relative_to_config) file = config_dir / file;
+    std::error_code error;
+    const fs::path absolute = fs::weakly_canonical(fs::absolute(file), error);
+    if (!fs::is_regular_file(absolute))
+      throw ConfigError(node_location(item, source) + ": schemes: " + absolute.string() +
+                        " does not exist (paths are relative to the config file)");
+    files.push_back(absolute.string());
+  }
+  if (!has_scheme_file_loader())
+    r.fail_at("schemes", "this program cannot load Python schemes (pelab was built without Python: install "
+                         "python3-dev and pybind11-dev and rebuild, docs/python-schemes.md)");
+  for (size_t i = 0; i < files.size(); ++i) {
+    try {
+      for (auto& entry : scheme_file_loader()({files[i]})) {
+        schemes.erase(std::remove_if(schemes.begin(), schemes.end(),
+                                     [&](const CatalogEntry& e) { return e.name == entry.name; }),
+                      schemes.end());
+        schemes.push_back(std::move(entry));
+      }
+    } catch (const std::exception& e) {
+      throw ConfigError(node_location(items[i], source) + ": schemes: " + e.what());
+    }
+  }
+  return files;
+}
+
 std::vector<std::string> names_of(const Catalog& catalog) {
   std::vector<std::string> names;
   for (const auto& e : catalog) names.push_back(e.name);
@@ -218,6 +299,8 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
   c.device = r.get_choice("device", c.device, {"cpu", "cuda", "auto"});
   c.precision = r.get_choice("precision", c.precision, {"fp32", "bf16"});
   c.model = read_model(r.child("model"));
+  Catalog schemes_here = schemes;  // with the schemes of the config's Python files
+  c.scheme_files = read_scheme_files(r, *source, schemes_here);
   c.task = read_named_section<TaskConfig>(
       r.child("task"), "task", tasks, c.task.name, [&](const CatalogEntry& e, YamlReader& reader, TaskConfig& task) {
         if (e.formats.empty()) return;
@@ -233,13 +316,13 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
                                 "format; this task is in format " + task.format);
       });
   c.encoding = read_named_section<EncodingConfig>(
-      r.child("encoding"), "encoding", schemes, c.encoding.name, [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
+      r.child("encoding"), "encoding", schemes_here, c.encoding.name, [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
         if (e.causal_only && !c.model.causal)
           reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");
       });
   int64_t mix_every = 0;
   c.encoding_mix.encoding = read_named_section<EncodingConfig>(
-      r.child("encoding_mix"), "encoding", schemes, "none", [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
+      r.child("encoding_mix"), "encoding", schemes_here, "none", [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
         mix_every = reader.get_int("every", 0, 0, 1 << 16);
         if (e.causal_only && !c.model.causal)
           reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");
@@ -302,6 +385,8 @@ std::string to_yaml(const RunConfig& c) {
   out << YAML::Key << "threads" << YAML::Value << c.threads;
   out << YAML::Key << "device" << YAML::Value << c.device;
   out << YAML::Key << "precision" << YAML::Value << c.precision;
+  if (!c.scheme_files.empty())  // only then: other runs' resolved configs stay as they were
+    out << YAML::Key << "schemes" << YAML::Value << YAML::Flow << c.scheme_files;
   std::vector<std::pair<std::string, std::string>> task_keys;  // beside the name, before the options
   if (!c.task.format.empty()) task_keys.push_back({"format", c.task.format});
   if (c.task.bos) task_keys.push_back({"bos", "true"});  // only then: other runs' resolved configs stay as they were

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -161,7 +162,21 @@ struct RunConfig {
   EvalConfig eval;
   AnalysisConfig analysis;
   OutputConfig output;
+  // Top-level `schemes:`: Python files whose pelab.Scheme classes join the scheme registry for
+  // this run (docs/python-schemes.md), as absolute paths (written relative to the config file).
+  std::vector<std::string> scheme_files;
 };
+
+// Loads the Python files of a config's `schemes:` and registers their schemes, returning
+// their catalog entries; throws std::exception with a one-line message. Installed by what
+// embeds or hosts Python (the pelab command, the Python extension); without one, a config
+// naming scheme files is refused.
+using SchemeFileLoader = std::function<Catalog(const std::vector<std::string>& files)>;
+void set_scheme_file_loader(SchemeFileLoader loader);
+bool has_scheme_file_loader();
+// Loads `files` (absolute or relative to the working directory) through the loader: their
+// schemes' entries; a ConfigError naming the file otherwise.
+Catalog load_scheme_files(const std::vector<std::string>& files);
 
 // Loads and validates a run config. `overrides` are `key.path=value` strings, named in
 // errors as `<overrides_via> key.path=value` (--set on the command line; a sweep's values).

@@ -39,8 +39,10 @@ SchemeEntry entry(const std::string& name) {
 
 }  // namespace
 
-const std::vector<SchemeEntry>& scheme_registry() {
-  static const std::vector<SchemeEntry> table = {
+namespace {
+
+std::vector<SchemeEntry> built_in_schemes() {
+  return {
       entry<AlibiImpl>("alibi"),
       entry<CopeImpl>("cope"),
       entry<DebertaImpl>("deberta"),
@@ -62,7 +64,41 @@ const std::vector<SchemeEntry>& scheme_registry() {
       entry<TupeImpl>("tupe"),
       entry<XposImpl>("xpos"),
   };
+}
+
+// The built-in schemes, then the added ones. Added only while configs are loaded, before any
+// run builds a scheme from it.
+std::vector<SchemeEntry>& mutable_registry() {
+  static std::vector<SchemeEntry> table = built_in_schemes();
   return table;
+}
+
+size_t built_in_count() {
+  static const size_t count = built_in_schemes().size();
+  return count;
+}
+
+}  // namespace
+
+const std::vector<SchemeEntry>& scheme_registry() { return mutable_registry(); }
+
+bool is_built_in_scheme(const std::string& name) {
+  const auto& table = mutable_registry();
+  for (size_t i = 0; i < built_in_count(); ++i)
+    if (table[i].info.name == name) return true;
+  return false;
+}
+
+void add_scheme(SchemeEntry entry) {
+  if (is_built_in_scheme(entry.info.name))
+    throw std::invalid_argument("scheme name '" + entry.info.name + "' is a built-in scheme's; give the class another name");
+  auto& table = mutable_registry();
+  for (auto& existing : table)
+    if (existing.info.name == entry.info.name) {
+      existing = std::move(entry);
+      return;
+    }
+  table.push_back(std::move(entry));
 }
 
 PositionEncoding make_position_encoding(const std::string& name, const EncodingContext& context,

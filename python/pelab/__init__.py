@@ -26,6 +26,12 @@ def _build_dir():
     return os.path.abspath(os.environ.get("PELAB_BUILD_DIR", os.path.join(_REPO, "build")))
 
 
+def _command():
+    """The pelab command: the one a pip install put in the package, else the build's."""
+    installed = os.path.join(_HERE, "bin", "pelab")
+    return installed if os.path.isfile(installed) else os.path.join(_build_dir(), "pelab")
+
+
 def _use_the_clis_blas_kernels():
     """The CLI re-executes itself with OPENBLAS_CORETYPE set when OpenBLAS would run kernels
     below the CPU's (core/kernels/blas_core.h): the kernels' rounding differs, so Python loads
@@ -37,7 +43,7 @@ def _use_the_clis_blas_kernels():
         return None
     try:
         import subprocess
-        version = subprocess.run([os.path.join(_build_dir(), "pelab"), "--version"], capture_output=True, text=True,
+        version = subprocess.run([_command(), "--version"], capture_output=True, text=True,
                                  timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -66,8 +72,9 @@ def _c():
         try:
             from . import _pelab
         except ImportError as error:
-            raise ImportError(f"pelab's extension module is not built or not loadable ({error}): run "
-                              "scripts/dev build, which builds build/python/_pelab*.so") from error
+            raise ImportError(f"pelab's extension module is not built or not loadable ({error}): in Debian's "
+                              "/usr/bin/python3 run scripts/dev build; in a venv or conda environment with torch "
+                              "run pip install --no-build-isolation . from the repository") from error
         _pelab.configure()
         loaded = _pelab.openblas_core()
         if loaded and loaded != _CLI_BLAS_KERNELS and _pelab.better_openblas_core(loaded):
@@ -79,10 +86,18 @@ def _c():
     return _core
 
 
+_SCHEME_API = ("Scheme", "option", "Option", "Context", "Positions", "Attention", "INPUT_LAYER", "offsets", "rows", "OffsetTable")
+
+
 def __getattr__(name):
     # pelab.ConfigError: the CLI's config errors (a ValueError), from the extension module
     if name == "ConfigError":
         return _c().ConfigError
+    # pelab.Scheme and its helpers (python/pelab/scheme.py), imported on first use: torch is
+    # loaded only then (pelab.runfile and the analysis scripts need no torch)
+    if name in _SCHEME_API:
+        from . import scheme
+        return getattr(scheme, name)
     raise AttributeError(f"module 'pelab' has no attribute '{name}'")
 
 
@@ -95,6 +110,35 @@ def schemes():
     """The position-encoding registry: name -> {description, options: name -> {kind, default,
     help, choices, range}, causal_only} (what `pelab list` prints)."""
     return _catalog("schemes")
+
+
+def load_schemes(*files):
+    """Registers the pelab.Scheme classes of Python files, as a config's `schemes:` does, so that
+    schemes() lists them; returns how many were registered. A config that names the files needs
+    no call."""
+    return _c().load_scheme_files([os.path.abspath(f) for f in files])
+
+
+def check_scheme(name, schemes=(), causal=None, randomized=True, **options):
+    """`pelab check-scheme` from Python: the registry-wide properties (finite forward and backward,
+    padding invariance, no leak from the future, a gradient for every parameter, save/load, shift
+    invariance when declared, score terms adding up, float32 against bf16 on a GPU) of scheme
+    `name` with `options`, loading the Python files `schemes` first. causal: None checks both
+    modes (only causal for a causal-only scheme). A DataFrame: causal, randomized, property,
+    measured, passed, skipped, note."""
+    import pandas as pd
+    files = [os.path.abspath(f) for f in schemes]
+    overrides = [f"encoding.name={name}"] + _override_list({f"encoding.{k}": v for k, v in options.items()})
+    if files:
+        _c().load_scheme_files(files)
+    modes = [causal] if causal is not None else ([True] if _c().causal_only(name) else [False, True])
+    rows = []
+    for mode in modes:
+        for random_positions in ([False, True] if randomized else [False]):
+            for row in _c().check_scheme(overrides + [f"model.causal={'true' if mode else 'false'}"], files, mode,
+                                         random_positions):
+                rows.append(dict(causal=mode, randomized=random_positions, **row))
+    return pd.DataFrame(rows)
 
 
 def tasks():

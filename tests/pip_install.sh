@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `pip install .` as PyTorch extensions are installed (docs/python.md, "Installing with pip"):
+# into a fresh `python3 -m venv --system-site-packages` (Debian's torch visible) with
+# --no-build-isolation, building against the torch there. The suite's build folder is reused
+# (PELAB_CMAKE_BUILD_DIR; configured for this same Python, so nothing recompiles). Then the
+# installed `import pelab` (not the repository's) passes the Python API test, and the installed
+# `pelab` command runs a Python scheme with the venv's Python.
+set -euo pipefail
+source_dir="$1"; work="$2"; build_dir="$3"
+rm -rf "$work"; mkdir -p "$work"; cd "$work"
+/usr/bin/python3 -m venv --system-site-packages venv
+PELAB_CMAKE_BUILD_DIR="$build_dir" venv/bin/pip install --no-build-isolation --no-deps --no-index -q "$source_dir"
+where=$(venv/bin/python -c 'import pelab, os; print(os.path.dirname(pelab.__file__))')
+echo "import pelab: $where"
+case "$where" in "$work"/venv/*) ;; *) echo "not the installed package"; exit 1 ;; esac
+test -x venv/bin/pelab
+venv/bin/pelab --version
+venv/bin/pelab list --schemes "$source_dir/examples/schemes/alibi.py" | grep -q "  py_alibi "
+env -u PYTHONPATH -u PELAB_BUILD_DIR OMP_NUM_THREADS=1 venv/bin/python "$source_dir/tests/python_api.py" \
+    "$work/venv/bin/pelab" "$work/python_api" | tail -3
+echo "pip install: ok"
