@@ -25,10 +25,12 @@ def configured_python(build_dir):
     cache = os.path.join(build_dir, "CMakeCache.txt")
     if not os.path.isfile(cache):
         return None
+    found = {}
     for line in open(cache, encoding="utf-8", errors="replace"):
-        if line.startswith("Python3_EXECUTABLE:"):
-            return line.split("=", 1)[1].strip()
-    return None
+        for key in ("Python3_EXECUTABLE:", "_Python3_EXECUTABLE:"):  # set, or what FindPython3 chose
+            if line.startswith(key):
+                found[key] = line.split("=", 1)[1].strip()
+    return found.get("Python3_EXECUTABLE:") or found.get("_Python3_EXECUTABLE:")
 
 
 class CMakeBuild(build_ext):

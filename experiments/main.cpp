@@ -51,19 +51,6 @@ int main(int argc, char** argv) {
   list_cmd->add_option("--schemes", list_scheme_files, "Python files defining schemes to list too (as a config's schemes:)")
       ->type_name("FILE.py")->delimiter(',');
 
-  pelab::CheckSchemeArguments check;
-  CLI::App* check_cmd = app.add_subcommand(
-      "check-scheme", "the registry-wide property tests on one scheme, built-in or Python: a table, exit 1 on a failure");
-  check_cmd->add_option("scheme", check.scheme, "the scheme's registered name")->required();
-  check_cmd->add_option("--schemes", check.scheme_files, "Python files defining schemes (as a config's schemes:)")
-      ->type_name("FILE.py")->delimiter(',');
-  check_cmd->add_option("--set", check.overrides, "an option of the scheme (base=500) or any key.path=value (repeatable)")
-      ->type_name("KEY=VALUE")->allow_extra_args(false);
-  check_cmd->add_option("--mode", check.mode, "attention modes to check")
-      ->check(CLI::IsMember({"both", "bidirectional", "causal"}))->capture_default_str();
-  check_cmd->add_flag("--randomized,!--no-randomized", check.randomized,
-                      "also with Ruoss et al.'s randomized positions (default: yes)");
-
   pelab::BenchOptions bench;
   bool bench_worker = false;
   std::string bench_scheme;
@@ -264,6 +251,19 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   report_cmd->add_option("--samples", report.samples, "rows of this many samples (default: the most there are)")
       ->check(CLI::PositiveNumber);
+
+  pelab::CheckSchemeArguments check;
+  CLI::App* check_cmd = app.add_subcommand(
+      "check-scheme", "the registry-wide property tests on one scheme, built-in or Python: a table, exit 1 on a failure");
+  check_cmd->add_option("scheme", check.scheme, "the scheme's registered name")->required();
+  check_cmd->add_option("--schemes", check.scheme_files, "Python files defining schemes (as a config's schemes:)")
+      ->type_name("FILE.py")->delimiter(',');
+  check_cmd->add_option("--set", check.overrides, "an option of the scheme (base=500) or any key.path=value (repeatable)")
+      ->type_name("KEY=VALUE")->allow_extra_args(false);
+  check_cmd->add_option("--mode", check.mode, "attention modes to check")
+      ->check(CLI::IsMember({"both", "bidirectional", "causal"}))->capture_default_str();
+  check_cmd->add_flag("--randomized,!--no-randomized", check.randomized,
+                      "also with Ruoss et al.'s randomized positions (default: yes)");
 
   try {
     app.parse(argc, argv);
