@@ -1,7 +1,12 @@
 #!/usr/bin/python3
 """Attention heatmaps of one run: a grid of layers x heads for one stored example at one length.
 
-  /usr/bin/python3 analysis/plot_attention.py RUN.h5 [--length L] [--example 0] [--out FILE.png]
+  /usr/bin/python3 analysis/plot_attention.py RUN.h5 [--length L] [--example 0] [--scale log|linear] [--out FILE.png]
+
+Each heatmap's axes are token indices (queries down, keys across); a dashed line marks where
+the input ends and the output begins (the first placeholder of the encoder format, the
+separator of causal_lm). The colour scale is logarithmic from 1e-3 by default (a linear 0-1
+scale leaves most of a head's keys black); --scale linear gives 0-1.
 
 Maps are stored at the end of a run (analysis.attention_lengths) or added later with
 `pelab export-attention RUN.h5 --lengths ...`. Writes FILE.png (default: beside the run file,
@@ -16,6 +21,8 @@ import sys
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.colors import LogNorm, Normalize  # noqa: E402
 
 from plotting import save_figure_and_csv  # noqa: E402
 from runfile import attention_maps, load, table_rows  # noqa: E402
@@ -23,11 +30,22 @@ from runfile import attention_maps, load, table_rows  # noqa: E402
 SETTINGS = ["length", "method", "step", "sampler", "positions_max_length", "samples"]  # of an evaluation row
 
 
+def output_start(tokens, task_format):
+    """The index of the first output slot (encoder: the first placeholder; causal_lm: the
+    separator, both token 1), or None (masked_lm, or none found)."""
+    if task_format not in ("encoder", "causal_lm"):
+        return None
+    found = np.flatnonzero(np.asarray(tokens) == 1)
+    return int(found[0]) if len(found) else None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_file")
     parser.add_argument("--length", type=int, help="a stored length (default: the largest)")
     parser.add_argument("--example", type=int, default=0, help="which stored example")
+    parser.add_argument("--scale", choices=["log", "linear"], default="log",
+                        help="colour scale of the probabilities: log from 1e-3 (default) or linear 0-1")
     parser.add_argument("--out", help="PNG to write; the CSV goes beside it")
     args = parser.parse_args()
     run = load(args.run_file)
@@ -46,21 +64,37 @@ def main():
         return 1
     fig, axes = plt.subplots(layers, heads, figsize=(2.2 * heads + 0.8, 2.2 * layers), squeeze=False,
                              constrained_layout=True)
+    floor = 1e-3
+    norm = LogNorm(vmin=floor, vmax=1) if args.scale == "log" else Normalize(vmin=0, vmax=1)
+    boundary = output_start(tokens[args.example], run["task_format"])
+    step = max(1, int(round(T / 5.0)))
+    ticks = list(range(0, T, step))
     image = None
     for l in range(layers):
         for h in range(heads):
             ax = axes[l][h]
-            image = ax.imshow(probs[args.example, l, h], cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
-            ax.set_xticks([])
-            ax.set_yticks([])
+            values = probs[args.example, l, h]
+            if args.scale == "log":
+                values = np.clip(values, floor, 1)
+            image = ax.imshow(values, cmap="viridis", norm=norm, interpolation="nearest")
+            ax.set_xticks(ticks)
+            ax.set_yticks(ticks)
+            ax.tick_params(labelsize=6, length=2)
+            if boundary is not None:
+                ax.axvline(boundary - 0.5, color="white", linestyle="--", linewidth=0.7)
+                ax.axhline(boundary - 0.5, color="white", linestyle="--", linewidth=0.7)
             if l == 0:
                 ax.set_title(f"head {h}", fontsize=9)
             if h == 0:
-                ax.set_ylabel(f"layer {l}", fontsize=9)
-    fig.colorbar(image, ax=axes, shrink=0.8, label="attention probability")
+                ax.set_ylabel(f"layer {l}\nquery", fontsize=8)
+            if l == layers - 1:
+                ax.set_xlabel("key", fontsize=8)
+    fig.colorbar(image, ax=axes, shrink=0.8,
+                 label="attention probability" + (f" (log; below {floor:g} shown as {floor:g})" if args.scale == "log" else ""))
     train_max = run["train_max_length"]
     fig.suptitle(f"{run['run_name']}: length {length} ({T} tokens{', beyond training' if length > train_max else ''}),"
-                 f" example {args.example}; rows: queries, columns: keys", fontsize=9)
+                 f" example {args.example}; rows: queries, columns: keys"
+                 + ("; dashed: where the output begins" if boundary is not None else ""), fontsize=9)
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.run_file)), f"attention_{length}.png")
     statistics = ["mean_distance", "entropy", "diagonal", "first", "last"]
     stats, ev, rows = run["attention_statistics"], run["evaluation"], []

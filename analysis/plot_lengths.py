@@ -6,9 +6,15 @@ whose evaluation used position-table rows training never updated circled in red.
 
   /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
       [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N]
-      [--learned F [--learned-metric token|sequence]] [--out FILE.png]
+      [--learned F [--learned-metric token|sequence]] [--facet KEY] [--filter KEY=V[,V...]] [--log-x]
+      [--out FILE.png]
   /usr/bin/python3 analysis/plot_lengths.py runs/a/run.h5 runs/b/run.h5 [SWEEP_DIR ...] --out FILE.png
   /usr/bin/python3 analysis/plot_lengths.py docs/studies/nope/copy_runs.csv --metric sequence --out copy.png
+
+--facet KEY draws one panel per value of a config key (task.name, model.causal, a scheme's
+option: any key of the runs' configs); --filter KEY=V1,V2 keeps the runs whose KEY is one of
+the values (repeatable); a group keeps its colour and marker in every panel. --log-x puts the
+test lengths on a logarithmic axis.
 
 Any mix of sweep directories, run files and per-run files: a run file is a group of its own,
 named by its run name (`pelab train` names a run after its --set options); a per-run file
@@ -22,7 +28,8 @@ training of a run whose mean accuracy at its training lengths (per token, or per
 --learned-metric sequence) is below F. Writes FILE.png (default:
 SWEEP_DIR/lengths.png for one sweep, else lengths.png here) and the plotted numbers as FILE.csv. Reads only the documented
 schema: sweep.h5 and the run files it indexes. --metric loss plots the evaluation loss in nats per
-scored token (as `pelab report --metric loss`; for text, exp(loss) is the per-byte perplexity).
+scored token (as `pelab report --metric loss`), for text runs in bits per byte (loss / ln 2,
+as the CLI prints them).
 """
 import argparse
 import os
@@ -33,13 +40,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter  # noqa: E402
 
 from plotting import group_style, plot_mean_and_spread, sample_std, save_figure_and_csv  # noqa: E402
 from runfile import (evaluation_settings, group_label, load, per_run_file, select_rows, sweep_runs,  # noqa: E402
                      task_name)
 
 
-def collect(runs, args, key, chance_key, scale):
+def collect(runs, args, key, chance_key, scale, facet=None):
     """({group label: dict(values, chance: {length: [per seed]}, untrained: lengths, train_min,
     train_max, not_learned: runs below --learned)} of the rows each run's selection gives, [ids of
     the runs it gives none])."""
@@ -50,7 +58,8 @@ def collect(runs, args, key, chance_key, scale):
         if not selected:
             left_out.append(r["id"])
             continue
-        g = groups.setdefault(group_label(r["overrides"]), dict(values={}, chance={}, untrained=set(),
+        overrides = {k: v for k, v in r["overrides"].items() if k != facet}
+        g = groups.setdefault(group_label(overrides), dict(values={}, chance={}, untrained=set(),
                                                                 train_min=np.inf, train_max=0, not_learned=0))
         g["train_min"] = min(g["train_min"], run["train_min_length"])
         g["train_max"] = max(g["train_max"], run["train_max_length"])
@@ -74,6 +83,33 @@ def in_distribution_accuracy(run, selected, metric):
     within = [row[key] for length, row in selected.items()
               if run["train_min_length"] <= length <= run["train_max_length"]]
     return float(np.mean(within)) if within else np.inf
+
+
+def flatten(tree, prefix=""):
+    """{"model": {"causal": True}} -> {"model.causal": "true"}, values as YAML text."""
+    out = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, path + "."))
+        else:
+            out[path] = "true" if value is True else "false" if value is False else str(value)
+    return out
+
+
+def config_value(r, key):
+    """The value of config key `key` (a dotted path) of a run, as text: from its sweep overrides,
+    else from its stored config (run files), else None."""
+    if key in r["overrides"]:
+        return r["overrides"][key]
+    if key == "task.name" and task_name(r["run"]):
+        return task_name(r["run"])
+    if "config" in r["run"]:
+        if "_config_values" not in r:
+            import yaml  # python3-yaml
+            r["_config_values"] = flatten(yaml.safe_load(r["run"]["config"]) or {})
+        return r["_config_values"].get(key)
+    return None
 
 
 def no_rows_message(args, runs):
@@ -107,6 +143,10 @@ def main():
     parser.add_argument("--learned-metric", choices=["token", "sequence"], default="token",
                         help="what --learned judges: per-token or per-sequence accuracy (default token)")
     parser.add_argument("--samples", type=int, help="evaluation samples (default: the most at each length)")
+    parser.add_argument("--facet", metavar="KEY", help="one panel per value of this config key (e.g. task.name)")
+    parser.add_argument("--filter", metavar="KEY=V[,V...]", action="append", default=[],
+                        help="keep the runs whose config KEY is one of the values (repeatable)")
+    parser.add_argument("--log-x", action="store_true", help="test lengths on a logarithmic axis")
     parser.add_argument("--out", help="PNG to write (default SWEEP_DIR/lengths.png for one sweep, else "
                                       "lengths.png here); the CSV goes beside it")
     args = parser.parse_args()
@@ -128,76 +168,149 @@ def main():
             run = load(path)
             runs.append(dict(id=run["run_name"], path=path, overrides={"run": run["run_name"]}, run=run))
     where = args.paths[0] if len(args.paths) == 1 else f"{len(args.paths)} inputs"
+    # text runs: bits per byte (loss / ln 2), as the CLI prints them
+    bits = loss and runs and all(task_name(r["run"]) == "text" for r in runs)
+    if bits:
+        scale = 1 / np.log(2)
     if not runs:
         print(f"{where}: no complete runs", file=sys.stderr)
         return 1
-    groups, left_out = collect(runs, args, key, chance_key, scale)
-    if not groups:
+    for condition in args.filter:
+        if "=" not in condition:
+            parser.error(f"--filter {condition}: expected KEY=VALUE[,VALUE...]")
+        name, values = condition.split("=", 1)
+        wanted = set(values.split(","))
+        runs = [r for r in runs if config_value(r, name) in wanted]
+        if not runs:
+            print(f"{where}: no run has {name} in {sorted(wanted)}", file=sys.stderr)
+            return 1
+    facets = {}  # facet value -> its runs, in the runs' order
+    for r in runs:
+        value = config_value(r, args.facet) if args.facet else None
+        if args.facet and value is None:
+            print(f"{where}: {r['id']} has no config key {args.facet!r}", file=sys.stderr)
+            return 1
+        facets.setdefault(value, []).append(r)
+    panels, left_out = [], []
+    for value, facet_runs in facets.items():
+        groups, missing = collect(facet_runs, args, key, chance_key, scale, args.facet)
+        left_out += missing
+        if groups:
+            panels.append((value, facet_runs, groups))
+    if not panels:
         print(f"{where}: {no_rows_message(args, runs)}", file=sys.stderr)
         return 1
     for run_id in left_out:
         print(f"note: {run_id}: no evaluation rows at the selected settings; left out", file=sys.stderr)
     one_sweep = len(args.paths) == 1 and os.path.isdir(args.paths[0])
     out = args.out or (os.path.join(args.paths[0], "lengths.png") if one_sweep else "lengths.png")
-    fig, ax = plt.subplots(figsize=(9.5, 4.5))  # room for the legend beside the axes
+    styles = group_styles([groups for _, _, groups in panels])
+    columns = min(3, len(panels))
+    grid_rows = (len(panels) + columns - 1) // columns
+    fig, axes = plt.subplots(grid_rows, columns, figsize=(5.2 * columns + 3.5, 4.2 * grid_rows), squeeze=False,
+                             sharey=True)
+    rows, legend = [], {}
+    for ax, (value, facet_runs, groups) in zip(axes.flat, panels):
+        panel_rows = plot_panel(ax, groups, styles, args, "bits" if bits else loss, legend)
+        rows += [[value] + row for row in panel_rows] if args.facet else panel_rows
+        if args.facet:
+            ax.set_title(f"{args.facet} = {value}", fontsize=10)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    selection = [f"{k} {v}" for k, v in [("step", args.step), ("sampler", args.sampler),
+                                          ("max length", args.sampler_max_length), ("samples", args.samples)]
+                 if v is not None] + [f"{c}" for c in args.filter]
+    tasks = ", ".join(sorted({task_name(r["run"]) for r in runs} - {None}))
+    one_file = len(args.paths) == 1 and args.paths[0].endswith(".csv")
+    title = (os.path.basename(os.path.normpath(args.paths[0])) if one_sweep
+             else os.path.basename(args.paths[0]).replace("_runs.csv", "").replace(".csv", "") if one_file
+             else f"{len(runs)} run" + ("s" if len(runs) != 1 else ""))
+    heading = (f"length generalization: {title}" + (f" ({tasks})" if tasks and not args.facet == "task.name" else "")
+               + (f"\n{', '.join(selection)}" if selection else ""))
+    if len(panels) == 1 and not args.facet:
+        axes[0, 0].set_title(heading, fontsize=10)
+        axes[0, 0].legend(handles=list(legend.values()), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                          borderaxespad=0)
+    else:
+        fig.suptitle(heading, fontsize=11)
+        fig.tight_layout(rect=(0, 0, 0.8, 0.95))
+        fig.legend(handles=list(legend.values()), fontsize=8, loc="upper left", bbox_to_anchor=(0.805, 0.93))
+    header = ["group", "length", "beyond_training", "mean", "std", "min", "max", "seeds", "chance", "untrained"]
+    save_figure_and_csv(fig, out, ([args.facet] if args.facet else []) + header, rows,
+                        layout=len(panels) == 1 and not args.facet)
+    return 0
+
+
+def group_styles(panels):
+    """{group label: matplotlib style} over the panels' groups (each a dict by label), in order of
+    first appearance: a group keeps its colour, marker and line style in every panel."""
+    styles = {}
+    for groups in panels:
+        for name in groups:
+            styles.setdefault(name, dict(group_style(len(styles)), color=f"C{len(styles) % 10}"))
+    return styles
+
+
+def plot_panel(ax, groups, styles, args, loss, legend):
+    """One panel: each group's mean and spread over seeds, its training max length and chance.
+    Adds the legend entries to `legend` (label -> handle); returns the CSV rows."""
     ranges = {(g["train_min"], g["train_max"]) for g in groups.values()}
     shared_range = len(ranges) == 1
     if shared_range:
         low, high = ranges.pop()
-        ax.axvspan(low, high, color="0.9", label=f"training lengths {low}-{high}")
+        span = ax.axvspan(low, high, color="0.9", label=f"training lengths {low}-{high}")
+        legend.setdefault(span.get_label(), span)
     chances = {}  # length -> each group's chance there
     for g in groups.values():
         for length, c in g["chance"].items():
             chances.setdefault(length, []).append(np.mean(c))
     shared_chance = all(max(c) - min(c) <= 1e-9 for c in chances.values())
     rows, untrained_points = [], []
-    for i, (name, g) in enumerate(groups.items()):
+    for name, g in groups.items():
         lengths = sorted(g["values"])
         values = [g["values"][L] for L in lengths]
         chance = [np.mean(g["chance"][L]) for L in lengths]
         seeds = max(len(v) for v in values)
         learned = f", {seeds - g['not_learned']} learned" if g["not_learned"] else ""
-        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={seeds}{learned})", **group_style(i))
+        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={seeds}{learned})", **styles[name])
+        legend.setdefault(name, line)  # labelled with the first panel's seed count
         ax.axvline(g["train_max"], color=line.get_color(), linestyle=":")
         if not shared_chance:
             ax.plot(lengths, chance, linestyle="--", color=line.get_color())
         untrained_points += [(L, np.mean(g["values"][L])) for L in sorted(g["untrained"])]
         rows += [[name, L, int(L > g["train_max"]), np.mean(v), sample_std(v), min(v), max(v), len(v), c,
                   int(L in g["untrained"])] for L, v, c in zip(lengths, values, chance)]
-    proxies = []  # legend entries of lines drawn in each group's colour
     if shared_chance:
         lengths = sorted(chances)
-        ax.plot(lengths, [chances[L][0] for L in lengths], "k--", label="chance")
+        chance_line, = ax.plot(lengths, [chances[L][0] for L in lengths], "k--", label="chance")
+        legend.setdefault("chance", chance_line)
     else:
-        proxies.append(Line2D([], [], color="0.4", linestyle="--", label="chance (in each group's colour)"))
+        legend.setdefault("chance (each group's colour)",
+                          Line2D([], [], color="0.4", linestyle="--", label="chance (in each group's colour)"))
     if not shared_range:
-        proxies.append(Line2D([], [], color="0.4", linestyle=":", label="training max length (in each group's colour)"))
+        legend.setdefault("training max", Line2D([], [], color="0.4", linestyle=":",
+                                                 label="training max length (in each group's colour)"))
     if untrained_points:
-        ax.plot(*zip(*untrained_points), linestyle="none", marker="o", markersize=11, markerfacecolor="none",
-                markeredgecolor="red", markeredgewidth=1.5, label="used untrained position rows")
-    selection = [f"{k} {v}" for k, v in [("step", args.step), ("sampler", args.sampler),
-                                          ("max length", args.sampler_max_length), ("samples", args.samples)]
-                 if v is not None]
-    tasks = ", ".join(sorted({task_name(r["run"]) for r in runs} - {None}))
+        marks, = ax.plot(*zip(*untrained_points), linestyle="none", marker="o", markersize=11, markerfacecolor="none",
+                         markeredgecolor="red", markeredgewidth=1.5, label="used untrained position rows")
+        legend.setdefault("untrained", marks)
     ax.set_xlabel("test length")
-    if loss:
+    if args.log_x:  # ticks at the test lengths, as plain numbers
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(FixedLocator(sorted({L for g in groups.values() for L in g["values"]}
+                                                       | {g["train_max"] for g in groups.values()})))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    if loss == "bits":
+        ax.set_ylabel("bits per byte (loss / ln 2)")
+        ax.set_ylim(bottom=0)
+    elif loss:
         ax.set_ylabel("loss (nats per scored token)")
         ax.set_ylim(bottom=0)
     else:
         ax.set_ylabel(f"per-{args.metric} accuracy (%)")
         ax.set_ylim(0, 100)
-    one_file = len(args.paths) == 1 and args.paths[0].endswith(".csv")
-    title = (os.path.basename(os.path.normpath(args.paths[0])) if one_sweep
-             else os.path.basename(args.paths[0]).replace("_runs.csv", "").replace(".csv", "") if one_file
-             else f"{len(runs)} runs")
-    ax.set_title(f"length generalization: {title}" + (f" ({tasks})" if tasks else "")
-                 + (f"\n{', '.join(selection)}" if selection else ""), fontsize=10)
-    ax.legend(handles=ax.get_legend_handles_labels()[0] + proxies, fontsize=8, loc="upper left",
-              bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    save_figure_and_csv(fig, out, ["group", "length", "beyond_training", "mean", "std", "min", "max", "seeds",
-                                   "chance", "untrained"], rows)
-    return 0
-
+    return rows
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -71,10 +71,16 @@ def main():
     parser.add_argument("--out", help="PNG to write; the CSV goes beside it")
     args = parser.parse_args()
     key, scale, ylabel = METRICS[args.metric]
-    groups = panels(args.path)
+    try:
+        groups = panels(args.path)
+    except FileNotFoundError as error:  # no run file yet: what is there instead
+        print(error, file=sys.stderr)
+        return 1
     if not groups:
         print(f"{args.path}: no complete runs", file=sys.stderr)
         return 1
+    if args.metric == "loss" and all(task_name(run) == "text" for _, runs in groups for _, run in runs):
+        scale, ylabel = 1 / math.log(2), "bits per byte (loss / ln 2)"  # text: as the CLI prints it
     for _, runs in groups:
         error = curve_error(runs)
         if error:

@@ -32,11 +32,11 @@ def sample_std(values):
     return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
-def save_figure_and_csv(fig, png_path, header, rows, dpi=120):
+def save_figure_and_csv(fig, png_path, header, rows, dpi=120, layout=True):
     """Writes png_path and its numbers as the same name with .csv (creating the folder if
-    needed); prints both paths."""
+    needed); prints both paths. `layout`: tight_layout first (False: the caller laid it out)."""
     os.makedirs(os.path.dirname(os.path.abspath(png_path)), exist_ok=True)
-    if not fig.get_constrained_layout():  # a figure with a colour bar lays itself out
+    if layout and not fig.get_constrained_layout():  # a figure with a colour bar lays itself out
         fig.tight_layout()
     fig.savefig(png_path, dpi=dpi)
     csv_path = os.path.splitext(png_path)[0] + ".csv"

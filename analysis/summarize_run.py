@@ -6,6 +6,7 @@
 --check only validates the file against the documented schema (exit 1 with the reason).
 """
 import argparse
+import os
 import csv
 import sys
 
@@ -23,12 +24,17 @@ def sampler_text(sampler, max_length):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_file", help="a run.h5 written by `pelab train`")
+    parser.add_argument("run_file", help="a run.h5 written by `pelab train`, or its folder")
     parser.add_argument("--csv", help="also write the evaluation table to this CSV file")
     parser.add_argument("--check", action="store_true", help="validate the schema and print a one-line summary")
     args = parser.parse_args()
+    if os.path.isdir(args.run_file):  # a run's folder
+        args.run_file = os.path.join(args.run_file, "run.h5")
     try:
         run = load(args.run_file)
+    except FileNotFoundError as error:  # an unfinished run, or none: what is there
+        print(f"{error}", file=sys.stderr)
+        return 1
     except (SchemaError, OSError, KeyError) as error:
         print(f"{args.run_file}: not a valid pelab run file: {error}", file=sys.stderr)
         return 1

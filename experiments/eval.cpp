@@ -194,18 +194,28 @@ int evaluate_sweep(const EvalArguments& a, const std::string& pelab, std::ostrea
 
 }  // namespace
 
+int evaluate_target(const EvalArguments& a, const std::string& pelab, std::ostream& out, std::ostream& err);
+
 int command_eval(const EvalArguments& a, const std::string& pelab, std::ostream& out, std::ostream& err) {
   if (a.extrapolation.size() > 1 && (!a.probes.empty() || !a.attention_lengths.empty())) {
     err << "error: --probes and --attention-lengths are made under one extrapolation method; --extrapolation names "
         << a.extrapolation.size() << " (run pelab eval once per method)\n";
     return 2;
   }
-  if (fs::is_directory(a.target) && !fs::exists(a.target + "/runs.tsv") &&
-      fs::exists(a.target + "/" + schema::kRunFileName)) {
-    err << "error: " << a.target << " is a run's folder, not a sweep directory: give " << a.target << "/"
-        << schema::kRunFileName << "\n";
-    return 2;
+  EvalArguments arguments = a;
+  if (fs::is_directory(a.target) && !fs::exists(a.target + "/runs.tsv")) {
+    if (fs::exists(a.target + "/" + schema::kRunFileName)) {
+      arguments.target = a.target + "/" + schema::kRunFileName;  // a run's folder: its run file, as pelab.load takes it
+    } else if (fs::exists(a.target + "/checkpoint.h5")) {
+      err << "error: " << a.target << " holds an unfinished run (checkpoint.h5, no run.h5 yet): pelab train CONFIG "
+          << "--resume --out " << a.target << " finishes it; then evaluate it\n";
+      return 2;
+    }
   }
+  return evaluate_target(arguments, pelab, out, err);
+}
+
+int evaluate_target(const EvalArguments& a, const std::string& pelab, std::ostream& out, std::ostream& err) {
   if (fs::is_directory(a.target)) return evaluate_sweep(a, pelab, out, err);
   try {
     if (!fs::exists(a.target))

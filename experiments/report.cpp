@@ -281,7 +281,11 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   const std::string kFromPerRunFile = "per-run file";
   std::set<std::string> settings_there;  // what the runs have, for an empty selection's message
   try {
-    for (const auto& path : a.paths) {
+    for (const auto& given : a.paths) {
+      // a run's folder (pelab train's output.dir) stands for its run file, as in pelab.load
+      const bool run_folder = std::filesystem::is_directory(given) && !std::filesystem::exists(given + "/runs.tsv") &&
+                              std::filesystem::exists(given + "/" + schema::kRunFileName);
+      const std::string path = run_folder ? given + "/" + schema::kRunFileName : given;
       if (std::filesystem::is_directory(path)) {
         for (auto& run : sweep_directory_runs(path)) runs.push_back(run);
         continue;
@@ -296,15 +300,19 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
         }
         continue;
       }
-      // a run file: its own group, named by its run name
+      // a run file (under any name): its own group, named by its run name
       SweepDirectoryRun run;
-      run.dir = std::filesystem::path(path).parent_path().string();
-      if (run.dir.empty()) run.dir = ".";
-      if (std::filesystem::path(path).filename() != schema::kRunFileName)
-        throw std::runtime_error(path + ": a run file is named " + schema::kRunFileName +
-                                 " (a per-run file ends in .csv)");
+      run.dir = path;  // the file itself (read below)
       const int64_t version = complete_run_file_version(path);
       run.state = version == schema::kSchemaVersion ? "complete" : version >= 0 ? "outdated" : "not complete";
+      if (version < 0) {  // unfinished (its status attribute), or no run file at all (truncated, another format)
+        try {
+          read_run_file(path, /*with_checkpoint=*/false);
+        } catch (const std::exception& e) {
+          run.state = "unreadable";
+          run.error = e.what();
+        }
+      }
       run.id = path;
       if (run.state == "complete") {
         const std::string name = read_run_file(path, /*with_checkpoint=*/false).run_name;
@@ -332,15 +340,17 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       report = std::move(file_runs[next_file_run++]);
     } else {
       if (run.state != "complete") {
-        problems.push_back(run.state == "failed" ? fmt::format("  {} failed: {}\n", run.id, run.error)
-                                                 : fmt::format("  {} is {}\n", run.id, run.state == "outdated"
-                                                       ? "from another pelab (schema version): not read"
-                                                       : "not complete"));
+        problems.push_back(run.state == "failed"       ? fmt::format("  {} failed: {}\n", run.id, run.error)
+                           : run.state == "unreadable" ? fmt::format("  {} cannot be read: {}\n", run.id, run.error)
+                                                       : fmt::format("  {} is {}\n", run.id, run.state == "outdated"
+                                                             ? "from another pelab (schema version): not read"
+                                                             : "not complete"));
         continue;
       }
       RunRecord record;
       try {
-        record = read_run_file(run.dir + "/" + schema::kRunFileName, /*with_checkpoint=*/false);
+        const bool file = std::filesystem::is_regular_file(run.dir);  // a run file given as such
+        record = read_run_file(file ? run.dir : run.dir + "/" + schema::kRunFileName, /*with_checkpoint=*/false);
       } catch (const std::exception& e) {
         problems.push_back(fmt::format("  {} cannot be read: {}\n", run.id, e.what()));
         continue;

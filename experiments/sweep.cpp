@@ -558,6 +558,9 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
                          differs != changed.end() ? "  trained with " + join(differs->second, "; ") : std::string());
     }
     err << changed_error;
+    if (a.slurm)
+      out << "--dry-run with --slurm: no script written, nothing submitted; --slurm --no-submit writes the "
+             "job array's script without submitting it\n";
     return changed.empty() ? 0 : 1;  // 1: the sweep itself would refuse
   }
   if (!changed.empty()) {

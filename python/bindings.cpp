@@ -192,6 +192,17 @@ py::dict probe_row(const ProbeResult& p) {
   return d;
 }
 
+// A length a trained run's scheme cannot encode, as the same ConfigError from every method: the
+// scheme's advice to raise an option is for a config to train, not for this trained run.
+[[noreturn]] void refuse_length(const std::string& message) {
+  const auto advice = message.find("; raise encoding.");
+  throw ConfigError(advice == std::string::npos
+                        ? message
+                        : message.substr(0, advice) + ": beyond what this trained run can encode (a run trained with "
+                                                      "a larger " + message.substr(advice + 8, message.find_first_of(" ", advice + 8) - advice - 8) +
+                                                      " could)");
+}
+
 // A trained run (pelab.load): its model, evaluated as `pelab eval` evaluates it.
 class LoadedRun {
  public:
@@ -208,6 +219,7 @@ class LoadedRun {
   int64_t step() const { return run_.step; }
   std::string device() const { return run_.prepared->device.str(); }
   int64_t sequence_length(int64_t length) const { return run_.prepared->task->sequence_length(length); }
+  int64_t vocab_size() const { return run_.prepared->task->vocab_size(); }
 
   // tokens: (B, T) int64; positions: (B, T) int64 or float64 (None: 0..T-1); segments, padding: (B, T) or None
   py::dict forward(torch::Tensor tokens, std::optional<torch::Tensor> positions, const std::string& method,
@@ -225,6 +237,11 @@ class LoadedRun {
     else position_tensor = position_tensor.to(torch::kFloat64);
     const torch::Tensor segment_tensor = segments ? segments->to(device, torch::kInt64) : torch::Tensor();
     const torch::Tensor padding_tensor = padding ? padding->to(device, torch::kBool) : tokens.eq(kPadToken);
+    try {
+      run_.prepared->model->encoding().validate_positions(Positions(position_tensor, position_tensor));
+    } catch (const c10::Error& e) {
+      refuse_length(e.what_without_backtrace());
+    }
     ForwardRequest request;
     request.attentions = attentions;
     request.hidden_states = hidden_states;
@@ -273,7 +290,11 @@ class LoadedRun {
     RunConfig checked = run_.config;  // a length the scheme cannot take: the CLI's error
     checked.eval.lengths = lengths;
     checked.eval.extrapolation = {method};
-    check_lengths_fit(checked, *run_.prepared->task, *run_.prepared->model);
+    try {
+      check_lengths_fit(checked, *run_.prepared->task, *run_.prepared->model);
+    } catch (const LengthsDoNotFit& e) {
+      refuse_length(e.what());
+    }
     const auto rows = interruptible([&] {
       std::vector<EvalResult> results;
       for (int64_t length : lengths) results.push_back(run_.evaluator->evaluate_length(length, samples, method));
@@ -390,6 +411,7 @@ PYBIND11_MODULE(_pelab, m) {
       .def_property_readonly("step", &LoadedRun::step)
       .def_property_readonly("device", &LoadedRun::device)
       .def("sequence_length", &LoadedRun::sequence_length)
+      .def_property_readonly("vocab_size", &LoadedRun::vocab_size)
       .def("forward", &LoadedRun::forward, py::arg("tokens"), py::arg("positions"), py::arg("method"),
            py::arg("segments"), py::arg("padding"), py::arg("attentions"), py::arg("hidden_states"),
            py::arg("score_terms"))

@@ -5,10 +5,10 @@
 #   scripts/setup-deps.sh test   that, plus what the test suite needs (scripts/dev test)
 set -euo pipefail
 run_packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake ninja-build pkg-config git  # Ninja: adding a source rebuilds only what depends on it
   libtorch-dev libopenblas0-openmp  # OpenBLAS: Debian's LibTorch calls the system BLAS
   libyaml-cpp-dev libhdf5-dev libcli11-dev libfmt-dev
-  python3 python3-h5py python3-numpy python3-matplotlib  # analysis/
+  python3 python3-h5py python3-numpy python3-matplotlib python3-yaml  # analysis/
   python3-dev pybind11-dev python3-torch python3-pandas  # import pelab: the same LibTorch 1.13 as libtorch-dev
 )
 test_packages=(

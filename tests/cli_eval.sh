@@ -37,7 +37,20 @@ fails_with 1 "has no snapshot of step 3; it keeps steps 2, and the final paramet
   "$PELAB" eval "$run" --step 3 --lengths 3
 fails_with 2 "nothing.h5 does not exist: give a run file (run.h5) or a sweep directory" "$PELAB" eval nothing.h5
 fails_with 2 "runs.tsv does not exist: not a sweep directory" "$PELAB" eval .
-fails_with 2 "is a run's folder, not a sweep directory: give $(dirname "$run")/run.h5" "$PELAB" eval "$(dirname "$run")"
+# a run's folder stands for its run file (as pelab.load takes it); an unfinished one says how to finish it
+"$PELAB" eval "$(dirname "$run")" --step 4 --lengths 3 --threads 1 | grep "1 already there" > /dev/null
+mkdir -p unfinished && cp "$run" unfinished/checkpoint.h5
+fails_with 2 "unfinished holds an unfinished run (checkpoint.h5, no run.h5 yet): pelab train CONFIG --resume --out unfinished" \
+  "$PELAB" eval unfinished
+# pelab report: a run file under another name, a run's folder, and a truncated file named as unreadable
+cp "$run" renamed.h5
+"$PELAB" report renamed.h5 --out renamed > renamed.txt
+grep -q "run=task-reverse_string" renamed.txt || { cat renamed.txt; exit 1; }
+"$PELAB" report "$(dirname "$run")" --out folder > folder.txt
+grep -q "run=task-reverse_string" folder.txt || { cat folder.txt; exit 1; }
+head -c 3000 "$run" > truncated.h5
+status=0; "$PELAB" report truncated.h5 renamed.h5 --out truncated > truncated.txt 2>&1 || status=$?
+grep -q "truncated.h5 cannot be read" truncated.txt || { cat truncated.txt; exit 1; }
 fails_with 2 "evaluates with contiguous positions; give --sampler too" "$PELAB" eval "$run" --sampler-max-length 64
 "$PELAB" eval "$run" --step 4 --lengths 3 --threads 1 | grep "1 already there" > /dev/null  # the final step: /checkpoint
 $py - "$run" <<'PY'

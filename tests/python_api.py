@@ -149,6 +149,43 @@ def test_results_of_a_sweep_and_run_files():
     assert frame.groupby("encoding.name").size()["rope"] == 3
 
 
+def expect(error_type, call, *fragments):
+    try:
+        call()
+    except error_type as error:
+        text = str(error)
+        assert "\n" not in text.strip(), f"not one line: {text}"
+        for fragment in fragments:
+            assert fragment in text, f"{fragment!r} not in {text!r}"
+        return text
+    raise AssertionError(f"no {error_type.__name__} for {fragments}")
+
+
+def test_mistakes_are_one_clear_line():
+    run = pelab.load("rope", threads=1)
+    tokens = run.examples(8, 2)["tokens"]
+    # lists and numpy arrays of ids work as tensors do; an int is one length
+    assert torch.equal(run(tokens.tolist())["logits"], run(tokens.numpy())["logits"])
+    assert list(run.evaluate(lengths=8)["length"]) == [8]
+    expect(TypeError, lambda: run(tokens.float()), "tokens: expected integer ids, got torch.float32")
+    expect(ValueError, lambda: run(tokens + 100), "tokens: ids must be in [0, ", "this run's vocabulary")
+    expect(ValueError, lambda: run.evaluate(lengths=[-5]), "lengths: task lengths are integers of at least 1, got -5")
+    expect(ValueError, lambda: run.evaluate(lengths=[2.5]), "got 2.5")
+    expect(MemoryError, lambda: run.attention_maps(200000, examples=1), "needs about", "GiB", "fewer examples")
+    # a key typo names the key it most likely meant
+    expect(pelab.ConfigError, lambda: pelab.config(dict(TINY, train=dict(TINY["train"], learning_rte=0.1))),
+           "unknown key 'train.learning_rte' in train (did you mean 'learning_rate'?)")
+    # a length the trained scheme cannot encode: the same ConfigError from evaluate and run(...), with no
+    # advice to change a config this run was trained with
+    learned = pelab.load(pelab.train(dict(TINY, encoding={"name": "learned", "max_positions": 20},
+                                          train=dict(TINY["train"], steps=2)), out="learned20", quiet=True))
+    from_evaluate = expect(pelab.ConfigError, lambda: learned.evaluate(lengths=[30]), "does not fit",
+                           "beyond what this trained run can encode")
+    from_call = expect(pelab.ConfigError, lambda: learned(torch.ones(1, 60, dtype=torch.int64) * 2), "does not fit",
+                       "beyond what this trained run can encode")
+    assert "raise encoding" not in from_evaluate + from_call, (from_evaluate, from_call)
+
+
 def test_ctrl_c_stops_with_a_checkpoint():
     script = ("import pelab, sys\n"
               "cfg = dict(" + repr(TINY) + ")\n"
@@ -167,6 +204,10 @@ def test_ctrl_c_stops_with_a_checkpoint():
     assert child.wait(60) == 75, rest
     assert "KeyboardInterrupt: stopped by SIGINT after step" in rest and "checkpoint stopped/checkpoint.h5" in rest, rest
     assert os.path.exists("stopped/checkpoint.h5")
+    # an unfinished run: load and results say what is there and how to continue it
+    message = expect(FileNotFoundError, lambda: pelab.load("stopped"), "stopped has no run file yet",
+                     "a checkpoint at step", "--resume --out stopped continues it")
+    assert pelab.results(["stopped"]).empty
 
 
 def test_the_worked_example_of_docs_python_md():
@@ -183,7 +224,7 @@ def test_the_worked_example_of_docs_python_md():
 
 
 TESTS = [test_registries, test_config_errors_carry_the_cli_text, test_trained_run_equals_the_cli,
-         test_results_of_a_sweep_and_run_files, test_ctrl_c_stops_with_a_checkpoint,
+         test_mistakes_are_one_clear_line, test_results_of_a_sweep_and_run_files, test_ctrl_c_stops_with_a_checkpoint,
          test_the_worked_example_of_docs_python_md]
 for test in TESTS:
     if SKIPPED and test.__name__ in SKIPPED:

@@ -95,6 +95,51 @@ def test_tutorial_scheme_trains_and_stores_its_parameters():
     assert schemes["dynamic_position_bias"]["options"]["depth"]["range"] == "in [1, 16]", schemes["dynamic_position_bias"]
 
 
+PER_LAYER = """import torch
+import pelab
+
+
+class PerLayerDecay(pelab.Scheme):
+    name = "per_layer_decay"
+    description = "a learned decay rate of |query - key| per head and layer"
+    relative = True
+
+    def __init__(self, context, options):
+        super().__init__(context, options)
+        # a parameter for the blocks this scheme serves only (encoding_mix gives the others away)
+        self.rates = torch.nn.ParameterList(
+            [torch.nn.Parameter(torch.full((context.num_heads,), 0.1 * (layer + 1))) for layer in range(context.num_layers)
+             if context.serves(layer)])
+        self.index = {layer: i for i, layer in enumerate(l for l in range(context.num_layers) if context.serves(l))}
+
+    def score_bias(self, q, k, attention):
+        distance = pelab.offsets(attention.positions).to(q.dtype).abs()[:, None]  # (B'|1, 1, Tq, Tk)
+        return -self.rates[self.index[attention.layer]].view(1, -1, 1, 1) * distance
+"""
+
+
+def test_per_layer_parameters_mixes_and_real_positions():
+    path = write("per_layer.py", PER_LAYER)
+    cfg = tiny({"name": "per_layer_decay"}, train={"steps": 20, "batch_size": 16, "min_length": 1, "max_length": 8})
+    cfg["schemes"] = [path]
+    cfg["model"]["num_layers"] = 4
+    run = pelab.load(pelab.train(cfg, out="per_layer", quiet=True))
+    assert [n for n in run.state_dict() if n.startswith("position_encoding.")] == \
+        [f"position_encoding.rates.{i}" for i in range(4)], list(run.state_dict())
+    # encoding_mix: RoPE on every second block, the Python scheme (and its parameters) on the others
+    mixed = dict(cfg, encoding_mix={"name": "rope", "every": 2})
+    names = [n for n in pelab.load(pelab.train(mixed, out="mixed", quiet=True)).state_dict() if "rates" in n]
+    assert len(names) == 2, names
+    # real-valued positions reach the hooks as float64
+    real = dict(cfg, positions={"sampler": "random_float", "max_length": 64})
+    frame = pelab.load(pelab.train(real, out="real", quiet=True)).evaluate(lengths=[8])
+    assert frame["per_token_accuracy"].notna().all(), frame
+    # pelab.check_scheme from Python: every property holds, bidirectional and causal
+    table = pelab.check_scheme("per_layer_decay", schemes=[path])
+    assert set(table["causal"]) == {False, True} and table["passed"].all(), table
+    assert "a gradient for every parameter" in set(table["property"]), table
+
+
 def expect_error(cfg, *fragments, kind=None):
     try:
         pelab.train(cfg, out="error_run", quiet=True)

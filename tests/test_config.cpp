@@ -151,7 +151,7 @@ CATCH_TEST_CASE("config errors point at file:line:col", "[config]") {
               prefix("unknown_scheme.yaml") + ":5:9: encoding.name: unknown encoding 'rotary'; known encodings: " +
                                               known_schemes());
   CATCH_CHECK(error_of("unknown_key.yaml") ==
-              prefix("unknown_key.yaml") + ":4:3: unknown key 'model.d_modle' in model; allowed keys: activation, "
+              prefix("unknown_key.yaml") + ":4:3: unknown key 'model.d_modle' in model (did you mean 'd_model'?); allowed keys: activation, "
                                            "attention_dropout, causal, d_ff, d_model, dropout, embedding_init_std, "
                                            "embedding_layer_norm, embedding_scale, layer_norm_eps, logit_scaling, norm, num_heads, "
                                            "num_layers, segment_embeddings, ssmax_init");
@@ -163,8 +163,8 @@ CATCH_TEST_CASE("config errors point at file:line:col", "[config]") {
               prefix("bad_choice.yaml") + ":5:11: encoding.layout: 'zigzag' is not allowed; expected one of: "
                                           "interleaved, concatenated, concatenated_t2t");
   CATCH_CHECK(error_of("unknown_option.yaml") ==
-              prefix("unknown_option.yaml") + ":4:3: unknown key 'encoding.max_position' in encoding 'learned'; "
-                                              "allowed keys: init_std, inject, max_positions, name");
+              prefix("unknown_option.yaml") + ":4:3: unknown key 'encoding.max_position' in encoding 'learned' "
+                                              "(did you mean 'max_positions'?); allowed keys: init_std, inject, max_positions, name");
   CATCH_CHECK(error_of("heads_not_dividing.yaml") ==
               prefix("heads_not_dividing.yaml") + ":4:14: model.num_heads: 3 heads do not divide d_model = 32");
   CATCH_CHECK(error_of("bad_list.yaml") ==

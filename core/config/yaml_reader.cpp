@@ -238,13 +238,46 @@ std::vector<std::string> YamlReader::keys() const {
   return out;
 }
 
+namespace {
+
+// Edits (insertions, deletions, substitutions, swaps of neighbours) from a to b.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// The allowed key a typo most likely meant (within a third of its length in edits), or "".
+std::string nearest(const std::string& key, const std::vector<std::string>& allowed) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(1, key.size() / 3) + 1;
+  for (const auto& candidate : allowed) {
+    const size_t distance = edit_distance(key, candidate);
+    if (distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 void YamlReader::finish(const std::string& what) {
   if (!node_ || !node_.IsMap()) return;
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     const std::string key = it->first.Scalar();
     if (read_.count(key)) continue;
     std::vector<std::string> allowed(read_.begin(), read_.end());
+    const std::string meant = nearest(key, allowed);
     fail_at_key(key, "unknown key '" + key_path(key) + "' in " + what +
+                         (meant.empty() ? std::string() : " (did you mean '" + meant + "'?)") +
                          "; allowed keys: " + (allowed.empty() ? std::string("none") : join(allowed)));
   }
 }

@@ -214,6 +214,19 @@ class Run:
         Returns a dict: logits (B, T, C); attentions: per layer (B, H, T, T) probabilities;
         hidden_states: the embedding output and each layer's (B, T, D); score_terms (when asked):
         per layer, term name -> (B|1, H|1, T, T), adding up to the scores before the mask."""
+        import torch
+        tokens = _integer_tensor(tokens, "tokens")
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens: expected (batch, length) token ids, got shape {tuple(tokens.shape)}")
+        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= self._run.vocab_size):
+            raise ValueError(f"tokens: ids must be in [0, {self._run.vocab_size - 1}] (this run's vocabulary; 0 is "
+                             f"padding), got {int(tokens.min())}..{int(tokens.max())}")
+        if positions is not None and not isinstance(positions, torch.Tensor):
+            positions = torch.as_tensor(positions)
+        if segments is not None:
+            segments = _integer_tensor(segments, "segments")
+        if padding is not None and not isinstance(padding, torch.Tensor):
+            padding = torch.as_tensor(padding)
         return self._run.forward(tokens, positions, method, segments, padding, attentions, hidden_states,
                                  score_terms)
 
@@ -227,7 +240,7 @@ class Run:
         """`pelab eval` at `lengths` (default: the run's eval.lengths) on `samples` sequences each,
         under the extrapolation `method`: a DataFrame, one row per length."""
         import pandas as pd
-        rows = self._run.evaluate(list(lengths or []), samples or 0, method)
+        rows = self._run.evaluate(_lengths(lengths), samples or 0, method)
         frame = pd.DataFrame(rows)
         frame["beyond_training"] = frame["length"] > self.config["train.max_length"]
         return frame
@@ -236,16 +249,57 @@ class Run:
         """What `pelab eval --attention-lengths` stores: probs (N, layers, H, T, T) float32, the
         tokens, the key positions, and the score-term statistics (term_names, term_mean_abs,
         term_correlation: (layers, H, terms))."""
+        length = _lengths(length, "length")[0]
+        T = self._run.sequence_length(length)
+        layers, heads = self.config["model.num_layers"], self.config["model.num_heads"]
+        needed = 3 * examples * layers * heads * T * T * 4  # the maps, the scores behind them, a copy
+        available = _available_memory()
+        if available is not None and needed > available / 2:
+            raise MemoryError(f"attention_maps({length}, examples={examples}): {examples} x {layers} layers x {heads} "
+                              f"heads x {T}^2 tokens needs about {needed / 2**30:.1f} GiB, and {available / 2**30:.1f} "
+                              "GiB are free: ask for fewer examples or a shorter length")
         return self._run.attention_maps(length, examples, method)
 
     def probes(self, length, method="none"):
         """Position probes of every layer at `length` (as `pelab eval --probes`): a DataFrame."""
         import pandas as pd
-        return pd.DataFrame(self._run.probes(length, method))
+        return pd.DataFrame(self._run.probes(_lengths(length, "length")[0], method))
 
     def state_dict(self):
         """The parameters and buffers: an OrderedDict of name -> CPU tensor (copies)."""
         return collections.OrderedDict(self._run.state_dict())
+
+
+def _integer_tensor(values, name):
+    """A tensor, list or numpy array of integers as an int64 tensor; floats and bools refused."""
+    import torch
+    tensor = values if isinstance(values, torch.Tensor) else torch.as_tensor(values)
+    if tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool:
+        raise TypeError(f"{name}: expected integer ids, got {tensor.dtype} (a float or bool is not a token id)")
+    return tensor.to(torch.int64)
+
+
+def _lengths(lengths, name="lengths"):
+    """An int or a sequence of ints (task lengths, at least 1) as a list; None or empty: []."""
+    if lengths is None:
+        return []
+    items = [lengths] if isinstance(lengths, int) or hasattr(lengths, "__index__") else list(lengths)
+    for length in items:
+        if isinstance(length, bool) or not hasattr(length, "__index__") or int(length) < 1:
+            raise ValueError(f"{name}: task lengths are integers of at least 1, got {length!r}")
+    return [int(length) for length in items]
+
+
+def _available_memory():
+    """Bytes of memory available (MemAvailable of /proc/meminfo), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def load(path, device="cpu", threads=0, step=None):
@@ -254,6 +308,9 @@ def load(path, device="cpu", threads=0, step=None):
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, "run.h5")
+    folder = os.path.dirname(path) or "."
+    if not os.path.exists(path) and os.path.exists(os.path.join(folder, "checkpoint.h5")):
+        raise FileNotFoundError(_unfinished(folder))
     return Run(path, device, threads, step)
 
 
@@ -277,6 +334,9 @@ def _run_files(path):
         return [(r["path"], r["id"]) for r in runfile.sweep_runs(path, load_runs=False) if r["status"] == "complete"]
     if os.path.exists(os.path.join(path, "run.h5")):
         return [(os.path.join(path, "run.h5"), None)]
+    if os.path.exists(os.path.join(path, "checkpoint.h5")):  # a run still training, or stopped
+        print(f"note: {_unfinished(path)}; left out", file=sys.stderr)
+        return []
     if os.path.isdir(path):
         found = []
         for entry in sorted(os.listdir(path)):
@@ -285,11 +345,26 @@ def _run_files(path):
     raise FileNotFoundError(f"{path}: not a run file, a run's folder or a sweep")
 
 
+def _unfinished(folder):
+    """What a run folder without its run file holds: its checkpoint's step and how to continue."""
+    step = "?"
+    try:
+        import h5py
+        with h5py.File(os.path.join(folder, "checkpoint.h5"), "r") as f:
+            step = int(f.attrs["step"])
+    except (OSError, KeyError):
+        pass
+    live = " (training now: curve.json is being written)" if os.path.exists(os.path.join(folder, "curve.json")) else ""
+    return (f"{folder} has no run file yet: its run is unfinished{live}, with a checkpoint at step {step}; "
+            f"pelab train CONFIG --resume --out {folder} continues it")
+
+
 def results(paths):
     """Run files, run folders and sweeps (a path or a list) as one pandas DataFrame: one row per
     run and evaluation row, with the run file, the sweep run id, the training range, whether the
     length is beyond it, and every config key as a column (`train.steps`, `encoding.name`, ...).
-    A run file that cannot be read is named on stderr and left out."""
+    A run file that cannot be read, and a run folder without its run file yet (still training or
+    stopped: its checkpoint), are named on stderr and left out."""
     import pandas as pd
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -138,7 +138,16 @@ def check(f):
 
 def load(path):
     """A plain dict of one run: config text, environment, training curve, evaluation table (and,
-    when the run stored them, evaluation curve, snapshot steps, trained position-table rows)."""
+    when the run stored them, evaluation curve, snapshot steps, trained position-table rows).
+    A missing file raises FileNotFoundError saying whether a run is unfinished there."""
+    if not os.path.exists(path):
+        folder = os.path.dirname(path) or "."
+        if os.path.exists(os.path.join(folder, "checkpoint.h5")) or os.path.exists(os.path.join(folder, LIVE_CURVE)):
+            raise FileNotFoundError(f"{path} does not exist yet: the run in {folder} is still training or was stopped "
+                                    f"(its checkpoint or {LIVE_CURVE} is there); pelab train CONFIG --resume --out "
+                                    f"{folder} finishes a stopped one")
+        raise FileNotFoundError(f"{path} does not exist (a run starting there writes {LIVE_CURVE} at its first log "
+                                "row, and run.h5 when it ends)")
     with h5py.File(path, "r") as f:
         check(f)
         return {
