@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
                          "and report.md are written either way)")->capture_default_str()
       ->check(CLI::IsMember({"text", "markdown", "csv", "latex"}));
   report_cmd->add_option("--sort", report.sort, "none (the sweep's order) or summary (best first by the "
-                         "beyond-training column)")->capture_default_str()->check(CLI::IsMember({"none", "summary"}));
+                         "beyond-training column, within each task)")->capture_default_str()->check(CLI::IsMember({"none", "summary"}));
   report_cmd->add_option("--method", report.method, "only this extrapolation method's rows (default: each method a "
                          "line)")->check(CLI::IsMember(pelab::extrapolation_methods()));
   report_cmd->add_option("--step", report.step, "rows of this training step (pelab eval --step; default: the "

@@ -26,6 +26,7 @@ namespace {
 // One line of the table: a group (the runs that differ only by seed) and a method.
 struct Line {
   std::string group, method;
+  std::string task;  // of the group's first run: --sort summary ranks within a task
   int64_t train_min = 0, train_max = 0;
   std::map<int64_t, std::vector<double>> values, chance;  // per test length, over seeds
   std::map<int64_t, std::set<std::string>> untrained;     // EvalResult::untrained texts
@@ -395,7 +396,8 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       auto line = std::find_if(lines.begin(), lines.end(),
                                [&](const Line& l) { return l.group == group && l.method == method; });
       if (line == lines.end()) {
-        lines.push_back({group, method, report.train_min_length, report.train_max_length, {}, {}, {}, {}, {}, {}});
+        lines.push_back({group, method, report.task, report.train_min_length, report.train_max_length, {}, {}, {}, {}, {},
+                         {}});
         line = lines.end() - 1;
       }
       line->train_min = std::min(line->train_min, report.train_min_length);
@@ -436,12 +438,16 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     }
   }
   const bool loss = a.metric == "loss";
-  if (a.sort == "summary")
+  if (a.sort == "summary") {
+    std::map<std::string, size_t> task_order;  // tasks in the order they first appear; lines ranked within each
+    for (const auto& line : lines) task_order.emplace(line.task, task_order.size());
     std::stable_sort(lines.begin(), lines.end(), [&](const Line& x, const Line& y) {
+      if (x.task != y.task) return task_order.at(x.task) < task_order.at(y.task);
       const double vx = aggregate_of(x.summary, a).value, vy = aggregate_of(y.summary, a).value;
       if (std::isnan(vx) || std::isnan(vy)) return !std::isnan(vx) && std::isnan(vy);
       return loss ? vx < vy : vx > vy;
     });
+  }
   // one chance line when every group has the same chance levels (one task), else one per group
   bool one_chance = true;
   std::map<int64_t, double> shared_chance;
@@ -535,8 +541,19 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
                               a.sampler.empty() ? "as each run evaluated" : a.sampler,
                               a.sampler_max_length > 0 ? fmt::format(" (max_length {})", a.sampler_max_length) : "",
                               a.samples > 0 ? fmt::format(", {} samples", a.samples) : ""));
+  std::set<std::vector<int64_t>> beyond_sets;  // the lengths each line's beyond averages
+  for (const auto& line : lines)
+    if (!line.summary_lengths.empty()) beyond_sets.insert(line.summary_lengths);
+  std::string beyond_lengths = "";
+  if (beyond_sets.size() == 1) {
+    std::vector<std::string> texts;
+    for (int64_t L : *beyond_sets.begin()) texts.push_back(std::to_string(L));
+    beyond_lengths = ": " + join(texts);
+  } else if (beyond_sets.size() > 1) {
+    beyond_lengths = ", which differ between groups (report.csv's rows)";
+  }
   notes.push_back("* beyond the group's training lengths (trained); beyond: each seed's mean over those lengths "
-                  "(the ones every seed has), aggregated the same way");
+                  "(the ones every seed has" + beyond_lengths + "), aggregated the same way");
   if (a.success >= 0)
     notes.push_back(fmt::format("k/n: seeds {} {}", loss ? "at or below" : "at or above",
                                 loss ? fmt::format("{}", a.success) : fmt::format("{}%", 100 * a.success)));

@@ -86,6 +86,14 @@ grep -q "^task=reverse_string min_length=1 max_length=3 .*\*" report.txt
 grep -q "^task=reverse_string min_length=1 max_length=3 .*(3)\* !" report.txt
 grep -q "!: some seed used position-table rows (learned) that no training step updated" report.txt
 "$PELAB" report eval-out --aggregate median --success 0.9 --sort summary --format csv > median.csv
+# --sort summary ranks within each task: a task's lines stay together
+"$PELAB" report eval-out --sort summary > sorted.txt
+grep -Eo '^task=[a-z_]+' sorted.txt | uniq | sort | uniq -d > interleaved.txt
+test ! -s interleaved.txt || { echo "--sort summary interleaves tasks"; cat sorted.txt; exit 1; }
+# beyond names the lengths it averages (each group's own here: two training ranges)
+grep -q "beyond: each seed's mean over those lengths (the ones every seed has, which differ between groups" report.txt
+"$PELAB" report eval-out/runs/task-reverse_string_seed-0_min_length-1_max_length-3/run.h5 --out only3 > only3.txt
+grep -q "(the ones every seed has: 6, 9" only3.txt || { cat only3.txt; exit 1; }
 "$PELAB" report eval-out --aggregate max --format csv > max.csv
 "$PELAB" report eval-out --format latex | tee report.tex
 grep -q '\\toprule' report.tex && grep -q '\$\\pm\$' report.tex
@@ -171,10 +179,13 @@ assert median[("task=reverse_string min_length=2 max_length=6", "6")]["beyond_tr
 # the chance levels of the two tasks differ (so one chance line would be wrong)
 assert not close(median[("task=parity_check min_length=2 max_length=6", "9")]["chance"],
                  median[("task=reverse_string min_length=2 max_length=6", "9")]["chance"])
-# --sort summary: best first
+# --sort summary: best first within each task, the tasks in their first order
 order = [r["group"] for r in csv.DictReader(open("median.csv")) if r["length"] == "beyond"]
-summaries = [np.median(groups[g]["summary"]) for g in order]
-assert summaries == sorted(summaries, reverse=True), summaries
+tasks = [g.split()[0] for g in order]
+assert tasks == sorted(tasks, key=tasks.index), order  # each task's lines together
+for task in set(tasks):
+    summaries = [np.median(groups[g]["summary"]) for g in order if g.startswith(task + " ")]
+    assert summaries == sorted(summaries, reverse=True), (task, summaries)
 # rows under other settings: the randomized row of one run, the step-2 rows of one run
 randomized = {k: r for k, r in read("randomized.csv").items() if k[1] != "beyond"}
 assert list(randomized) == [("task=reverse_string min_length=1 max_length=3", "6")], list(randomized)

@@ -67,10 +67,10 @@ YAML
 sed 's/^output: sweep$/output: packed/' sweep.yaml > packed.yaml
 "$PELAB" sweep packed.yaml --runs-per-process 2 > packed.log   # both runs in one process
 test "$(ls packed/runs/*/run.h5 | wc -l)" = 2
-"$PELAB" eval sweep --lengths 16 --jobs 2 > eval.log
+first=$(ls -d sweep/runs/*/ | head -1)
+"$PELAB" eval "${first}run.h5" --lengths 16 > eval.log
 "$PELAB" report sweep > report.txt
 grep -q "16" report.txt
-first=$(ls -d sweep/runs/*/ | head -1)
 "$PELAB" export-attention "${first}run.h5" --lengths 10 > export.log
 
 echo "== encoding_mix: the Python scheme beside a built-in one"
@@ -78,14 +78,12 @@ echo "== encoding_mix: the Python scheme beside a built-in one"
     --set train.checkpoint_every=0 --out mixed > mixed.log
 
 echo "== pelab check-scheme"
-"$PELAB" check-scheme dynamic_position_bias --schemes "$tutorial" --set log_distance=true > check.txt
+"$PELAB" check-scheme dynamic_position_bias --schemes "$tutorial" --set log_distance=true --no-randomized > check.txt
 cat check.txt
 grep -Eq "^  padding invariance +logits [0-9.e-]+, attention to padding 0 +pass" check.txt
 grep -Eq "^  no leak from the future +logits before t 0, bidirectional [0-9.e-]+ +pass" check.txt
 grep -Eq "^  shift invariance +all positions \+ 37: [0-9.e-]+ +pass" check.txt
 grep -q "every property holds" check.txt
-"$PELAB" check-scheme rope --mode causal --no-randomized > rope.txt
-grep -q "rope, causal, positions 0..T-1:" rope.txt
 cat > leaky.py <<'PY'
 import torch
 import pelab

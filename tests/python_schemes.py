@@ -33,7 +33,7 @@ def tiny(encoding, schemes=(), causal=False, **more):
            "encoding": encoding,
            "train": {"steps": STEPS, "batch_size": 16, "min_length": 1, "max_length": 8, "log_every": 1},
            "eval": {"lengths": [4, 8, 12], "samples": 32},
-           "analysis": {"probe_examples": 32, "attention_lengths": [12], "attention_examples": 2}}
+           "analysis": {"probes": False, "attention_lengths": [12], "attention_examples": 2}}
     if schemes:
         cfg["schemes"] = [os.path.join(EXAMPLES, s) for s in schemes]
     cfg.update(more)
