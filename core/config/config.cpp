@@ -26,6 +26,15 @@ SchemeFileLoader& scheme_file_loader() {
   return loader;
 }
 
+constexpr const char* kNoPython = "this program cannot load Python schemes (pelab was built without Python: install "
+                                  "python3-dev and pybind11-dev and rebuild, docs/python-schemes.md)";
+
+// `file` as an absolute path, its links and dots resolved
+std::string absolute_path(const std::filesystem::path& file) {
+  std::error_code error;
+  return std::filesystem::weakly_canonical(std::filesystem::absolute(file), error).string();
+}
+
 }  // namespace
 
 void set_scheme_file_loader(SchemeFileLoader loader) { scheme_file_loader() = std::move(loader); }
@@ -33,13 +42,10 @@ bool has_scheme_file_loader() { return static_cast<bool>(scheme_file_loader()); 
 
 Catalog load_scheme_files(const std::vector<std::string>& files) {
   if (files.empty()) return {};
-  if (!has_scheme_file_loader())
-    throw ConfigError("this program cannot load Python schemes (pelab was built without Python: install python3-dev "
-                      "and pybind11-dev and rebuild, docs/python-schemes.md)");
+  if (!has_scheme_file_loader()) throw ConfigError(kNoPython);
   Catalog all;
   for (const auto& file : files) {
-    std::error_code error;
-    const std::string absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(file), error).string();
+    const std::string absolute = absolute_path(file);
     if (!std::filesystem::is_regular_file(absolute)) throw ConfigError(file + ": no such Python file");
     try {
       for (auto& entry : scheme_file_loader()({absolute})) all.push_back(std::move(entry));
@@ -77,16 +83,13 @@ std::vector<std::string> read_scheme_files(YamlReader& r, const YamlSource& sour
       throw ConfigError(node_location(item, source) + ": schemes: expected the path of a Python file");
     fs::path file(item.Scalar());
     if (file.is_relative() && relative_to_config) file = config_dir / file;
-    std::error_code error;
-    const fs::path absolute = fs::weakly_canonical(fs::absolute(file), error);
+    const std::string absolute = absolute_path(file);
     if (!fs::is_regular_file(absolute))
-      throw ConfigError(node_location(item, source) + ": schemes: " + absolute.string() +
+      throw ConfigError(node_location(item, source) + ": schemes: " + absolute +
                         " does not exist (paths are relative to the config file)");
-    files.push_back(absolute.string());
+    files.push_back(absolute);
   }
-  if (!has_scheme_file_loader())
-    r.fail_at("schemes", "this program cannot load Python schemes (pelab was built without Python: install "
-                         "python3-dev and pybind11-dev and rebuild, docs/python-schemes.md)");
+  if (!has_scheme_file_loader()) r.fail_at("schemes", kNoPython);
   for (size_t i = 0; i < files.size(); ++i) {
     try {
       for (auto& entry : scheme_file_loader()({files[i]})) {

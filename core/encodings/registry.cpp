@@ -66,33 +66,33 @@ std::vector<SchemeEntry> built_in_schemes() {
   };
 }
 
-// The built-in schemes, then the added ones. Added only while configs are loaded, before any
-// run builds a scheme from it.
-std::vector<SchemeEntry>& mutable_registry() {
-  static std::vector<SchemeEntry> table = built_in_schemes();
-  return table;
-}
+// The built-in schemes (the first `built_in` entries), then the added ones. Added only while
+// configs are loaded, before any run builds a scheme from it.
+struct Registry {
+  std::vector<SchemeEntry> table = built_in_schemes();
+  size_t built_in = table.size();
+};
 
-size_t built_in_count() {
-  static const size_t count = built_in_schemes().size();
-  return count;
+Registry& registry() {
+  static Registry r;
+  return r;
 }
 
 }  // namespace
 
-const std::vector<SchemeEntry>& scheme_registry() { return mutable_registry(); }
+const std::vector<SchemeEntry>& scheme_registry() { return registry().table; }
 
 bool is_built_in_scheme(const std::string& name) {
-  const auto& table = mutable_registry();
-  for (size_t i = 0; i < built_in_count(); ++i)
-    if (table[i].info.name == name) return true;
+  const Registry& r = registry();
+  for (size_t i = 0; i < r.built_in; ++i)
+    if (r.table[i].info.name == name) return true;
   return false;
 }
 
 void add_scheme(SchemeEntry entry) {
   if (is_built_in_scheme(entry.info.name))
     throw std::invalid_argument("scheme name '" + entry.info.name + "' is a built-in scheme's; give the class another name");
-  auto& table = mutable_registry();
+  auto& table = registry().table;
   for (auto& existing : table)
     if (existing.info.name == entry.info.name) {
       existing = std::move(entry);

@@ -27,20 +27,22 @@ bool embedded_host = false;
 
 bool python_alive() { return Py_IsInitialized() && !_Py_IsFinalizing(); }
 
-// A Python object that C++ copies and destroys without holding the GIL (std::function
-// copies, static destruction): the GIL is taken to drop it, and after Python has finalized
-// the reference is leaked rather than touched.
+// Drops a reference from C++ code that may not hold the GIL (std::function copies, static
+// destruction): the GIL is taken to drop it, and after Python has finalized the reference is
+// leaked rather than touched.
+void drop(py::object& object) {
+  if (!python_alive()) {
+    object.release();
+    return;
+  }
+  py::gil_scoped_acquire gil;
+  object = py::object();
+}
+
 class PyHandle {
  public:
   explicit PyHandle(py::object object) : object_(std::move(object)) {}
-  ~PyHandle() {
-    if (!python_alive()) {
-      object_.release();
-      return;
-    }
-    py::gil_scoped_acquire gil;
-    object_ = py::object();
-  }
+  ~PyHandle() { drop(object_); }
   PyHandle(const PyHandle&) = delete;
   PyHandle& operator=(const PyHandle&) = delete;
   const py::object& get() const { return object_; }
@@ -169,16 +171,7 @@ class PythonSchemeImpl : public PositionEncodingImpl {
   }
 
   ~PythonSchemeImpl() override {
-    if (!python_alive()) {
-      instance_.release();
-      positions_type_.release();
-      attention_type_.release();
-      return;
-    }
-    py::gil_scoped_acquire gil;
-    instance_ = py::object();
-    positions_type_ = py::object();
-    attention_type_ = py::object();
+    for (py::object* object : {&instance_, &positions_type_, &attention_type_}) drop(*object);
   }
 
   void check_positions(const Positions& positions) const override {
@@ -395,11 +388,8 @@ class PythonSchemeImpl : public PositionEncodingImpl {
   py::object instance_, positions_type_, attention_type_;
 };
 
-struct LoadedFile {
-  Catalog entries;
-};
-std::map<std::string, LoadedFile>& loaded_files() {
-  static std::map<std::string, LoadedFile> files;
+std::map<std::string, Catalog>& loaded_files() {  // file -> its schemes' entries
+  static std::map<std::string, Catalog> files;
   return files;
 }
 std::map<std::string, std::string>& scheme_files() {  // name -> file
@@ -429,7 +419,7 @@ Catalog load_python_scheme_file(const std::string& path) {
   ensure_python();
   py::gil_scoped_acquire gil;
   auto found = loaded_files().find(path);
-  if (found != loaded_files().end()) return found->second.entries;
+  if (found != loaded_files().end()) return found->second;
   py::object scheme = scheme_module();
   py::module_ util = py::module_::import("importlib.util");
   const std::string module_name = "pelab_schemes_" + std::to_string(loaded_files().size());
@@ -500,13 +490,8 @@ Catalog load_python_scheme_file(const std::string& path) {
     scheme_files()[e.info.name] = path;
     add_scheme(std::move(e));
   }
-  loaded_files()[path] = {entries};
+  loaded_files()[path] = entries;
   return entries;
-}
-
-std::string python_scheme_file(const std::string& name) {
-  auto it = scheme_files().find(name);
-  return it == scheme_files().end() ? std::string() : it->second;
 }
 
 void install_python_scheme_loader(bool embedded) {

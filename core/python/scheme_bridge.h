@@ -24,7 +24,4 @@ void install_python_scheme_loader(bool embedded);
 // its schemes; std::runtime_error with a one-line message (the file and line of the problem).
 Catalog load_python_scheme_file(const std::string& path);
 
-// Whether scheme `name` was registered from a Python file, and that file.
-std::string python_scheme_file(const std::string& name);
-
 }  // namespace pelab

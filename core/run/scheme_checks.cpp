@@ -234,9 +234,10 @@ SchemeCheck score_terms_add_up(const Checker& c) {
       ok = false;
       continue;
     }
-    const auto expanded = sum.expand_as(bias.expand_as(sum + bias));
-    worst = std::max(worst, max_abs_difference(expanded, bias.expand_as(expanded)));
-    ok = ok && torch::allclose(expanded, bias.expand_as(expanded), 1e-5, 1e-5);
+    const auto shape = at::infer_size(sum.sizes(), bias.sizes());  // the terms may broadcast otherwise
+    const auto terms = sum.expand(shape), whole = bias.expand(shape);
+    worst = std::max(worst, max_abs_difference(terms, whole));
+    ok = ok && torch::allclose(terms, whole, 1e-5, 1e-5);
   }
   SchemeCheck check{"score terms add up to the bias", layers_with_terms ? "max |sum - bias| " + scientific(worst)
                                                                         : "no score bias"};
