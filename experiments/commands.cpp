@@ -10,6 +10,7 @@
 #include "core/run/scheme_checks.h"
 #include "core/config/catalog_yaml.h"
 #include "core/io/hdf5_store.h"
+#include "core/io/schema.h"
 #include "core/config/sweep_config.h"
 #include "core/config/yaml_reader.h"
 #include "core/run/run.h"
@@ -100,6 +101,16 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
       config = load_run_config(arguments.config_path, overrides, scheme_catalog(), task_catalog());
     }
     if (arguments.resume) config = resumed_config(config, arguments.overrides);
+    // a finished run of other settings in the output folder is not trained over
+    const std::string run_file = config.output.dir + "/" + schema::kRunFileName;
+    if (!arguments.resume && is_complete_run_file(run_file)) {
+      const auto differences =
+          differences_from_stored(run_file, read_run_file(run_file, /*with_checkpoint=*/false).config_yaml, config);
+      if (!differences.empty())
+        throw ConfigError(fmt::format("{} holds a finished run of other settings ({}): give another folder with "
+                                      "--out DIR, or remove it to train over it",
+                                      run_file, join(differences, "; ")));
+    }
   } catch (const ConfigError& e) {
     err << "error: " << e.what() << "\n";
     return 2;

@@ -217,7 +217,8 @@ int main(int argc, char** argv) {
                          "report's report_runs.csv), any mix; a run file is a group of its own, named by its run "
                          "name")->required();
   report_cmd->add_option("--out", report.out_dir, "folder for report.csv, report.md and report_runs.csv (default: "
-                         "the sweep directory when one is given alone)")->check(non_empty_path);
+                         "the sweep directory when one is given alone, the files named by the options that differ "
+                         "from the defaults: report_aggregate-median.csv)")->check(non_empty_path);
   report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str()
       ->check(CLI::IsMember({"token", "sequence", "loss"}));
   report_cmd->add_option("--aggregate", report.aggregate, "over seeds: mean (+- std), median [interquartile "
@@ -236,8 +237,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"token", "sequence"}));
   report_cmd->add_option("--success", report.success, "also count the seeds at or above this accuracy (a fraction, "
                          "e.g. 0.9; loss: at or below) per cell, as k/n")->check(CLI::NonNegativeNumber);
-  report_cmd->add_option("--format", report.format, "what is printed: text, markdown, csv or latex (report.csv "
-                         "and report.md are written either way)")->capture_default_str()
+  report_cmd->add_option("--format", report.format, "what is printed: text, markdown, csv or latex (the .csv "
+                         "and .md files are written either way)")->capture_default_str()
       ->check(CLI::IsMember({"text", "markdown", "csv", "latex"}));
   report_cmd->add_option("--sort", report.sort, "none (the sweep's order) or summary (best first by the "
                          "beyond-training column, within each task)")->capture_default_str()->check(CLI::IsMember({"none", "summary"}));

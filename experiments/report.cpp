@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -104,7 +105,9 @@ Aggregate aggregate_of(std::vector<double> values, const ReportArguments& a) {
   return g;
 }
 
-std::string format_cell(const Aggregate& g, const ReportArguments& a) {
+// `show_n`: append the cell's number of values "(n)"; left out where every cell has the same n
+// (the notes say it) and where --success shows it as k/n.
+std::string format_cell(const Aggregate& g, const ReportArguments& a, bool show_n) {
   if (g.n == 0) return "";
   const bool loss = a.metric == "loss";
   auto number = [&](double x) { return fmt::format(loss ? "{:.3f}" : "{:.1f}", x); };
@@ -115,7 +118,7 @@ std::string format_cell(const Aggregate& g, const ReportArguments& a) {
                     : number(g.median);
   else if (a.aggregate == "max") text = fmt::format("{} [{}]", number(g.value), number(loss ? g.max : g.min));
   else text = fmt::format("{} +- {}", number(g.mean), number(g.std));
-  text += fmt::format(" ({})", g.n);
+  if (show_n) text += fmt::format(" ({})", g.n);
   if (a.success >= 0) text += fmt::format(" {}/{}", g.successes, g.n);
   return text;
 }
@@ -260,6 +263,30 @@ std::vector<ReportRun> runs_of_per_run_file(const std::string& path, const Repor
 }
 
 }  // namespace
+
+std::string report_file_stem(const ReportArguments& a) {
+  const ReportArguments defaults;
+  std::vector<std::string> parts = {"report"};
+  auto add = [&](const char* key, const std::string& value) {
+    std::string safe;  // a file name: letters, digits, '.', '+' and '-'
+    for (char c : value) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '-' ? c : '-';
+    parts.push_back(std::string(key) + "-" + safe);
+  };
+  auto number = [](double x) { return fmt::format("{:g}", x); };
+  if (a.metric != defaults.metric) add("metric", a.metric);
+  if (a.aggregate != defaults.aggregate) add("aggregate", a.aggregate);
+  if (!a.pool.empty()) add("pool", join(a.pool, "+"));
+  if (a.success >= 0) add("success", number(a.success));
+  if (a.learned >= 0) add("learned", number(a.learned));
+  if (a.learned >= 0 && a.learned_metric != defaults.learned_metric) add("learned-metric", a.learned_metric);
+  if (!a.method.empty()) add("method", a.method);
+  if (a.step >= 0) add("step", std::to_string(a.step));
+  if (!a.sampler.empty()) add("sampler", a.sampler);
+  if (a.sampler_max_length > 0) add("sampler-max-length", std::to_string(a.sampler_max_length));
+  if (a.samples > 0) add("samples", std::to_string(a.samples));
+  if (a.sort != defaults.sort) add("sort", a.sort);
+  return join(parts, "_");
+}
 
 int command_report(const ReportArguments& a, std::ostream& out, std::ostream& err) {
   if (a.success > 1 && a.metric != "loss") {
@@ -464,6 +491,14 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   auto note_interval = [&](const Aggregate& g) {
     if (a.aggregate == "median-ci" && g.n >= 2 && g.n <= kRangeIntervalMaxN) range_intervals.insert(g.n);
   };
+  // the number of values in each cell: shown once in the notes where it is the same everywhere
+  std::set<size_t> cell_ns;
+  for (const auto& line : lines) {
+    for (const auto& [length, values] : line.values) cell_ns.insert(values.size());
+    if (!line.summary.empty()) cell_ns.insert(line.summary.size());
+  }
+  const bool one_n = cell_ns.size() == 1;
+  const bool show_n = !one_n && a.success < 0;
   std::vector<std::string> header = {"run", "trained"};
   for (int64_t L : lengths) header.push_back(std::to_string(L));
   header.push_back("beyond");
@@ -499,7 +534,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       const double chance = mean_of(line.chance.at(L));
       const bool in_summary =
           std::find(line.summary_lengths.begin(), line.summary_lengths.end(), L) != line.summary_lengths.end();
-      std::string cell = format_cell(g, a) + (L > line.train_max ? "*" : "");
+      std::string cell = format_cell(g, a, show_n) + (L > line.train_max ? "*" : "");
       auto untrained = line.untrained.find(L);
       if (untrained != line.untrained.end()) {
         cell += " !";
@@ -512,7 +547,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     }
     const Aggregate summary = aggregate_of(line.summary, a);
     note_interval(summary);
-    cells.push_back(format_cell(summary, a));
+    cells.push_back(format_cell(summary, a, show_n));
     chance_cells.push_back(beyond_lengths ? fmt::format(loss ? "{:.3f}" : "{:.1f}", beyond_chance / beyond_lengths) : "");
     if (summary.n > 0) csv_row(line, "beyond", true, summary, beyond_chance / beyond_lengths, false);
     table.push_back(cells);
@@ -530,11 +565,13 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
                            : a.metric == "sequence" ? "per-sequence accuracy (%)"
                                                     : "loss (nats per scored token)";
   const std::string over = a.pool.empty() ? "seeds" : "seeds x " + join(a.pool, " x ");
-  const std::string how = a.aggregate == "median"      ? "median [interquartile range] over " + over + " (n)"
-                          : a.aggregate == "median-ci" ? "median [95% bootstrap interval] over " + over + " (n)"
-                          : a.aggregate == "max"       ? (loss ? "best (lowest) [highest] of the " + over + " (n)"
-                                                               : "best of the " + over + " [worst] (n)")
-                                                       : "mean +- std over " + over + " (n)";
+  const std::string n = one_n ? fmt::format(" (n = {} in every cell)", *cell_ns.begin())
+                               : a.success >= 0 ? std::string(" (n: the k/n)") : std::string(" (n)");
+  const std::string how = a.aggregate == "median"      ? "median [interquartile range] over " + over + n
+                          : a.aggregate == "median-ci" ? "median [95% bootstrap interval] over " + over + n
+                          : a.aggregate == "max"       ? (loss ? "best (lowest) [highest] of the " + over + n
+                                                               : "best of the " + over + " [worst]" + n)
+                                                       : "mean +- std over " + over + n;
   std::vector<std::string> notes;
   notes.push_back(fmt::format("{}: {}, {}; {} of {} runs complete", described, what, how, complete, runs.size()));
   notes.push_back(fmt::format("rows at {}, positions {}{}{}", a.step >= 0 ? fmt::format("step {}", a.step) : "the final step",
@@ -550,7 +587,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     for (int64_t L : *beyond_sets.begin()) texts.push_back(std::to_string(L));
     beyond_lengths = ": " + join(texts);
   } else if (beyond_sets.size() > 1) {
-    beyond_lengths = ", which differ between groups (report.csv's rows)";
+    beyond_lengths = ", which differ between groups: the .csv file's beyond rows";
   }
   notes.push_back("* beyond the group's training lengths (trained); beyond: each seed's mean over those lengths "
                   "(the ones every seed has" + beyond_lengths + "), aggregated the same way");
@@ -581,6 +618,20 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
                                 join(std::vector<std::string>(untrained_schemes.begin(), untrained_schemes.end()))));
   if (without_rows > 0)
     notes.push_back(fmt::format("{} complete run(s) have no rows under these settings", without_rows));
+  // groups whose every seed has the same values at the same lengths: a model that cannot tell
+  // the groups' settings apart (a bidirectional one without positions sees reverse_string and
+  // duplicate_string inputs alike), or the same runs twice
+  std::vector<std::string> identical;
+  for (size_t i = 0; i < lines.size(); ++i)
+    for (size_t j = i + 1; j < lines.size(); ++j)
+      if (lines[i].method == lines[j].method && lines[i].seeds.size() > 1 && lines[i].seeds == lines[j].seeds &&
+          std::any_of(lines[i].seeds.begin(), lines[i].seeds.end(), [](const auto& s) { return !s.empty(); }))
+        identical.push_back(lines[i].group + " and " + lines[j].group);
+  if (!identical.empty())
+    notes.push_back(fmt::format("the same value in every seed and length: {} (their models cannot tell these "
+                                "settings apart, e.g. a bidirectional encoder without positions sees the inputs "
+                                "of reverse_string and duplicate_string alike)",
+                                join(identical, "; ")));
 
   // text
   std::vector<size_t> width(header.size(), 0);
@@ -635,17 +686,19 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     if (a.format == "text") out << "(several inputs: --out DIR writes report.csv, report.md and report_runs.csv)\n";
     return problems.empty() ? 0 : 1;
   }
+  // in the sweep directory each variant of the report has files of its own; --out DIR takes
+  // the plain names
+  const std::string stem = out_dir + "/" + (a.out_dir.empty() ? report_file_stem(a) : std::string("report"));
   try {
     std::filesystem::create_directories(out_dir);
-    write_file_atomically(out_dir + "/report.csv", csv.str(), "the report");
-    write_file_atomically(out_dir + "/report.md", md.str(), "the report");
-    write_file_atomically(out_dir + "/report_runs.csv", per_run.str(), "the per-run values");
+    write_file_atomically(stem + ".csv", csv.str(), "the report");
+    write_file_atomically(stem + ".md", md.str(), "the report");
+    write_file_atomically(stem + "_runs.csv", per_run.str(), "the per-run values");
   } catch (const std::exception& e) {
     err << "error: " << e.what() << "\n";
     return 1;
   }
-  if (a.format == "text")
-    out << "wrote " << out_dir << "/report.csv, " << out_dir << "/report.md, " << out_dir << "/report_runs.csv\n";
+  if (a.format == "text") out << "wrote " << stem << ".csv, " << stem << ".md, " << stem << "_runs.csv\n";
   return problems.empty() ? 0 : 1;
 }
 

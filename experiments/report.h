@@ -40,10 +40,15 @@ struct ReportArguments {
   int64_t samples = 0;
 };
 
+// The name, without extension, of a report's files in its sweep directory: "report" with the
+// default options, else "report" and each option that differs from its default, e.g.
+// "report_aggregate-median_success-0.9", so that one variant never overwrites another.
+std::string report_file_stem(const ReportArguments& arguments);
+
 // Prints the table in `format` over the runs of the sweep directories and run files given
 // (a lone run file's group is its run name), and writes report.csv, report.md and
 // report_runs.csv (one row per run, method and test length, every value unaggregated) in
-// out_dir. Exit codes: 0, 1 when some run is not complete (left out) or a file cannot be
+// out_dir (in the sweep directory: named by report_file_stem). Exit codes: 0, 1 when some run is not complete (left out) or a file cannot be
 // written, 2 bad arguments.
 int command_report(const ReportArguments& arguments, std::ostream& out, std::ostream& err);
 

@@ -31,6 +31,7 @@
 #include "core/run/run.h"
 #include "core/train/checkpoint.h"
 #include "core/train/cuda_graph_step.h"
+#include "core/train/progress.h"
 #include "core/train/stop_signal.h"
 #include "data/task_registry.h"
 
@@ -645,18 +646,26 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
                                          sweep.output + "/processes/" + runs[group[0]].id + ".log"));
   }
   int64_t done = 0, failed = 0, interrupted = 0, running = 0;
+  // per process: when it started (running ones), and the seconds of those that ended, for the
+  // estimate of the time left
+  std::map<size_t, std::chrono::steady_clock::time_point> process_started;
+  double ended_seconds = 0;
+  int64_t ended_processes = 0;
   auto placed = [&](size_t slot) {  // " on GPU 1" with --gpus
     return a.gpus.empty() ? std::string() : " on GPU " + slots[slot].substr(slots[slot].find('=') + 1);
   };
   // the sweep's progress after a run ends: what runs, what is left, and an estimate of the time
-  // left from the runs finished so far
-  const auto sweep_start = std::chrono::steady_clock::now();
+  // left from the processes finished so far
   auto progress = [&] {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
     const int64_t finished = done + failed, left = static_cast<int64_t>(todo.size()) - finished - interrupted;
     std::string eta;
-    if (finished > 0 && left > 0) {
-      const int64_t seconds = std::llround(elapsed / finished * left);
+    if (ended_processes > 0 && left > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      std::vector<double> ages;
+      for (const auto& [index, start] : process_started) ages.push_back(std::chrono::duration<double>(now - start).count());
+      const int64_t not_started = static_cast<int64_t>(processes.size()) - ended_processes - static_cast<int64_t>(ages.size());
+      const int64_t seconds = std::llround(sweep_seconds_left(ended_seconds / ended_processes, not_started, ages,
+                                                              static_cast<int64_t>(slots.size())));
       eta = seconds >= 60 ? fmt::format(", about {}m{:02d}s left", seconds / 60, seconds % 60)
                           : fmt::format(", about {}s left", seconds);
     }
@@ -675,11 +684,15 @@ int command_sweep(const SweepArguments& a, const std::string& pelab, std::ostrea
           ids.push_back(run.id);
         }
         running += static_cast<int64_t>(groups[i].size());
+        process_started[i] = std::chrono::steady_clock::now();
         out << fmt::format("[-/{}] started   {}\n", todo.size(), join(ids));
         out.flush();
       },
       [&](const ChildEnd& end) {
         running -= static_cast<int64_t>(groups[end.index].size());
+        process_started.erase(end.index);
+        ended_seconds += end.seconds;
+        ++ended_processes;
         for (int64_t index : groups[end.index]) {
           const SweepRun& run = runs[index];
           std::string error;

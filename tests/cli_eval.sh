@@ -83,9 +83,35 @@ echo "== the report: groups by task and training range, aggregates as numpy does
 grep -q "12 of 12 runs complete" report.txt
 test "$(grep -c '^  chance' report.txt)" -eq 4   # two tasks: each group its own chance line
 grep -q "^task=reverse_string min_length=1 max_length=3 .*\*" report.txt
-grep -q "^task=reverse_string min_length=1 max_length=3 .*(3)\* !" report.txt
+grep -q "^task=reverse_string min_length=1 max_length=3 .*[0-9]\* !" report.txt
+grep -q "mean +- std over seeds (n = 3 in every cell)" report.txt   # not a (3) in every cell
 grep -q "!: some seed used position-table rows (learned) that no training step updated" report.txt
+cp eval-out/report.md report-default.md
 "$PELAB" report eval-out --aggregate median --success 0.9 --sort summary --format csv > median.csv
+# a variant writes files of its own, named by its options, and leaves the default report alone
+cmp eval-out/report.md report-default.md
+variant=eval-out/report_aggregate-median_success-0.9_sort-summary
+test -s $variant.csv && test -s $variant.md && test -s ${variant}_runs.csv
+cmp $variant.csv median.csv
+# two groups with the same value in every seed and length are named (here one group's runs
+# again under another axis value)
+$py - <<'PY'
+import csv
+rows = list(csv.DictReader(open("eval-out/report_runs.csv")))
+group = rows[0]["group"]
+twins = [dict(r, run=r["run"] + "_twin", group=r["group"] + " twin=1", overrides=r["overrides"] + " twin=1")
+         for r in rows if r["group"] == group]
+with open("twins.csv", "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows + twins)
+PY
+"$PELAB" report twins.csv > twins.txt
+grep -Eq "the same value in every seed and length: task=reverse_string min_length=1 max_length=3 and task=reverse_string min_length=1 max_length=3 twin=1[;(]" twins.txt || { cat twins.txt; exit 1; }
+"$PELAB" report eval-out --success 0.9 > success.txt
+grep -q "wrote eval-out/report_success-0.9.csv" success.txt
+# k/n says n: no (n) beside it
+grep -Eq "^task=reverse_string min_length=1 max_length=3 +1-3 +[0-9.]+ \+- [0-9.]+ [0-3]/3 " success.txt || { cat success.txt; exit 1; }
 # --sort summary ranks within each task: a task's lines stay together
 "$PELAB" report eval-out --sort summary > sorted.txt
 grep -Eo '^task=[a-z_]+' sorted.txt | uniq | sort | uniq -d > interleaved.txt

@@ -43,6 +43,26 @@ CATCH_TEST_CASE("attention statistics of uniform and one-hot attention", "[analy
   CATCH_CHECK(p.mean_distance[0] == Approx(0.5));   // queries 0 and 1 only: (0.5 + 0.5) / 2
 }
 
+CATCH_TEST_CASE("the CPU pass over attention gives the statistics of the tensor form", "[analysis]") {
+  torch::manual_seed(3);
+  const int64_t B = 5, H = 3, T = 9;
+  auto p = torch::softmax(torch::randn({B, H, T, T}) * 3, -1);
+  p.index_put_({1, 2, 4}, torch::zeros({T}));  // rows with zeros: 0 log 0 counts as 0
+  p.index_put_({1, 2, 4, 3}, 1.0);
+  auto padding = torch::zeros({B, T}, torch::kBool);
+  padding.index_put_({2, torch::indexing::Slice(6)}, true);  // example 2 ends at token 5
+  padding.index_put_({4, torch::indexing::Slice(1)}, true);  // example 4 is one token
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(2);
+  const auto fast = attention_statistic_sums(p, padding);
+  const auto reference = attention_statistic_sums_torch(p, padding);
+  CATCH_REQUIRE(fast.sizes() == torch::IntArrayRef({5, H}));
+  CATCH_CHECK(torch::allclose(fast, reference, 1e-9, 1e-12));
+  torch::set_num_threads(1);  // the same numbers on one thread, bit for bit
+  CATCH_CHECK(torch::equal(attention_statistic_sums(p, padding), fast));
+  torch::set_num_threads(threads);
+}
+
 CATCH_TEST_CASE("stored attention maps are row-stochastic, causal maps have no mass above the diagonal",
                 "[analysis]") {
   for (const bool causal : {false, true}) {

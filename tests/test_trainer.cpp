@@ -496,6 +496,20 @@ CATCH_TEST_CASE("progress prints plain lines when not on a terminal", "[trainer]
                              test::ContainsText("1234 tok/s"));
 }
 
+CATCH_TEST_CASE("a sweep's time left counts the processes running side by side", "[trainer]") {
+  // 30 runs of 60 s, 2 at a time: when the first two end, 28 remain, 14 minutes, not 29 runs'
+  // worth (the elapsed time per finished run, which ignored the parallel slots)
+  CATCH_CHECK(sweep_seconds_left(60, 28, {}, 2) == Approx(14 * 60));
+  // one ended at 60 s, its twin has run 60 s too (about to end), 28 to start
+  CATCH_CHECK(sweep_seconds_left(60, 28, {60}, 2) == Approx(14 * 60));
+  // the last one running, halfway: its rest, whatever the slots
+  CATCH_CHECK(sweep_seconds_left(60, 0, {30}, 4) == Approx(30));
+  // more slots than processes left: each runs in its own slot, so the longest rest bounds it
+  CATCH_CHECK(sweep_seconds_left(60, 1, {10}, 8) == Approx(60));
+  // a process running past the mean adds nothing
+  CATCH_CHECK(sweep_seconds_left(60, 0, {90}, 2) == Approx(0));
+}
+
 CATCH_TEST_CASE("a non-finite loss stops the run, naming the step, nonfinite: skip skips and counts", "[trainer]") {
   auto task = test::default_task("reverse_string");
   std::ostringstream log;

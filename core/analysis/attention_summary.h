@@ -27,6 +27,13 @@ struct AttentionSummary {
   bool empty() const { return layers == 0; }
 };
 
+// One layer's statistics summed over the non-padding queries of a batch: (5, H) float64, rows
+// mean distance, entropy, diagonal, first, last (AttentionSummary's order, before the mean).
+// p: (B, H, T, T); padding: (B, T) bool. On the CPU one pass over p without temporaries; on
+// other devices (and as the tests' reference) attention_statistic_sums_torch, in tensor ops.
+torch::Tensor attention_statistic_sums(const torch::Tensor& p, const torch::Tensor& padding);
+torch::Tensor attention_statistic_sums_torch(const torch::Tensor& p, const torch::Tensor& padding);
+
 class AttentionSummaryAccumulator {
  public:
   // probs: num_layers x (B, H, T, T); padding: (B, T) bool

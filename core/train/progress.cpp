@@ -8,6 +8,20 @@
 
 namespace pelab {
 
+double sweep_seconds_left(double mean_seconds, int64_t not_started, const std::vector<double>& running_ages,
+                          int64_t slots) {
+  double work = mean_seconds * static_cast<double>(not_started);
+  // a bound: the running process furthest from its end, or a whole process still to start
+  double longest = not_started > 0 ? mean_seconds : 0.0;
+  for (double age : running_ages) {
+    work += std::max(0.0, mean_seconds - age);
+    longest = std::max(longest, mean_seconds - age);
+  }
+  const int64_t active = std::min<int64_t>(std::max<int64_t>(1, slots), not_started + static_cast<int64_t>(running_ages.size()));
+  if (active == 0) return 0;
+  return std::max(longest, work / static_cast<double>(active));
+}
+
 ProgressReporter::ProgressReporter(std::ostream& out, int64_t total_steps, int64_t log_every,
                                    bool interactive)
     : out_(out), total_(total_steps), log_every_(log_every), interactive_(interactive),

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace pelab {
 
@@ -17,6 +18,12 @@ struct ProgressStats {
   double learning_rate = 0;
   std::string phase;           // e.g. "phase 2/2 (lengths 1-512)" with train.phases, else empty
 };
+
+// Seconds a sweep has left: the processes not started and the rest of the running ones
+// (`running_ages`: seconds since each started) at `mean_seconds` each, the time the finished
+// ones took, `slots` processes at a time.
+double sweep_seconds_left(double mean_seconds, int64_t not_started, const std::vector<double>& running_ages,
+                          int64_t slots);
 
 class ProgressReporter {
  public:
