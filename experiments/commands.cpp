@@ -12,6 +12,7 @@
 #include "core/io/hdf5_store.h"
 #include "core/io/schema.h"
 #include "core/config/sweep_config.h"
+#include "core/config/run_name.h"
 #include "core/config/yaml_reader.h"
 #include "core/run/run.h"
 #include "core/train/checkpoint.h"
@@ -73,14 +74,18 @@ RunConfig resumed_config(const RunConfig& config, const std::vector<std::string>
 // keys (where it writes, how many threads, which device, how often it checkpoints), nor how
 // often it logs (train.log_every: the curve's rows, not the run's numbers; unlike the
 // operational keys a resume does not take it, as the checkpoint holds its log window).
-std::vector<std::pair<std::string, std::string>> naming_overrides(const std::vector<std::string>& overrides) {
+// `in_name`: the keys the config's name already shows (name_template_keys), also left out.
+std::vector<std::pair<std::string, std::string>> naming_overrides(const std::vector<std::string>& overrides,
+                                                                  const std::vector<std::string>& in_name) {
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const auto& entry : overrides) {
     const auto eq = entry.find('=');
     if (eq == std::string::npos) continue;  // the loader names the malformed entry
     const std::string key = entry.substr(0, eq);
     if (key == "name") return {};  // named on the command line: nothing to derive
-    if (!is_operational_config_key(key) && key != "train.log_every") pairs.emplace_back(key, entry.substr(eq + 1));
+    if (!is_operational_config_key(key) && key != "train.log_every" &&
+        std::find(in_name.begin(), in_name.end(), key) == in_name.end())
+      pairs.emplace_back(key, entry.substr(eq + 1));
   }
   return pairs;
 }
@@ -95,7 +100,11 @@ int command_train(const TrainArguments& arguments, std::ostream& out, std::ostre
     config = load_run_config(arguments.config_path, overrides, scheme_catalog(), task_catalog());
     // runs of one config file with other --set options get names (and default output folders)
     // that say what differs: quickstart_encoding-alibi_seed-1, unless --set name=... is given
-    const auto naming = naming_overrides(arguments.overrides);
+    const YAML::Node raw_name = parse_yaml(read_config_file(arguments.config_path, "config file"),
+                                           arguments.config_path)["name"];
+    const auto naming = naming_overrides(
+        arguments.overrides, raw_name && raw_name.IsScalar() ? name_template_keys(raw_name.as<std::string>())
+                                                             : std::vector<std::string>());
     if (!naming.empty()) {
       overrides.push_back("name=" + config.name + "_" + run_id(naming));
       config = load_run_config(arguments.config_path, overrides, scheme_catalog(), task_catalog());

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/config/catalog_yaml.h"
+#include "core/config/run_name.h"
 #include "core/config/yaml_reader.h"
 #include "tests/support.h"
 
@@ -183,6 +184,21 @@ CATCH_TEST_CASE("invalid YAML syntax is reported with its position", "[config]")
 
 CATCH_TEST_CASE("a missing file is a clear error", "[config]") {
   CATCH_CHECK_THAT(error_of("does_not_exist.yaml"), Catch::Matchers::EndsWith("cannot open config file"));
+}
+
+CATCH_TEST_CASE("a run name takes the resolved values of the keys in its braces", "[config]") {
+  const auto catalogs = [](const std::string& yaml, const std::vector<std::string>& overrides) {
+    return parse_run_config(yaml, "named.yaml", overrides, scheme_catalog(), task_catalog());
+  };
+  const std::string yaml = "name: \"text-{encoding.name}-{model.d_model}\"\nencoding:\n  name: alibi\n";
+  RunConfig c = catalogs(yaml, {});
+  CATCH_CHECK(c.name == "text-alibi-64");  // d_model: its default
+  CATCH_CHECK(c.output.dir == "runs/text-alibi-64");
+  CATCH_CHECK(catalogs(yaml, {"encoding.name=rope"}).name == "text-rope-64");
+  CATCH_CHECK(name_template_keys("text-{encoding.name}-{model.d_model}") ==
+              std::vector<std::string>{"encoding.name", "model.d_model"});
+  CATCH_CHECK_THROWS_WITH(catalogs("name: \"run-{encoding.nme}\"\n", {}),
+                          test::ContainsText("name: {encoding.nme} in the name is not a config key with a value"));
 }
 
 CATCH_TEST_CASE("command-line overrides (--set) change values, and errors name the override", "[config]") {

@@ -1,4 +1,5 @@
 #include "core/config/config.h"
+#include "core/config/run_name.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -284,7 +285,19 @@ AnalysisConfig read_analysis(YamlReader r) {
   return a;
 }
 
+void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out);
+
 }  // namespace
+
+std::vector<std::string> name_template_keys(const std::string& name) {
+  std::vector<std::string> keys;
+  for (size_t open = name.find('{'); open != std::string::npos; open = name.find('{', open + 1)) {
+    const size_t close = name.find('}', open);
+    if (close == std::string::npos) break;
+    keys.push_back(name.substr(open + 1, close - open - 1));
+  }
+  return keys;
+}
 
 RunConfig parse_run_config(const std::string& yaml_text, const std::string& source_name,
                            const std::vector<std::string>& overrides, const Catalog& schemes,
@@ -335,6 +348,19 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
   c.train = read_train(r.child("train"));
   c.eval = read_eval(r.child("eval"));
   c.analysis = read_analysis(r.child("analysis"));
+  // `name: text-{encoding.name}`: the resolved values of the keys named in braces
+  if (c.name.find('{') != std::string::npos) {
+    std::map<std::string, std::string> values;
+    flatten(YAML::Load(to_yaml(c)), "", values);
+    std::string expanded = c.name;
+    for (const auto& key : name_template_keys(c.name)) {
+      auto found = values.find(key);
+      if (found == values.end()) r.fail_at("name", "{" + key + "} in the name is not a config key with a value");
+      const std::string placeholder = "{" + key + "}";
+      expanded.replace(expanded.find(placeholder), placeholder.size(), found->second);
+    }
+    c.name = expanded;
+  }
   YamlReader out = r.child("output");
   c.output.dir = out.get_string("dir", "runs/" + c.name);
   YAML::Node keep = out.get_node("keep_checkpoints");
