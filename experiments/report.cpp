@@ -268,8 +268,9 @@ std::string report_file_stem(const ReportArguments& a) {
   const ReportArguments defaults;
   std::vector<std::string> parts = {"report"};
   auto add = [&](const char* key, const std::string& value) {
-    std::string safe;  // a file name: letters, digits, '.', '+' and '-'
-    for (char c : value) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '-' ? c : '-';
+    std::string safe;  // a file name: letters, digits, '.', '_', '+' and '-'
+    for (char c : value)
+      safe += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '+' || c == '-' ? c : '-';
     parts.push_back(std::string(key) + "-" + safe);
   };
   auto number = [](double x) { return fmt::format("{:g}", x); };
