@@ -11,7 +11,9 @@ set -euo pipefail
 source_dir="$1"; work="$2"; build_dir="$3"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 /usr/bin/python3 -m venv --system-site-packages venv
-PELAB_CMAKE_BUILD_DIR="$build_dir" venv/bin/pip install --no-build-isolation --no-deps --no-index -q "$source_dir"
+# PELAB_KEEP_VERSION_HEADER: a tree edited since the suite's build (git describe --dirty)
+# would otherwise relink the pelab the tests beside this one are running
+PELAB_KEEP_VERSION_HEADER=1 PELAB_CMAKE_BUILD_DIR="$build_dir" venv/bin/pip install --no-build-isolation --no-deps --no-index -q "$source_dir"
 where=$(venv/bin/python -c 'import pelab, os; print(os.path.dirname(pelab.__file__))')
 echo "import pelab: $where"
 case "$where" in "$work"/venv/*) ;; *) echo "not the installed package"; exit 1 ;; esac
