@@ -20,6 +20,7 @@
 #include "data/tasks/solve_equation.h"
 #include "data/tasks/stack_manipulation.h"
 #include "data/tasks/symbol_strings.h"
+#include "data/tasks/token_ids.h"
 
 namespace pelab {
 
@@ -64,6 +65,7 @@ const std::vector<TaskEntry>& task_registry() {
       entry<SortTask>("sort"),
       entry<StackManipulationTask>("stack_manipulation"),
       entry<TextTask>("text"),
+      entry<TokenIdsTask>("token_ids"),
   };
   return table;
 }

@@ -9,6 +9,7 @@
 #include "experiments/bench.h"
 #include "experiments/commands.h"
 #include "experiments/eval.h"
+#include "experiments/import_hf.h"
 #include "experiments/padding.h"
 #include "experiments/report.h"
 #include "core/train/stop_signal.h"
@@ -253,6 +254,26 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--samples", report.samples, "rows of this many samples (default: the most there are)")
       ->check(CLI::PositiveNumber);
 
+  pelab::ImportHfArguments import_hf;
+  CLI::App* import_cmd = app.add_subcommand(
+      "import-hf", "an HF BERT checkpoint (config.json with model.safetensors or pytorch_model.bin; position types "
+                   "absolute, relative_key, relative_key_query) as a pelab run file, for pelab eval, export-attention, "
+                   "the probes and import pelab (docs/import-hf.md)");
+  import_cmd->add_option("dir", import_hf.dir, "the checkpoint's folder (save_pretrained's)")->required()
+      ->check(CLI::ExistingDirectory);
+  import_cmd->add_option("--name", import_hf.options.name, "the run name (default: hf-<the folder's name>)");
+  import_cmd->add_option("--out", import_hf.options.output_dir, "the run file's folder (default: runs/<name>)")
+      ->check(non_empty_path);
+  import_cmd->add_option("--train-length", import_hf.options.train_length, "tokens per sequence the checkpoint was "
+                         "trained at, [CLS] and [SEP] included, for the report's beyond-training columns (default: "
+                         "max_position_embeddings)")->check(positive_lengths);
+  import_cmd->add_option("--lengths", import_hf.options.eval_lengths, "the run's eval.lengths: input lengths, without "
+                         "[CLS] and [SEP], as pelab eval's (default: 16, 32, ... tokens up to max_position_embeddings)")
+      ->delimiter(',')->check(positive_lengths);
+  import_cmd->add_option("--samples", import_hf.options.eval_samples, "the run's eval.samples")->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  import_cmd->add_flag("--force", import_hf.force, "replace a run file that is there");
+
   pelab::CheckSchemeArguments check;
   CLI::App* check_cmd = app.add_subcommand(
       "check-scheme", "the registry-wide property tests on one scheme, built-in or Python: a table, exit 1 on a failure");
@@ -295,6 +316,7 @@ int main(int argc, char** argv) {
   }
   if (padding_cmd->parsed()) return pelab::command_padding(padding, std::cout, std::cerr);
   if (train_cmd->parsed()) return pelab::command_train(train, std::cout, std::cerr);
+  if (import_cmd->parsed()) return pelab::command_import_hf(import_hf, std::cout, std::cerr);
   if (check_cmd->parsed()) return pelab::command_check_scheme(check, std::cout, std::cerr);
   if (list_cmd->parsed()) return pelab::command_list(std::cout, std::cerr, list_yaml, list_scheme_files);
   if (bench_cmd->parsed()) {

@@ -201,7 +201,7 @@ void read_phases(YamlReader& r, TrainConfig& t) {
 
 TrainConfig read_train(YamlReader r) {
   TrainConfig t;
-  t.steps = r.get_int("steps", t.steps, 1, 1e12);
+  t.steps = r.get_int("steps", t.steps, 0, 1e12);  // 0: evaluate the initialization (or an import)
   t.batch_size = r.get_int("batch_size", t.batch_size, 1, 1 << 20);
   t.min_length = r.get_int("min_length", t.min_length, 1, 1 << 24);
   t.max_length = r.get_int("max_length", t.max_length, 1, 1 << 24);
