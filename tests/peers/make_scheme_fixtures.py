@@ -1,0 +1,127 @@
+"""Fixtures of the peers' position modules for pelab's scheme-level peer tests.
+
+Run in the build's peer environment (scripts/peer-env.sh):
+    build/peer-venv/bin/python tests/peers/make_scheme_fixtures.py OUT_DIR
+writes OUT_DIR/schemes.h5, one group per case: the pelab scheme and options it is compared
+with (attributes scheme, options as YAML, causal), random q and k (B, H, T, Dh), the peer's
+output, a random cotangent R, the gradients of sum(output * R) with respect to q, k and the
+peer's parameters, and those parameters under pelab's names (params/, grad/).
+Output kinds: bias (B|1, H, T, T), added to the scaled scores; rotated (2, B, H, T, Dh), q
+and k after the rotation; rotated_scores (B, H, T, T), q' k'^T after the rotation (xPos: the
+peer centres its decay at T // 2, which cancels in q' k'^T but not in q' or k' alone).
+"""
+import os
+import sys
+
+import h5py
+import numpy as np
+import torch
+import transformers
+import x_transformers
+from x_transformers.x_transformers import (AlibiPositionalBias, CoPE, RelativePositionBias, RotaryEmbedding,
+                                           apply_rotary_pos_emb)
+
+out_dir = sys.argv[1]
+os.makedirs(out_dir, exist_ok=True)
+torch.set_num_threads(1)
+B, H, Dh = 2, 4, 8
+cases = {}
+
+
+def case(name, scheme, options, causal, kind, T, peer, params=None, heads=H):
+    """peer(q, k) -> output; params: pelab name -> the peer's parameter (copied in, gradients kept)."""
+    torch.manual_seed(len(cases) + 1)
+    q = torch.randn(B, heads, T, Dh, requires_grad=True)
+    k = torch.randn(B, heads, T, Dh, requires_grad=True)
+    params = params or {}
+    with torch.no_grad():  # zero-initialized references (CoPE) get random values to compare
+        for p in params.values():
+            p.copy_(torch.randn_like(p) * 0.5)
+    out = peer(q, k)
+    cotangent = torch.randn_like(out)
+    if causal and kind != "rotated":  # what a causal model never uses is not compared
+        cotangent = cotangent * torch.ones(T, T).tril()
+    if out.requires_grad:  # (ALiBi's bias depends on neither q nor k)
+        (out * cotangent).sum().backward()
+    zero_if_none = lambda g, like: g if g is not None else torch.zeros_like(like)
+    cases[name] = dict(scheme=scheme, options=options, causal=int(causal), kind=kind, q=q, k=k, output=out,
+                       cotangent=cotangent, grad_q=zero_if_none(q.grad, q), grad_k=zero_if_none(k.grad, k),
+                       params={n: p.detach().clone() for n, p in params.items()},
+                       grads={n: (p.grad if p.grad is not None else torch.zeros_like(p)) for n, p in params.items()})
+
+
+# --- x-transformers: ALiBi (AlibiPositionalBias; Press's slopes, also for 6 heads; alibi_num_heads)
+for heads in (4, 6):
+    case(f"xt_alibi_{heads}_heads", "alibi", "{}", False, "bias", 20,
+         lambda q, k, h=heads: AlibiPositionalBias(h)(q.shape[-2], k.shape[-2]).unsqueeze(0), heads=heads)
+case("xt_alibi_2_of_4_heads", "alibi", "{heads: 2}", False, "bias", 20,
+     lambda q, k: AlibiPositionalBias(2, total_heads=4)(q.shape[-2], k.shape[-2]).unsqueeze(0))
+
+# --- x-transformers: T5 bias (RelativePositionBias, scale 1), lengths past max_distance
+for causal in (False, True):
+    t5 = RelativePositionBias(scale=1.0, causal=causal, num_buckets=16, max_distance=40, heads=H)
+    case(f"xt_t5_{'causal' if causal else 'bidirectional'}", "t5_bias", "{num_buckets: 16, max_distance: 40}", causal,
+         "bias", 70, lambda q, k, t5=t5: t5(q.shape[-2], k.shape[-2]).unsqueeze(0),
+         {"relative_attention_bias": t5.relative_attention_bias.weight})
+
+# --- HF transformers: T5's own relative bias (T5Attention.compute_bias), encoder and decoder
+for decoder in (False, True):
+    config = transformers.T5Config(d_model=H * Dh, d_kv=Dh, num_heads=H, relative_attention_num_buckets=32,
+                                   relative_attention_max_distance=128, is_decoder=decoder)
+    attention = transformers.models.t5.modeling_t5.T5Attention(config, has_relative_attention_bias=True)
+    case(f"hf_t5_{'decoder' if decoder else 'encoder'}", "t5_bias", "{num_buckets: 32, max_distance: 128}", decoder,
+         "bias", 150, lambda q, k, a=attention: a.compute_bias(q.shape[-2], k.shape[-2]),
+         {"relative_attention_bias": attention.relative_attention_bias.weight})
+
+# --- x-transformers: rotary (interleaved pairs), partial rotary (rotary_emb_dim), another base
+def rotated(rotary):
+    def peer(q, k):
+        freqs, _ = rotary(torch.arange(q.shape[-2]))
+        return torch.stack([apply_rotary_pos_emb(q, freqs), apply_rotary_pos_emb(k, freqs)])
+    return peer
+
+
+case("xt_rotary", "rope", "{layout: interleaved}", False, "rotated", 40, rotated(RotaryEmbedding(Dh)))
+case("xt_rotary_half_of_head", "rope", "{layout: interleaved, rotary_fraction: 0.5}", False, "rotated", 40,
+     rotated(RotaryEmbedding(Dh // 2)))
+case("xt_rotary_base_500", "rope", "{layout: interleaved, base: 500}", False, "rotated", 40,
+     rotated(RotaryEmbedding(Dh, base=500)))
+
+
+# --- x-transformers: xPos (RotaryEmbedding use_xpos: q times scale, k times 1 / scale)
+def xpos_scores(q, k, scale_base=16):
+    rotary = RotaryEmbedding(Dh, use_xpos=True, scale_base=scale_base)
+    freqs, scale = rotary(torch.arange(q.shape[-2]))
+    qr, kr = apply_rotary_pos_emb(q, freqs, scale), apply_rotary_pos_emb(k, freqs, scale ** -1)
+    return qr @ kr.transpose(-1, -2)
+
+
+case("xt_xpos", "xpos", "{scale_base: 16}", True, "rotated_scores", 40, xpos_scores)
+
+# --- x-transformers: CoPE (the paper's listing), causal: gates of the masked, scaled logits
+cope = CoPE(Dh, H, max_pos=12)
+
+
+def cope_bias(q, k):
+    T = q.shape[-2]
+    logits = (q @ k.transpose(-1, -2)) * Dh ** -0.5
+    logits = logits.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), -torch.finfo(q.dtype).max)
+    return cope(q, logits).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), 0.0)
+
+
+case("xt_cope", "cope", "{npos_max: 12}", True, "bias", 30, cope_bias, {"table_0": cope.pos_emb})
+
+with h5py.File(os.path.join(out_dir, "schemes.h5"), "w") as f:
+    f.attrs["x_transformers"] = str(getattr(x_transformers, "__version__", "2.31.10"))
+    f.attrs["transformers"] = str(transformers.__version__)
+    for name, c in cases.items():
+        g = f.create_group(name)
+        for key in ("scheme", "options", "causal", "kind"):
+            g.attrs[key] = c[key]
+        for key in ("q", "k", "output", "cotangent", "grad_q", "grad_k"):
+            g[key] = c[key].detach().numpy().astype(np.float32)
+        for sub in ("params", "grads"):
+            s = g.create_group(sub)
+            for n, t in c[sub].items():
+                s[n] = t.detach().numpy().astype(np.float32)
+print(f"peer fixtures: {len(cases)} scheme cases in {out_dir}/schemes.h5")
