@@ -105,6 +105,19 @@ CATCH_TEST_CASE("ridge regression recovers a linear map", "[analysis][probes]") 
   CATCH_CHECK(torch::allclose(predicted, x_test.mm(w) + 3.0, 1e-6, 1e-6));
 }
 
+CATCH_TEST_CASE("the one-hot ridge in closed form equals the dense ridge on one-hot features", "[analysis][probes]") {
+  torch::manual_seed(1);
+  const int64_t vocab = 12;  // ids 10 and 11 never drawn in the fit rows: columns of zeros
+  const auto fit = torch::randint(0, 10, {300}, torch::kInt64), test = torch::randint(0, vocab, {40}, torch::kInt64);
+  const auto y = torch::randn({300, 3}, torch::kFloat64) + fit.to(torch::kFloat64).unsqueeze(1);
+  for (double ridge : {1e-3, 0.5}) {
+    CATCH_INFO("ridge " << ridge);
+    const auto dense = ridge_predict(torch::one_hot(fit, vocab), y, torch::one_hot(test, vocab), ridge);
+    const auto closed = one_hot_ridge_predict(fit, y, test, vocab, ridge);
+    CATCH_CHECK(torch::allclose(closed, dense, 1e-9, 1e-9));
+  }
+}
+
 CATCH_TEST_CASE("probes: learned and sinusoidal positions are decodable from the embeddings, none is at chance",
                 "[analysis][probes]") {
   for (const std::string scheme : {"learned", "sinusoidal", "none"}) {

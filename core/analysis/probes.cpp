@@ -34,6 +34,23 @@ torch::Tensor ridge_predict(const torch::Tensor& x_fit, const torch::Tensor& y_f
   return with_bias(x_test.to(torch::kFloat64)).mm(weights);
 }
 
+torch::Tensor one_hot_ridge_predict(const torch::Tensor& tokens_fit, const torch::Tensor& y_fit,
+                                    const torch::Tensor& tokens_test, int64_t vocab_size, double ridge) {
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+  const auto y = y_fit.to(torch::kFloat64);                                      // (n, k)
+  const auto ids = tokens_fit.to(torch::kInt64).flatten();
+  const auto counts = torch::zeros({vocab_size}, f64).index_add_(0, ids, torch::ones({ids.size(0)}, f64));  // (V)
+  const auto sums = torch::zeros({vocab_size, y.size(1)}, f64).index_add_(0, ids, y);                       // (V, k)
+  const double n = static_cast<double>(ids.size(0));
+  const double lambda = ridge * (2.0 * n) / static_cast<double>(vocab_size + 1);  // trace: the counts' n + the bias' n
+  // [diag(counts) + lambda, counts; counts^T, n + lambda] [W; b] = [sums; sum of y]
+  const auto inverse = 1.0 / (counts + lambda);                                               // (V)
+  const auto bias = (y.sum(0) - (counts * inverse).unsqueeze(0).mm(sums).squeeze(0)) /
+                    (n + lambda - (counts * counts * inverse).sum());                            // (k)
+  const auto weights = inverse.unsqueeze(1) * (sums - counts.unsqueeze(1) * bias.unsqueeze(0));  // (V, k)
+  return weights.index_select(0, tokens_test.to(torch::kInt64).flatten()) + bias.unsqueeze(0);
+}
+
 std::vector<ProbeResult> position_probes(const std::vector<torch::Tensor>& hidden, const torch::Tensor& tokens,
                                          int64_t vocab_size, int64_t length, double ridge, uint64_t seed) {
   const int64_t N = tokens.size(0), T = tokens.size(1), n_fit = N / 2;
@@ -45,10 +62,9 @@ std::vector<ProbeResult> position_probes(const std::vector<torch::Tensor>& hidde
   auto one_hot_fit = torch::one_hot(position_fit, T).to(torch::kFloat64);
 
   // what the token ids alone reveal of position
-  auto token_features = torch::one_hot(tokens.cpu(), vocab_size).to(torch::kFloat64);  // (N, T, V)
-  const double chance =
-      argmax_accuracy(ridge_predict(fit_rows(token_features), one_hot_fit, test_rows(token_features), ridge),
-                      position_test);
+  const auto token_ids = tokens.cpu().unsqueeze(-1);  // (N, T, 1)
+  const double chance = argmax_accuracy(
+      one_hot_ridge_predict(fit_rows(token_ids), one_hot_fit, test_rows(token_ids), vocab_size, ridge), position_test);
 
   // pairs (i, j), i != j: T per sequence
   std::mt19937_64 rng(seed);

@@ -39,6 +39,13 @@ struct ProbeResult {
 torch::Tensor ridge_predict(const torch::Tensor& x_fit, const torch::Tensor& y_fit, const torch::Tensor& x_test,
                             double ridge);
 
+// ridge_predict on one-hot token features (vocab_size columns) and the bias, in closed form:
+// the Gram matrix is the diagonal of token counts bordered by the bias, so the solve is
+// O(vocab x k) instead of a dense (vocab + 1)^2 system (a BERT vocabulary of 30522 ids).
+// The same lambda (ridge x trace / (vocab_size + 1)). tokens: (n), (m) int64; y: (n, k) -> (m, k).
+torch::Tensor one_hot_ridge_predict(const torch::Tensor& tokens_fit, const torch::Tensor& y_fit,
+                                    const torch::Tensor& tokens_test, int64_t vocab_size, double ridge);
+
 // hidden: (layers + 1) x (N, T, D), tokens: (N, T), all positions valid; N >= 2.
 std::vector<ProbeResult> position_probes(const std::vector<torch::Tensor>& hidden, const torch::Tensor& tokens,
                                          int64_t vocab_size, int64_t length, double ridge, uint64_t seed);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -129,6 +130,9 @@ HfImport import_hf_checkpoint(const std::string& dir_name, const HfImportOptions
     eval_lengths.push_back(max_positions - wrap);
   }
 
+  // the head scores every token against the whole vocabulary: batches whose logits stay
+  // within 256 MB at the longest sequence (BERT's 512 x 30522: 4 sequences)
+  const int64_t eval_batch = std::clamp<int64_t>((int64_t(1) << 28) / (4 * max_positions * vocab), 1, 128);
   const std::string name = !options.name.empty() ? options.name : "hf-" + fs::absolute(dir).lexically_normal().filename().string();
   const std::string output_dir = !options.output_dir.empty() ? options.output_dir : "runs/" + name;
   const std::string yaml = fmt::format(
@@ -139,7 +143,7 @@ HfImport import_hf_checkpoint(const std::string& dir_name, const HfImportOptions
       "  dropout: {dropout}, attention_dropout: {attention_dropout}, embedding_init_std: {init}}}\n"
       "encoding: {{name: {scheme}, max_positions: {max_positions}}}\n"
       "train: {{steps: 0, min_length: {train}, max_length: {train}}}\n"
-      "eval: {{lengths: {lengths}, samples: {samples}}}\n"
+      "eval: {{lengths: {lengths}, samples: {samples}, batch_size: {eval_batch}}}\n"
       "output: {{dir: \"{out}\"}}\n",
       fmt::arg("name", name), fmt::arg("vocab", vocab), fmt::arg("first", ids.first_ordinary), fmt::arg("cls", ids.cls),
       fmt::arg("sep", ids.sep), fmt::arg("d", d_model), fmt::arg("layers", layers), fmt::arg("heads", heads),
@@ -149,6 +153,7 @@ HfImport import_hf_checkpoint(const std::string& dir_name, const HfImportOptions
       fmt::arg("init", hf.get<double>("initializer_range", 0.02)), fmt::arg("scheme", schemes.at(position_type)),
       fmt::arg("max_positions", max_positions), fmt::arg("train", train_tokens - wrap),
       fmt::arg("lengths", yaml_list(eval_lengths)), fmt::arg("samples", options.eval_samples),
+      fmt::arg("eval_batch", eval_batch),
       fmt::arg("out", output_dir));
   const RunConfig config = parse_run_config(yaml, hf.path, {}, scheme_catalog(), task_catalog());
 

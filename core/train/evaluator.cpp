@@ -277,10 +277,25 @@ std::vector<ProbeResult> Evaluator::probes(int64_t length, const std::string& me
   ForwardRequest request;
   request.hidden_states = true;
   const auto scope = autocast();
-  auto output = model_->forward(batch.tokens, batch.padding, positions, batch.segments, request);
-  for (auto& hidden : output.hidden_states) hidden = hidden.to(torch::kFloat32);  // the probes fit in float32
+  // in batches of eval.batch_size: each forward also makes the head's logits, (B, T, classes)
+  std::vector<std::vector<torch::Tensor>> parts;  // per batch, per layer
+  const int64_t N = batch.tokens.size(0);
+  for (int64_t first = 0; first < N; first += config_.eval.batch_size) {
+    const int64_t n = std::min(config_.eval.batch_size, N - first);
+    const auto rows = [&](const torch::Tensor& t) { return t.defined() ? t.narrow(0, first, n) : t; };
+    const Positions part_positions(rows(positions.query), rows(positions.key));
+    auto output = model_->forward(rows(batch.tokens), rows(batch.padding), part_positions, rows(batch.segments), request);
+    for (auto& hidden : output.hidden_states) hidden = hidden.to(torch::kFloat32);  // the probes fit in float32
+    parts.push_back(std::move(output.hidden_states));
+  }
+  std::vector<torch::Tensor> hidden_states;
+  for (size_t l = 0; l < parts.front().size(); ++l) {
+    std::vector<torch::Tensor> layer;
+    for (const auto& part : parts) layer.push_back(part[l]);
+    hidden_states.push_back(torch::cat(layer, 0));
+  }
   model_->train();
-  auto results = position_probes(output.hidden_states, batch.tokens, task_.vocab_size(), length,
+  auto results = position_probes(hidden_states, batch.tokens, task_.vocab_size(), length,
                                  config_.analysis.probe_ridge, seed);
   for (auto& p : results) {
     p.method = method;

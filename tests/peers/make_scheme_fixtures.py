@@ -16,6 +16,7 @@ import sys
 import h5py
 import numpy as np
 import torch
+import torch.nn.functional as F
 import transformers
 import x_transformers
 from x_transformers.x_transformers import (AlibiPositionalBias, CoPE, RelativePositionBias, RotaryEmbedding,
@@ -111,15 +112,85 @@ def cope_bias(q, k):
 
 case("xt_cope", "cope", "{npos_max: 12}", True, "bias", 30, cope_bias, {"table_0": cope.pos_emb})
 
+
+# --- flash-linear-attention's naive references (FoX, PaTH, stick-breaking): whole attention
+# layers. x (B, T, D) is projected by the layer's qkv weights (pelab's [W_q; W_k; W_v]); the
+# reference runs on q, k, v and the gates it is given, computed here from the scheme's own
+# weights as pelab's scheme defines them; pelab's output projection is set to the identity.
+import importlib.metadata
+import importlib.util
+
+
+def fla_naive(module, function):
+    # the naive file alone: the package's __init__ loads the Triton kernels
+    path = os.path.join(importlib.util.find_spec("fla").submodule_search_locations[0], "ops", module, "naive.py")
+    spec = importlib.util.spec_from_file_location(f"fla_naive_{module}", path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return getattr(loaded, function)
+
+
+def attention_case(name, scheme, options, T, reference, params):
+    """reference(q, k, v, x) -> o, each (B, T, H, Dh); params: pelab name -> tensor (random)."""
+    torch.manual_seed(len(cases) + 100)
+    D = H * Dh
+    x = torch.randn(B, T, D, requires_grad=True)
+    qkv_weight = (torch.randn(3 * D, D) / D ** 0.5).requires_grad_()
+    qkv_bias = (0.1 * torch.randn(3 * D)).requires_grad_()
+    for p in params.values():
+        p.requires_grad_()
+    q, k, v = (x @ qkv_weight.T + qkv_bias).split(D, dim=-1)
+    split = lambda t: t.reshape(B, T, H, Dh)
+    out = reference(split(q), split(k), split(v), x).reshape(B, T, D)
+    cotangent = torch.randn_like(out)
+    (out * cotangent).sum().backward()
+    cases[name] = dict(scheme=scheme, options=options, causal=1, kind="attention", x=x, qkv_weight=qkv_weight,
+                       qkv_bias=qkv_bias, output=out, cotangent=cotangent, grad_x=x.grad,
+                       grad_qkv_weight=qkv_weight.grad, grad_qkv_bias=qkv_bias.grad,
+                       params={n: p.detach().clone() for n, p in params.items()},
+                       grads={n: p.grad for n, p in params.items()})
+
+
+D = H * Dh
+naive_forgetting_attn = fla_naive("forgetting_attn", "naive_forgetting_attn")
+fox = {"gates.0.weight": torch.randn(H, D) * 0.3, "gates.0.bias": torch.randn(H) * 0.5 + 2}
+attention_case("fla_fox", "fox", "{}", 24, lambda q, k, v, x: naive_forgetting_attn(
+    q, k, v, F.logsigmoid(x @ fox["gates.0.weight"].T + fox["gates.0.bias"])), fox)
+
+naive_stickbreaking_attn = fla_naive("stickbreaking_attn", "naive_stickbreaking_attn")
+for attend_current in (False, True):
+    attention_case(f"fla_stick_breaking{'_attend_current' if attend_current else ''}", "stick_breaking",
+                   f"{{attend_current: {str(attend_current).lower()}}}", 24,
+                   lambda q, k, v, x, a=attend_current: naive_stickbreaking_attn(q, k, v, attend_current=a)[0], {})
+
+naive_path_attn = fla_naive("path_attn", "naive_path_attn")
+# the reference's w_proj has no bias (fla/layers/path_attn.py): pelab's is set to zero
+path = {"directions.0.weight": torch.randn(D, D) / D ** 0.5, "directions.0.bias": torch.zeros(D),
+        "strengths.0.weight": torch.randn(H, D) * 0.3, "strengths.0.bias": torch.randn(H) * 0.5}
+
+
+def path_reference(q, k, v, x):
+    w = (x @ path["directions.0.weight"].T + path["directions.0.bias"]).reshape(B, -1, H, Dh)
+    w = F.normalize(w, dim=-1)
+    beta = 2 * torch.sigmoid(x @ path["strengths.0.weight"].T + path["strengths.0.bias"])
+    g = torch.zeros(B, x.shape[1], H)  # no forget gate (PaTH alone)
+    return naive_path_attn(q, k, v, w, beta, g, scale=Dh ** -0.5, chunk_size=8)
+
+
+attention_case("fla_path", "path", "{}", 24, path_reference, path)
+
 with h5py.File(os.path.join(out_dir, "schemes.h5"), "w") as f:
     f.attrs["x_transformers"] = str(getattr(x_transformers, "__version__", "2.31.10"))
     f.attrs["transformers"] = str(transformers.__version__)
+    f.attrs["fla_core"] = importlib.metadata.version("fla-core")
     for name, c in cases.items():
         g = f.create_group(name)
         for key in ("scheme", "options", "causal", "kind"):
             g.attrs[key] = c[key]
-        for key in ("q", "k", "output", "cotangent", "grad_q", "grad_k"):
-            g[key] = c[key].detach().numpy().astype(np.float32)
+        for key in ("q", "k", "x", "qkv_weight", "qkv_bias", "output", "cotangent", "grad_q", "grad_k", "grad_x",
+                    "grad_qkv_weight", "grad_qkv_bias"):
+            if key in c:
+                g[key] = c[key].detach().numpy().astype(np.float32)
         for sub in ("params", "grads"):
             s = g.create_group(sub)
             for n, t in c[sub].items():

@@ -13,6 +13,7 @@
 #include "core/config/config.h"
 #include "core/encodings/registry.h"
 #include "core/io/hdf5_util.h"
+#include "core/model/attention.h"
 #include "core/run/hf_import.h"
 #include "core/run/trained_run.h"
 #include "data/task_registry.h"
@@ -127,18 +128,62 @@ PositionEncoding scheme_from(const std::string& scheme, const std::string& optio
   return make_position_encoding(config.encoding.name, context, config.encoding.options);
 }
 
+// A whole causal attention layer with `scheme` against flash-linear-attention's naive
+// reference: x, the qkv projection and the scheme's weights from the fixture, pelab's output
+// projection the identity (the reference returns the heads' outputs).
+void compare_attention_layer(const H5::Group& g, const std::string& scheme, const std::string& options) {
+  auto x = hdf5::read_tensor(g, "x").requires_grad_();
+  const auto expected = hdf5::read_tensor(g, "output");
+  const int64_t B = x.size(0), T = x.size(1), D = x.size(2), H = 4;
+  PositionEncoding encoding = scheme_from(scheme, options, H, D / H, /*causal=*/true);
+  MultiHeadAttention attention(D, H, 0.0, 0);
+  auto own = encoding->named_parameters();
+  auto layer = attention->named_parameters();
+  {
+    torch::NoGradGuard no_grad;
+    const H5::Group params = g.openGroup("params");
+    for (hsize_t i = 0; i < params.getNumObjs(); ++i) {
+      const std::string p = params.getObjnameByIdx(i);
+      CATCH_REQUIRE(own.contains(p));
+      own[p].copy_(hdf5::read_tensor(params, p));
+    }
+    layer["qkv.weight"].copy_(hdf5::read_tensor(g, "qkv_weight"));
+    layer["qkv.bias"].copy_(hdf5::read_tensor(g, "qkv_bias"));
+    layer["out.weight"].copy_(torch::eye(D));
+    layer["out.bias"].zero_();
+  }
+  const auto out = attention->forward(x, AttentionMask(T, /*causal=*/true, torch::kCPU), contiguous_positions(B, T),
+                                      *encoding);
+  CATCH_CHECK(relative_error(out, expected) < 1e-5);
+  (out * hdf5::read_tensor(g, "cotangent")).sum().backward();
+  CATCH_CHECK(relative_error(x.grad(), hdf5::read_tensor(g, "grad_x")) < 1e-5);
+  CATCH_CHECK(relative_error(layer["qkv.weight"].grad(), hdf5::read_tensor(g, "grad_qkv_weight")) < 1e-5);
+  CATCH_CHECK(relative_error(layer["qkv.bias"].grad(), hdf5::read_tensor(g, "grad_qkv_bias")) < 1e-5);
+  const H5::Group grads = g.openGroup("grads");
+  for (hsize_t i = 0; i < grads.getNumObjs(); ++i) {
+    const std::string p = grads.getObjnameByIdx(i);
+    CATCH_INFO("gradient of " << p);
+    CATCH_CHECK(relative_error(own[p].grad(), hdf5::read_tensor(grads, p)) < 1e-5);
+  }
+}
+
 }  // namespace
 
-CATCH_TEST_CASE("schemes against x-transformers' and HF T5's modules: outputs and gradients", "[peers][schemes]") {
+CATCH_TEST_CASE("schemes against x-transformers', HF T5's and flash-linear-attention's code: outputs and gradients",
+                "[peers][schemes]") {
   H5::H5File file(fixture("schemes.h5"), H5F_ACC_RDONLY);
   const H5::Group root = file.openGroup("/");
-  CATCH_REQUIRE(root.getNumObjs() >= 12);
+  CATCH_REQUIRE(root.getNumObjs() >= 16);
   for (hsize_t c = 0; c < root.getNumObjs(); ++c) {
     const std::string name = root.getObjnameByIdx(c);
     const H5::Group g = root.openGroup(name);
     const std::string scheme = hdf5::read_string_attribute(g, "scheme"), kind = hdf5::read_string_attribute(g, "kind");
     const bool causal = hdf5::read_scalar_attribute<int64_t>(g, "causal") != 0;
     CATCH_INFO(name << ": pelab " << scheme << " " << hdf5::read_string_attribute(g, "options"));
+    if (kind == "attention") {
+      compare_attention_layer(g, scheme, hdf5::read_string_attribute(g, "options"));
+      continue;
+    }
     auto q = hdf5::read_tensor(g, "q").requires_grad_(), k = hdf5::read_tensor(g, "k").requires_grad_();
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);
     PositionEncoding encoding = scheme_from(scheme, hdf5::read_string_attribute(g, "options"), H, Dh, causal);
