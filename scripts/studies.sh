@@ -98,6 +98,18 @@ for name in "$@"; do
     [ $train = 1 ] && echo "== study $study: a grid run in parts by scripts/$study-paper.sh; its tables from $out"
     files=()
   fi
+  # a study of a pretrained model: its import.sh imports and evaluates it into runs/studies/NAME
+  if [ -f "configs/studies/$study/import.sh" ]; then
+    if [ $train = 1 ]; then
+      mkdir -p "runs/studies/$study"
+      start=$SECONDS
+      PELAB="$pelab" bash "configs/studies/$study/import.sh" "runs/studies/$study"
+      line="- import and evaluation: $(( (SECONDS - start + 30) / 60 )) minutes on $(nproc) cores ($cpu), $(date -u +%F)"
+      { grep -v -- "^- import and evaluation: " "$out/runtime.md" 2>/dev/null || true; echo "$line"; } > "$out/runtime.new"
+      mv "$out/runtime.new" "$out/runtime.md"
+    fi
+    files=()
+  fi
   for file in "${files[@]}"; do
     if [ $train = 1 ]; then run_sweep "$file" "$out"; fi
     tables_of_sweep "$file" "$out"

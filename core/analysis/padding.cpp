@@ -26,8 +26,10 @@ std::vector<PaddingEffect> padding_effects(Encoder& model, const Batch& batch, c
   const double scale = table.slice(0, 1).std().item<double>();
   torch::Generator generator = at::detail::createCPUGenerator(0);
   const auto random_row = torch::randn({table.size(1)}, generator).to(table.device()) * scale;
-  const std::vector<std::pair<std::string, torch::Tensor>> rows = {
+  std::vector<std::pair<std::string, torch::Tensor>> rows = {
       {"zero", torch::zeros_like(saved)}, {"random", random_row}, {"huge", random_row * 1000.0}};
+  // a row that is not zero (an imported checkpoint's: pelab keeps its own at zero) as it is, first
+  if (saved.abs().max().item<double>() > 0) rows.insert(rows.begin(), {"stored", saved});
   std::vector<PaddingEffect> effects;
   for (const auto& [name, row] : rows) {
     table[kPadToken].copy_(row);

@@ -17,7 +17,7 @@ namespace pelab {
 
 // One setting: the padding row, with or without the attention mask.
 struct PaddingEffect {
-  std::string row;                   // zero | random | huge
+  std::string row;                   // stored (a nonzero row as the model has it) | zero | random | huge
   bool masked = true;
   double max_logit_change = 0;       // max |logit - unpadded logit| over real tokens and classes
   double mean_logit_change = 0;      // its mean
@@ -36,7 +36,8 @@ constexpr double kPaddingRounding = 1e-5;
 
 // model: in eval mode; batch, positions: unpadded examples, (B, T). Appends `pad` padding tokens
 // (positions continuing each row); random is N(0, s^2) with s the table's standard deviation,
-// huge 1000x that row. The padding row is restored afterwards.
+// huge 1000x that row; a row that is not zero (an imported checkpoint's) is also tried as it is
+// ("stored", first). The padding row is restored afterwards.
 std::vector<PaddingEffect> padding_effects(Encoder& model, const Batch& batch, const Positions& positions, int64_t pad);
 
 }  // namespace pelab

@@ -130,8 +130,9 @@ def fla_naive(module, function):
     return getattr(loaded, function)
 
 
-def attention_case(name, scheme, options, T, reference, params):
-    """reference(q, k, v, x) -> o, each (B, T, H, Dh); params: pelab name -> tensor (random)."""
+def attention_case(name, scheme, options, T, reference, params, causal=True):
+    """reference(q, k, v, x, qkv_weight, qkv_bias) -> o, each (B, T, H, Dh); params: pelab name ->
+    tensor (random)."""
     torch.manual_seed(len(cases) + 100)
     D = H * Dh
     x = torch.randn(B, T, D, requires_grad=True)
@@ -141,10 +142,10 @@ def attention_case(name, scheme, options, T, reference, params):
         p.requires_grad_()
     q, k, v = (x @ qkv_weight.T + qkv_bias).split(D, dim=-1)
     split = lambda t: t.reshape(B, T, H, Dh)
-    out = reference(split(q), split(k), split(v), x).reshape(B, T, D)
+    out = reference(split(q), split(k), split(v), x, qkv_weight, qkv_bias).reshape(B, T, D)
     cotangent = torch.randn_like(out)
     (out * cotangent).sum().backward()
-    cases[name] = dict(scheme=scheme, options=options, causal=1, kind="attention", x=x, qkv_weight=qkv_weight,
+    cases[name] = dict(scheme=scheme, options=options, causal=int(causal), kind="attention", x=x, qkv_weight=qkv_weight,
                        qkv_bias=qkv_bias, output=out, cotangent=cotangent, grad_x=x.grad,
                        grad_qkv_weight=qkv_weight.grad, grad_qkv_bias=qkv_bias.grad,
                        params={n: p.detach().clone() for n, p in params.items()},
@@ -154,14 +155,14 @@ def attention_case(name, scheme, options, T, reference, params):
 D = H * Dh
 naive_forgetting_attn = fla_naive("forgetting_attn", "naive_forgetting_attn")
 fox = {"gates.0.weight": torch.randn(H, D) * 0.3, "gates.0.bias": torch.randn(H) * 0.5 + 2}
-attention_case("fla_fox", "fox", "{}", 24, lambda q, k, v, x: naive_forgetting_attn(
+attention_case("fla_fox", "fox", "{}", 24, lambda q, k, v, x, *_: naive_forgetting_attn(
     q, k, v, F.logsigmoid(x @ fox["gates.0.weight"].T + fox["gates.0.bias"])), fox)
 
 naive_stickbreaking_attn = fla_naive("stickbreaking_attn", "naive_stickbreaking_attn")
 for attend_current in (False, True):
     attention_case(f"fla_stick_breaking{'_attend_current' if attend_current else ''}", "stick_breaking",
                    f"{{attend_current: {str(attend_current).lower()}}}", 24,
-                   lambda q, k, v, x, a=attend_current: naive_stickbreaking_attn(q, k, v, attend_current=a)[0], {})
+                   lambda q, k, v, x, *_, a=attend_current: naive_stickbreaking_attn(q, k, v, attend_current=a)[0], {})
 
 naive_path_attn = fla_naive("path_attn", "naive_path_attn")
 # the reference's w_proj has no bias (fla/layers/path_attn.py): pelab's is set to zero
@@ -169,7 +170,7 @@ path = {"directions.0.weight": torch.randn(D, D) / D ** 0.5, "directions.0.bias"
         "strengths.0.weight": torch.randn(H, D) * 0.3, "strengths.0.bias": torch.randn(H) * 0.5}
 
 
-def path_reference(q, k, v, x):
+def path_reference(q, k, v, x, *_):
     w = (x @ path["directions.0.weight"].T + path["directions.0.bias"]).reshape(B, -1, H, Dh)
     w = F.normalize(w, dim=-1)
     beta = 2 * torch.sigmoid(x @ path["strengths.0.weight"].T + path["strengths.0.bias"])
@@ -178,6 +179,36 @@ def path_reference(q, k, v, x):
 
 
 attention_case("fla_path", "path", "{}", 24, path_reference, path)
+
+# --- HF transformers: DeBERTa-v2's DisentangledSelfAttention (c2p + p2c, log buckets, shared
+# keys as DeBERTa-v3), its rel_embeddings and their LayerNorm as DebertaV2Encoder holds them;
+# 40 tokens past max_relative_positions 32 (buckets exact to 4, logarithmic beyond)
+from transformers.models.deberta_v2 import modeling_deberta_v2 as deberta_v2
+
+deberta_config = transformers.DebertaV2Config(
+    hidden_size=D, num_attention_heads=H, relative_attention=True, position_buckets=8, max_relative_positions=32,
+    pos_att_type=["p2c", "c2p"], share_att_key=True, norm_rel_ebd="layer_norm", layer_norm_eps=1e-7,
+    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+deberta_attention = deberta_v2.DisentangledSelfAttention(deberta_config).eval()
+deberta = {"rel_embeddings": torch.randn(16, D), "rel_norm.weight": 1 + 0.2 * torch.randn(D),
+           "rel_norm.bias": 0.1 * torch.randn(D)}
+
+
+def deberta_reference(q, k, v, x, qkv_weight, qkv_bias):
+    weights = {f"{name}_proj.{part}": tensor.split(D)[i] for part, tensor in (("weight", qkv_weight), ("bias", qkv_bias))
+               for i, name in enumerate(("query", "key", "value"))}
+    rel = F.layer_norm(deberta["rel_embeddings"], (D,), deberta["rel_norm.weight"], deberta["rel_norm.bias"], eps=1e-7)
+    T = x.shape[1]
+    relative_pos = deberta_v2.build_relative_position(x, x, bucket_size=8, max_position=32)
+    mask = torch.ones(B, 1, T, T, dtype=torch.bool)
+    context = torch.func.functional_call(deberta_attention, weights, (x, mask),
+                                         dict(relative_pos=relative_pos, rel_embeddings=rel))
+    context = context[0] if isinstance(context, tuple) else context
+    return context.reshape(B, T, H, Dh)
+
+
+attention_case("hf_deberta_v2", "deberta", "{position_buckets: 8, max_relative_positions: 32, share_att_key: true}",
+               40, deberta_reference, deberta, causal=False)
 
 with h5py.File(os.path.join(out_dir, "schemes.h5"), "w") as f:
     f.attrs["x_transformers"] = str(getattr(x_transformers, "__version__", "2.31.10"))

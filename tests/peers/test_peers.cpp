@@ -128,14 +128,14 @@ PositionEncoding scheme_from(const std::string& scheme, const std::string& optio
   return make_position_encoding(config.encoding.name, context, config.encoding.options);
 }
 
-// A whole causal attention layer with `scheme` against flash-linear-attention's naive
-// reference: x, the qkv projection and the scheme's weights from the fixture, pelab's output
+// A whole attention layer with `scheme` against a reference layer (flash-linear-attention's
+// naive functions, HF DeBERTa-v2's DisentangledSelfAttention): x, the qkv projection and the scheme's weights from the fixture, pelab's output
 // projection the identity (the reference returns the heads' outputs).
-void compare_attention_layer(const H5::Group& g, const std::string& scheme, const std::string& options) {
+void compare_attention_layer(const H5::Group& g, const std::string& scheme, const std::string& options, bool causal) {
   auto x = hdf5::read_tensor(g, "x").requires_grad_();
   const auto expected = hdf5::read_tensor(g, "output");
   const int64_t B = x.size(0), T = x.size(1), D = x.size(2), H = 4;
-  PositionEncoding encoding = scheme_from(scheme, options, H, D / H, /*causal=*/true);
+  PositionEncoding encoding = scheme_from(scheme, options, H, D / H, causal);
   MultiHeadAttention attention(D, H, 0.0, 0);
   auto own = encoding->named_parameters();
   auto layer = attention->named_parameters();
@@ -152,7 +152,7 @@ void compare_attention_layer(const H5::Group& g, const std::string& scheme, cons
     layer["out.weight"].copy_(torch::eye(D));
     layer["out.bias"].zero_();
   }
-  const auto out = attention->forward(x, AttentionMask(T, /*causal=*/true, torch::kCPU), contiguous_positions(B, T),
+  const auto out = attention->forward(x, AttentionMask(T, causal, torch::kCPU), contiguous_positions(B, T),
                                       *encoding);
   CATCH_CHECK(relative_error(out, expected) < 1e-5);
   (out * hdf5::read_tensor(g, "cotangent")).sum().backward();
@@ -169,11 +169,11 @@ void compare_attention_layer(const H5::Group& g, const std::string& scheme, cons
 
 }  // namespace
 
-CATCH_TEST_CASE("schemes against x-transformers', HF T5's and flash-linear-attention's code: outputs and gradients",
+CATCH_TEST_CASE("schemes against x-transformers', HF T5's and DeBERTa's and fla's code: outputs and gradients",
                 "[peers][schemes]") {
   H5::H5File file(fixture("schemes.h5"), H5F_ACC_RDONLY);
   const H5::Group root = file.openGroup("/");
-  CATCH_REQUIRE(root.getNumObjs() >= 16);
+  CATCH_REQUIRE(root.getNumObjs() >= 17);
   for (hsize_t c = 0; c < root.getNumObjs(); ++c) {
     const std::string name = root.getObjnameByIdx(c);
     const H5::Group g = root.openGroup(name);
@@ -181,7 +181,7 @@ CATCH_TEST_CASE("schemes against x-transformers', HF T5's and flash-linear-atten
     const bool causal = hdf5::read_scalar_attribute<int64_t>(g, "causal") != 0;
     CATCH_INFO(name << ": pelab " << scheme << " " << hdf5::read_string_attribute(g, "options"));
     if (kind == "attention") {
-      compare_attention_layer(g, scheme, hdf5::read_string_attribute(g, "options"));
+      compare_attention_layer(g, scheme, hdf5::read_string_attribute(g, "options"), causal);
       continue;
     }
     auto q = hdf5::read_tensor(g, "q").requires_grad_(), k = hdf5::read_tensor(g, "k").requires_grad_();
