@@ -8,13 +8,7 @@ source_dir="$1"; work="$2"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 py="${PELAB_PYTHON:-/usr/bin/python3}"  # a Python with h5py
 analysis="$source_dir/analysis"
-fails_with() {  # fails_with STATUS PATTERN COMMAND...: that exit status and PATTERN on stderr
-  local want="$1" pattern="$2"; shift 2
-  local status=0
-  "$@" > /dev/null 2> err.txt || status=$?
-  cat err.txt
-  test "$status" -eq "$want" && grep -q -- "$pattern" err.txt
-}
+source "$source_dir/tests/cli_support.sh"  # fails_with
 
 "$PELAB" sweep "$source_dir/tests/fixtures/sweeps/eval.yaml" --jobs 2 > sweep.txt
 grep -q "12 of 12 runs complete" sweep.txt

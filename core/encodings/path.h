@@ -8,7 +8,8 @@
 //   bias_ij = scale * (q_i^T H_i ... H_{j+1} k_j - q_i . k_j)
 // computed by carrying every key through H_1, H_2, ... once (T steps of (B, H, T, Dh) work).
 // Causal only, as in the paper. The reference layer's short convolution on w and its low-rank
-// W_w are left out (token mixing and a parametrization, not the position encoding).
+// W_w are left out (token mixing and a parametrization, not the position encoding); W_w here
+// has a bias, which the reference's w_proj (bias=False) does not (tests/peers: equal with it zero).
 #pragma once
 
 #include "core/config/options.h"

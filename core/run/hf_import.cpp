@@ -96,6 +96,7 @@ HfImport import_hf_checkpoint(const std::string& dir_name, const HfImportOptions
   } catch (const YAML::Exception& e) {
     throw std::runtime_error(hf.path + ": not JSON (" + e.what() + ")");
   }
+  if (!hf.node.IsMap()) throw std::runtime_error(hf.path + ": not JSON (not an object of keys and values)");
   const auto model_type = hf.get<std::string>("model_type", "");
   if (model_type != "bert")
     hf.refuse("model_type", "is '" + model_type + "'; pelab import-hf reads BERT checkpoints (model_type bert)");
