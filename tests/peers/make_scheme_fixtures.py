@@ -226,4 +226,26 @@ with h5py.File(os.path.join(out_dir, "schemes.h5"), "w") as f:
             s = g.create_group(sub)
             for n, t in c[sub].items():
                 s[n] = t.detach().numpy().astype(np.float32)
-print(f"peer fixtures: {len(cases)} scheme cases in {out_dir}/schemes.h5")
+
+# --- x-transformers' DynamicPositionBias against examples/schemes/dynamic_position_bias.py (a
+# Python scheme: tests/peers/python_scheme_peers.py compares it in Debian's Python with pelab)
+from x_transformers.x_transformers import DynamicPositionBias
+
+torch.manual_seed(200)
+dynamic = DynamicPositionBias(16, heads=H, depth=2, log_distance=True)
+with torch.no_grad():
+    for p in dynamic.parameters():
+        p.copy_(torch.randn_like(p) * 0.5)
+bias = dynamic(30, 30)  # (H, T, T)
+cotangent = torch.randn_like(bias)
+(bias * cotangent).sum().backward()
+names = {"mlp.0.0": "mlp.0", "mlp.1.0": "mlp.2", "mlp.2": "mlp.4"}  # x-transformers -> the example's Sequential
+with h5py.File(os.path.join(out_dir, "python_schemes.h5"), "w") as f:
+    g = f.create_group("xt_dynamic_position_bias")
+    g.attrs["scheme"], g.attrs["options"] = "dynamic_position_bias", "width: 16, depth: 2, log_distance: true"
+    g["output"], g["cotangent"] = bias.detach().numpy(), cotangent.numpy()
+    for name, p in dynamic.named_parameters():
+        module, part = name.rsplit(".", 1)
+        g[f"params/{names[module]}.{part}"] = p.detach().numpy()
+        g[f"grads/{names[module]}.{part}"] = p.grad.numpy()
+print(f"peer fixtures: {len(cases)} scheme cases in {out_dir}/schemes.h5, 1 in python_schemes.h5")
