@@ -12,13 +12,17 @@
 #include "data/tasks/compute_sqrt.h"
 #include "data/tasks/cycle_navigation.h"
 #include "data/tasks/even_pairs.h"
+#include "data/tasks/induction_heads.h"
 #include "data/tasks/missing_duplicate_string.h"
 #include "data/tasks/modular_arithmetic.h"
 #include "data/tasks/modular_arithmetic_brackets.h"
+#include "data/tasks/mqar.h"
 #include "data/tasks/odds_first.h"
 #include "data/tasks/parity_check.h"
+#include "data/tasks/selective_copying.h"
 #include "data/tasks/solve_equation.h"
 #include "data/tasks/stack_manipulation.h"
+#include "data/tasks/state_tracking.h"
 #include "data/tasks/symbol_strings.h"
 #include "data/tasks/token_ids.h"
 
@@ -54,16 +58,20 @@ const std::vector<TaskEntry>& task_registry() {
       entry<CycleNavigationTask>("cycle_navigation"),
       entry<DuplicateStringTask>("duplicate_string"),
       entry<EvenPairsTask>("even_pairs"),
+      entry<InductionHeadsTask>("induction_heads"),
       entry<MissingDuplicateStringTask>("missing_duplicate_string"),
       entry<ModularArithmeticTask>("modular_arithmetic"),
       entry<ModularArithmeticBracketsTask>("modular_arithmetic_brackets"),
+      entry<MqarTask>("mqar"),
       entry<OddsFirstTask>("odds_first"),
       entry<ParityCheckTask>("parity_check"),
       entry<ReverseTask>("reverse"),
       entry<ReverseStringTask>("reverse_string"),
+      entry<SelectiveCopyingTask>("selective_copying"),
       entry<SolveEquationTask>("solve_equation"),
       entry<SortTask>("sort"),
       entry<StackManipulationTask>("stack_manipulation"),
+      entry<StateTrackingTask>("state_tracking"),
       entry<TextTask>("text"),
       entry<TokenIdsTask>("token_ids"),
   };
