@@ -24,6 +24,10 @@ namespace pelab {
 
 namespace {
 
+// A table cell of the metric: a loss to 3 decimals, an accuracy (in %) to 1. (Two literal
+// formats: fmt 12, LibTorch 2.x's under C++20, checks format strings at compile time.)
+std::string metric_cell(double x, bool loss) { return loss ? fmt::format("{:.3f}", x) : fmt::format("{:.1f}", x); }
+
 // One line of the table: a group (the runs that differ only by seed) and a method.
 struct Line {
   std::string group, method;
@@ -110,7 +114,7 @@ Aggregate aggregate_of(std::vector<double> values, const ReportArguments& a) {
 std::string format_cell(const Aggregate& g, const ReportArguments& a, bool show_n) {
   if (g.n == 0) return "";
   const bool loss = a.metric == "loss";
-  auto number = [&](double x) { return fmt::format(loss ? "{:.3f}" : "{:.1f}", x); };
+  auto number = [&](double x) { return metric_cell(x, loss); };
   std::string text;
   if (a.aggregate == "median") text = fmt::format("{} [{}-{}]", number(g.median), number(g.q1), number(g.q3));
   else if (a.aggregate == "median-ci")
@@ -542,14 +546,14 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
         for (const auto& text : untrained->second) untrained_schemes.insert(text.substr(0, text.find(':')));
       }
       cells.push_back(cell);
-      chance_cells.push_back(fmt::format(loss ? "{:.3f}" : "{:.1f}", chance));
+      chance_cells.push_back(metric_cell(chance, loss));
       if (in_summary) beyond_chance += chance, ++beyond_lengths;
       csv_row(line, std::to_string(L), L > line.train_max, g, chance, untrained != line.untrained.end());
     }
     const Aggregate summary = aggregate_of(line.summary, a);
     note_interval(summary);
     cells.push_back(format_cell(summary, a, show_n));
-    chance_cells.push_back(beyond_lengths ? fmt::format(loss ? "{:.3f}" : "{:.1f}", beyond_chance / beyond_lengths) : "");
+    chance_cells.push_back(beyond_lengths ? metric_cell(beyond_chance / beyond_lengths, loss) : "");
     if (summary.n > 0) csv_row(line, "beyond", true, summary, beyond_chance / beyond_lengths, false);
     table.push_back(cells);
     if (!one_chance) table.push_back(chance_cells);
@@ -557,7 +561,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   if (one_chance && !lines.empty()) {
     std::vector<std::string> chance_cells = {"chance", ""};
     for (int64_t L : lengths)
-      chance_cells.push_back(shared_chance.count(L) ? fmt::format(loss ? "{:.3f}" : "{:.1f}", shared_chance[L]) : "");
+      chance_cells.push_back(shared_chance.count(L) ? metric_cell(shared_chance[L], loss) : "");
     chance_cells.push_back("");
     table.push_back(chance_cells);
   }

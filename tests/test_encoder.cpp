@@ -619,13 +619,15 @@ CATCH_TEST_CASE("scaled_dot_product_attention (the GPU's branch) equals the unfu
     Encoder model = test::model_for(test::tiny_config_in_mode(mode.causal), mode.variant, *task);
     // SDPA takes every scheme without a value term (Shaw's values need the probabilities);
     // is_causal (the flash kernel's way) where a causal batch has no padding and the scheme no bias
-    const bool takes_sdpa = !model->encoding().has_value_term();
+    // (nor a scheme that replaces the softmax: stick-breaking)
+    const bool takes_sdpa = !model->encoding().has_value_term() && !model->encoding().replaces_softmax_at(0);
     const int64_t D = model_config.d_model, H = model_config.num_heads;
     const auto probe = torch::zeros({1, H, 3, D / H});  // q and k of 3 tokens
+    const auto probe_input = torch::zeros({1, 3, D});  // the layer input data-dependent schemes read (FoX, PaTH)
     const Positions probe_positions = contiguous_positions(1, 3);
     const auto qkv_weight = torch::zeros({3 * D, D}), qkv_bias = torch::zeros({3 * D});
     const bool has_bias =
-        model->encoding().score_bias(probe, probe, {probe_positions, 0, qkv_weight, qkv_bias}).defined();
+        model->encoding().score_bias(probe, probe, {probe_positions, 0, qkv_weight, qkv_bias, &probe_input}).defined();
     for (const Batch* b : std::vector<const Batch*>{&padded, &unpadded}) {
       CATCH_CAPTURE(b == &padded);
       const auto unfused = logits_and_gradients(model, *b, true);

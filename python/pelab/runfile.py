@@ -6,12 +6,26 @@ import os
 import re
 import sys
 
+def _missing(error):  # a python3 earlier on PATH without Debian's python3-h5py / -numpy
+    return ImportError(f"{error.name} is missing from {sys.executable}: use /usr/bin/python3 (Debian's, with "
+                       "python3-h5py, python3-numpy and python3-matplotlib: scripts/setup-deps.sh)")
+
+
 try:
-    import h5py
     import numpy as np
-except ImportError as error:  # a python3 earlier on PATH without Debian's python3-h5py / -numpy
-    raise ImportError(f"{error.name} is missing from {sys.executable}: use /usr/bin/python3 (Debian's, with "
-                      "python3-h5py, python3-numpy and python3-matplotlib: scripts/setup-deps.sh)") from error
+except ImportError as error:
+    raise _missing(error) from error
+
+
+def _h5py():
+    """h5py, imported when a file is first read: a pelab process that embeds Python for its
+    schemes imports this package and reads no run file through it, and must not load a
+    second HDF5 library (a pip h5py's) beside the one pelab links."""
+    try:
+        import h5py
+    except ImportError as error:
+        raise _missing(error) from error
+    return h5py
 
 SCHEMA_VERSION = 6
 
@@ -148,7 +162,7 @@ def load(path):
                                     f"{folder} finishes a stopped one")
         raise FileNotFoundError(f"{path} does not exist (a run starting there writes {LIVE_CURVE} at its first log "
                                 "row, and run.h5 when it ends)")
-    with h5py.File(path, "r") as f:
+    with _h5py().File(path, "r") as f:
         check(f)
         return {
             "run_name": _text(f.attrs["run_name"]),
@@ -306,7 +320,7 @@ def task_name(run):
 
 def attention_maps(path, length):
     """(probs (N, layers, heads, T, T) float32, tokens (N, T), positions (N, T)) stored at `length`."""
-    with h5py.File(path, "r") as f:
+    with _h5py().File(path, "r") as f:
         group = f["attention"][f"length_{length}"]
         return group["probs"][()].astype(np.float32), group["tokens"][()], group["positions"][()]
 
@@ -315,7 +329,7 @@ def score_terms(path, length):
     """The attention terms stored at `length` (docs/analysis.md, "Attention terms"): a dict of
     names (list of str), mean_abs and correlation (layers, heads, terms), scores_mean_abs
     (layers, heads); None when the file has maps but no terms at that length (older files)."""
-    with h5py.File(path, "r") as f:
+    with _h5py().File(path, "r") as f:
         group = f["attention"][f"length_{length}"]
         if "terms" not in group:
             return None
@@ -329,7 +343,7 @@ def sweep_runs(sweep_dir, load_runs=True):
     of key path -> value text), path (its run file) and, for complete runs with `load_runs`, the
     loaded run."""
     path = os.path.join(sweep_dir, "sweep.h5")
-    with h5py.File(path, "r") as f:
+    with _h5py().File(path, "r") as f:
         table = f["table"]
         rows = [dict(id=_text(i), status=_text(s), error=_text(e), overrides_text=_text(o))
                 for i, s, e, o in zip(table["id"][()], table["status"][()], table["error"][()],
