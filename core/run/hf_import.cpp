@@ -182,11 +182,12 @@ HfImport import_hf_checkpoint(const std::string& dir_name, const HfImportOptions
   std::map<std::string, torch::Tensor> stored;        // pelab name -> tensor
   std::map<std::string, torch::Tensor> projections;   // "blocks.l.{query,key,value}.{weight,bias}"
   static const std::regex projection(R"(encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.(weight|bias))");
+  static const std::regex gamma(R"(LayerNorm\.gamma$)"), beta(R"(LayerNorm\.beta$)");
   for (auto [hf_name, tensor] : read_weights(dir)) {
     std::string key = hf_name.rfind("bert.", 0) == 0 ? hf_name.substr(5) : hf_name;
     // checkpoints of the original BERT code name LayerNorm's parameters gamma and beta
-    key = std::regex_replace(key, std::regex(R"(LayerNorm\.gamma$)"), "LayerNorm.weight");
-    key = std::regex_replace(key, std::regex(R"(LayerNorm\.beta$)"), "LayerNorm.bias");
+    key = std::regex_replace(key, gamma, "LayerNorm.weight");
+    key = std::regex_replace(key, beta, "LayerNorm.bias");
     std::smatch m;
     if (names.count(key)) {
       stored[names.at(key)] = tensor.to(torch::kFloat32);
@@ -222,11 +223,12 @@ HfImport import_hf_checkpoint(const std::string& dir_name, const HfImportOptions
   // that token_ids' "each token its own target" reads how far a layer keeps the token's identity
   stored["head.weight"] = stored.at("token_embedding.weight");
   stored["head.bias"] = torch::zeros({vocab});
+  // in the model's order: what load_named_tensors takes, and the run file's checkpoint as is
   NamedTensors ordered;
-  for (const auto& [name_in_model, unused] : checkpoint_of(*prepared.model)) {
-    if (!stored.count(name_in_model))
-      throw std::invalid_argument(dir_name + ": nothing in the checkpoint for pelab's " + name_in_model);
-    ordered.emplace_back(name_in_model, stored.at(name_in_model));
+  for (const auto& item : prepared.model->named_parameters()) {
+    if (!stored.count(item.key()))
+      throw std::invalid_argument(dir_name + ": nothing in the checkpoint for pelab's " + item.key());
+    ordered.emplace_back(item.key(), stored.at(item.key()));
   }
   load_named_tensors(*prepared.model, ordered, dir_name);
 
@@ -241,7 +243,7 @@ HfImport import_hf_checkpoint(const std::string& dir_name, const HfImportOptions
   std::tie(record.run_sampler, record.run_positions_max_length) = evaluation_sampler(config.positions);
   record.task_format = "encoder";
   record.evaluation_protocol = prepared.task->evaluation_protocol();
-  record.checkpoint = checkpoint_of(*prepared.model);
+  record.checkpoint = std::move(ordered);  // the tensors just loaded: no second copy of the model
   // pelab cannot see which rows the checkpoint's training updated: every row counts as trained
   Evaluator evaluator(config, prepared.model, *prepared.task, prepared.device);
   record.trained_rows = evaluator.trained_rows();

@@ -128,9 +128,31 @@ PositionEncoding scheme_from(const std::string& scheme, const std::string& optio
   return make_position_encoding(config.encoding.name, context, config.encoding.options);
 }
 
+// The fixture's params/ copied into `own` (a scheme's parameters, by pelab's names).
+void load_fixture_parameters(const H5::Group& g, torch::OrderedDict<std::string, torch::Tensor>& own) {
+  torch::NoGradGuard no_grad;
+  const H5::Group params = g.openGroup("params");
+  for (hsize_t i = 0; i < params.getNumObjs(); ++i) {
+    const std::string p = params.getObjnameByIdx(i);
+    CATCH_REQUIRE(own.contains(p));
+    own[p].copy_(hdf5::read_tensor(params, p));
+  }
+}
+
+// `own`'s gradients against the fixture's grads/.
+void compare_fixture_gradients(const H5::Group& g, torch::OrderedDict<std::string, torch::Tensor>& own) {
+  const H5::Group grads = g.openGroup("grads");
+  for (hsize_t i = 0; i < grads.getNumObjs(); ++i) {
+    const std::string p = grads.getObjnameByIdx(i);
+    CATCH_INFO("gradient of " << p);
+    CATCH_CHECK(relative_error(own[p].grad(), hdf5::read_tensor(grads, p)) < 1e-5);
+  }
+}
+
 // A whole attention layer with `scheme` against a reference layer (flash-linear-attention's
-// naive functions, HF DeBERTa-v2's DisentangledSelfAttention): x, the qkv projection and the scheme's weights from the fixture, pelab's output
-// projection the identity (the reference returns the heads' outputs).
+// naive functions, HF DeBERTa-v2's DisentangledSelfAttention): x, the qkv projection and the
+// scheme's weights from the fixture, pelab's output projection the identity (the reference
+// returns the heads' outputs).
 void compare_attention_layer(const H5::Group& g, const std::string& scheme, const std::string& options, bool causal) {
   auto x = hdf5::read_tensor(g, "x").requires_grad_();
   const auto expected = hdf5::read_tensor(g, "output");
@@ -139,14 +161,9 @@ void compare_attention_layer(const H5::Group& g, const std::string& scheme, cons
   MultiHeadAttention attention(D, H, 0.0, 0);
   auto own = encoding->named_parameters();
   auto layer = attention->named_parameters();
+  load_fixture_parameters(g, own);
   {
     torch::NoGradGuard no_grad;
-    const H5::Group params = g.openGroup("params");
-    for (hsize_t i = 0; i < params.getNumObjs(); ++i) {
-      const std::string p = params.getObjnameByIdx(i);
-      CATCH_REQUIRE(own.contains(p));
-      own[p].copy_(hdf5::read_tensor(params, p));
-    }
     layer["qkv.weight"].copy_(hdf5::read_tensor(g, "qkv_weight"));
     layer["qkv.bias"].copy_(hdf5::read_tensor(g, "qkv_bias"));
     layer["out.weight"].copy_(torch::eye(D));
@@ -159,12 +176,7 @@ void compare_attention_layer(const H5::Group& g, const std::string& scheme, cons
   CATCH_CHECK(relative_error(x.grad(), hdf5::read_tensor(g, "grad_x")) < 1e-5);
   CATCH_CHECK(relative_error(layer["qkv.weight"].grad(), hdf5::read_tensor(g, "grad_qkv_weight")) < 1e-5);
   CATCH_CHECK(relative_error(layer["qkv.bias"].grad(), hdf5::read_tensor(g, "grad_qkv_bias")) < 1e-5);
-  const H5::Group grads = g.openGroup("grads");
-  for (hsize_t i = 0; i < grads.getNumObjs(); ++i) {
-    const std::string p = grads.getObjnameByIdx(i);
-    CATCH_INFO("gradient of " << p);
-    CATCH_CHECK(relative_error(own[p].grad(), hdf5::read_tensor(grads, p)) < 1e-5);
-  }
+  compare_fixture_gradients(g, own);
 }
 
 }  // namespace
@@ -187,16 +199,8 @@ CATCH_TEST_CASE("schemes against x-transformers', HF T5's and DeBERTa's and fla'
     auto q = hdf5::read_tensor(g, "q").requires_grad_(), k = hdf5::read_tensor(g, "k").requires_grad_();
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);
     PositionEncoding encoding = scheme_from(scheme, hdf5::read_string_attribute(g, "options"), H, Dh, causal);
-    const H5::Group params = g.openGroup("params"), grads = g.openGroup("grads");
     auto own = encoding->named_parameters();
-    {
-      torch::NoGradGuard no_grad;
-      for (hsize_t i = 0; i < params.getNumObjs(); ++i) {
-        const std::string p = params.getObjnameByIdx(i);
-        CATCH_REQUIRE(own.contains(p));
-        own[p].copy_(hdf5::read_tensor(params, p));
-      }
-    }
+    load_fixture_parameters(g, own);
     const Positions positions = contiguous_positions(B, T);
     const auto qkv_weight = torch::zeros({3 * H * Dh, H * Dh}), qkv_bias = torch::zeros({3 * H * Dh});
     AttentionContext attention{positions, 0, qkv_weight, qkv_bias};
@@ -221,10 +225,6 @@ CATCH_TEST_CASE("schemes against x-transformers', HF T5's and DeBERTa's and fla'
       if (input.grad().defined()) CATCH_CHECK(relative_error(input.grad(), reference) < 1e-5);
       else CATCH_CHECK(reference.abs().max().item<double>() == 0.0);
     }
-    for (hsize_t i = 0; i < grads.getNumObjs(); ++i) {
-      const std::string p = grads.getObjnameByIdx(i);
-      CATCH_INFO("gradient of " << p);
-      CATCH_CHECK(relative_error(own[p].grad(), hdf5::read_tensor(grads, p)) < 1e-5);
-    }
+    compare_fixture_gradients(g, own);
   }
 }
