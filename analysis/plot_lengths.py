@@ -7,6 +7,7 @@ whose evaluation used position-table rows training never updated circled in red.
   /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
       [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N]
       [--learned F [--learned-metric token|sequence]] [--facet KEY] [--filter KEY=V[,V...]] [--log-x]
+      [--condition V]
       [--out FILE.png]
   /usr/bin/python3 analysis/plot_lengths.py runs/a/run.h5 runs/b/run.h5 [SWEEP_DIR ...] --out FILE.png
   /usr/bin/python3 analysis/plot_lengths.py docs/studies/nope/copy_runs.csv --metric sequence --out copy.png
@@ -14,7 +15,9 @@ whose evaluation used position-table rows training never updated circled in red.
 --facet KEY draws one panel per value of a config key (task.name, model.causal, a scheme's
 option: any key of the runs' configs); --filter KEY=V1,V2 keeps the runs whose KEY is one of
 the values (repeatable); a group keeps its colour and marker in every panel. --log-x puts the
-test lengths on a logarithmic axis.
+test lengths on a logarithmic axis. --condition V plots the rows at one value of the task's
+evaluation condition (passkey: depth; flip_flop: p_ignore); analysis/plot_conditions.py draws
+every value at once (the length x depth heatmap).
 
 Any mix of sweep directories, run files and per-run files: a run file is a group of its own,
 named by its run name (`pelab train` names a run after its --set options); a per-run file
@@ -43,8 +46,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter  # noqa: E402
 
 from plotting import group_style, plot_mean_and_spread, sample_std, save_figure_and_csv  # noqa: E402
-from runfile import (evaluation_settings, group_label, load, per_run_file, select_rows, sweep_runs,  # noqa: E402
-                     task_name)
+from runfile import (condition_values, evaluation_settings, group_label, load, per_run_file, select_rows,  # noqa: E402
+                     sweep_runs, task_name)
 
 
 def collect(runs, args, key, chance_key, scale, facet=None):
@@ -54,7 +57,8 @@ def collect(runs, args, key, chance_key, scale, facet=None):
     groups, left_out = {}, []
     for r in runs:
         run = r["run"]
-        selected = select_rows(run, args.method, args.step, args.sampler, args.sampler_max_length, args.samples)
+        selected = select_rows(run, args.method, args.step, args.sampler, args.sampler_max_length, args.samples,
+                               args.condition)
         if not selected:
             left_out.append(r["id"])
             continue
@@ -114,10 +118,16 @@ def config_value(r, key):
 
 def no_rows_message(args, runs):
     """Why nothing was selected, naming what the runs have."""
-    methods = sorted({m for r in runs for m in (r["run"]["selected"] if "selected" in r["run"]
+    methods = sorted({m for r in runs for m in ([row["method"] for rows in r["run"]["selected"].values()
+                                                  for row in rows.values()] if "selected" in r["run"]
                                                  else r["run"]["evaluation"]["method"])})
     if args.method not in methods:
         return f"no evaluation rows with method {args.method!r}; the runs have: {', '.join(methods)}"
+    conditions = {(name, tuple(values)) for r in runs for name, values in [condition_values(r["run"])] if name}
+    if conditions and args.condition is None:
+        return ("the runs were evaluated under a condition: " +
+                "; ".join(f"{name} at {', '.join(f'{v:g}' for v in values)}" for name, values in sorted(conditions)) +
+                ": choose one with --condition V, or plot them all with analysis/plot_conditions.py")
     if any("selected" in r["run"] for r in runs):
         return f"no evaluation rows with method {args.method!r} and {args.samples} samples"
     settings = sorted({s for r in runs for s in evaluation_settings(r["run"]) if s[0] == args.method})
@@ -143,6 +153,9 @@ def main():
     parser.add_argument("--learned-metric", choices=["token", "sequence"], default="token",
                         help="what --learned judges: per-token or per-sequence accuracy (default token)")
     parser.add_argument("--samples", type=int, help="evaluation samples (default: the most at each length)")
+    parser.add_argument("--condition", type=float, metavar="V",
+                        help="the rows at this value of the task's evaluation condition (passkey: a depth of "
+                             "eval.depths; flip_flop: a p_ignore); default: rows without one")
     parser.add_argument("--facet", metavar="KEY", help="one panel per value of this config key (e.g. task.name)")
     parser.add_argument("--filter", metavar="KEY=V[,V...]", action="append", default=[],
                         help="keep the runs whose config KEY is one of the values (repeatable)")

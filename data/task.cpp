@@ -2,6 +2,8 @@
 
 #include "core/encodings/host_to_device.h"
 
+#include <stdexcept>
+
 namespace pelab {
 
 Batch Batch::to(torch::Device device) const {
@@ -82,6 +84,23 @@ Batch Seq2SeqTask::sample(int64_t batch_size, int64_t length, Rng& rng) const {
   std::vector<Example> examples;
   examples.reserve(batch_size);
   for (int64_t i = 0; i < batch_size; ++i) examples.push_back(generate(length, rng));
+  Batch b = encode(examples);
+  b.length = length;
+  return b;
+}
+
+Batch Task::condition_batch(int64_t length, double value, int64_t count, Rng& rng) const {
+  throw std::invalid_argument("this task has no evaluation condition (eval.depths: passkey; eval.p_ignore: flip_flop)");
+}
+
+Example Seq2SeqTask::generate_at(int64_t length, double value, Rng& rng) const {
+  throw std::invalid_argument("this task has no evaluation condition (eval.depths: passkey; eval.p_ignore: flip_flop)");
+}
+
+Batch Seq2SeqTask::condition_batch(int64_t length, double value, int64_t count, Rng& rng) const {
+  std::vector<Example> examples;
+  examples.reserve(count);
+  for (int64_t i = 0; i < count; ++i) examples.push_back(generate_at(length, value, rng));
   Batch b = encode(examples);
   b.length = length;
   return b;

@@ -57,6 +57,13 @@ class Task {
   virtual Batch evaluation_batch(int64_t length, int64_t first, int64_t count, Rng& rng) const {
     return sample(count, length, rng);
   }
+  // An evaluation condition beside the length that an eval setting varies (passkey: "depth",
+  // set by eval.depths; flip_flop: "p_ignore", set by eval.p_ignore), or "" when the task has
+  // none. Evaluation then makes one row per (length, value): condition_batch's examples.
+  virtual std::string evaluation_condition() const { return ""; }
+  // `count` evaluation examples at `length` with the condition at `value` (examples of the
+  // evaluation stream `rng`, as evaluation_batch); the default throws (no condition).
+  virtual Batch condition_batch(int64_t length, double value, int64_t count, Rng& rng) const;
   // Throws std::invalid_argument when `length` cannot be trained on (or evaluated at).
   virtual void check_length(int64_t length, bool training) const {}
   // Chance level (the best input-independent prediction): the most frequent target at each
@@ -110,6 +117,9 @@ class Seq2SeqTask : public Task {
   std::string evaluation_protocol() const override;
 
   virtual Example generate(int64_t length, Rng& rng) const = 0;
+  // An example with the evaluation condition at `value` (tasks with evaluation_condition()).
+  virtual Example generate_at(int64_t length, double value, Rng& rng) const;
+  Batch condition_batch(int64_t length, double value, int64_t count, Rng& rng) const override;
   virtual int64_t output_length(int64_t length) const = 0;
   // Input tokens of an example of `length` (modular_arithmetic shortens even lengths by one).
   virtual int64_t input_length(int64_t length) const { return length; }

@@ -12,6 +12,11 @@
 #include "data/tasks/compute_sqrt.h"
 #include "data/tasks/cycle_navigation.h"
 #include "data/tasks/even_pairs.h"
+#include "data/tasks/flip_flop.h"
+#include "data/tasks/multiplication.h"
+#include "data/tasks/ngram_lookup.h"
+#include "data/tasks/number_sort.h"
+#include "data/tasks/passkey.h"
 #include "data/tasks/induction_heads.h"
 #include "data/tasks/missing_duplicate_string.h"
 #include "data/tasks/modular_arithmetic.h"
@@ -58,13 +63,18 @@ const std::vector<TaskEntry>& task_registry() {
       entry<CycleNavigationTask>("cycle_navigation"),
       entry<DuplicateStringTask>("duplicate_string"),
       entry<EvenPairsTask>("even_pairs"),
+      entry<FlipFlopTask>("flip_flop"),
       entry<InductionHeadsTask>("induction_heads"),
       entry<MissingDuplicateStringTask>("missing_duplicate_string"),
       entry<ModularArithmeticTask>("modular_arithmetic"),
       entry<ModularArithmeticBracketsTask>("modular_arithmetic_brackets"),
       entry<MqarTask>("mqar"),
+      entry<MultiplicationTask>("multiplication"),
+      entry<NgramLookupTask>("ngram_lookup"),
+      entry<NumberSortTask>("number_sort"),
       entry<OddsFirstTask>("odds_first"),
       entry<ParityCheckTask>("parity_check"),
+      entry<PasskeyTask>("passkey"),
       entry<ReverseTask>("reverse"),
       entry<ReverseStringTask>("reverse_string"),
       entry<SelectiveCopyingTask>("selective_copying"),

@@ -74,14 +74,19 @@ std::string evaluate_run_file(const EvalArguments& a, const std::string& run_fil
     return keep;
   };
   for (const auto& method : config.eval.extrapolation)
-    for (int64_t length : config.eval.lengths) {
-      EvalResult wanted;
-      wanted.method = method;
-      wanted.length = length;
-      wanted.samples = run.prepared->task->evaluation_size(length, config.eval.samples);
-      if (kept_already(record.evaluation, wanted)) continue;
-      added.evaluation.push_back(evaluator.evaluate_length(length, config.eval.samples, method));
-    }
+    for (int64_t length : config.eval.lengths)
+      for (const auto& value : evaluator.condition_values()) {
+        EvalResult wanted;
+        wanted.method = method;
+        wanted.length = length;
+        wanted.samples = run.prepared->task->evaluation_size(length, config.eval.samples);
+        if (value) {
+          wanted.condition = run.prepared->task->evaluation_condition();
+          wanted.condition_value = *value;
+        }
+        if (kept_already(record.evaluation, wanted)) continue;
+        added.evaluation.push_back(evaluator.evaluate_length(length, config.eval.samples, method, true, value));
+      }
   // maps and probes under the one method --extrapolation names (checked by command_eval), else none
   const std::string analysis_method = a.extrapolation.size() == 1 ? a.extrapolation.front() : "none";
   for (int64_t length : a.probes) {

@@ -149,7 +149,13 @@ std::string without_seed(const std::string& overrides, const std::vector<std::st
   return out.empty() ? "(base)" : out;
 }
 
-// The run's rows under the report's settings: method -> length -> row. Among rows of one
+// A table line's method: the extrapolation method, with the evaluation condition and its
+// value when the row has one ("none depth=0.25"), so that every depth is a line of its own.
+std::string row_key(const EvalResult& row) {
+  return row.condition.empty() ? row.method : fmt::format("{} {}={:g}", row.method, row.condition, row.condition_value);
+}
+
+// The run's rows under the report's settings: row_key -> length -> row. Among rows of one
 // method and length left, the one with the most samples, then the last written.
 std::map<std::string, std::map<int64_t, EvalResult>> selected_rows(const RunRecord& record, const ReportArguments& a) {
   const int64_t step = a.step >= 0 ? a.step : record.train_steps;
@@ -161,7 +167,7 @@ std::map<std::string, std::map<int64_t, EvalResult>> selected_rows(const RunReco
                                  : a.sampler.empty() && row.positions_max_length != record.run_positions_max_length)
       continue;
     if (a.samples > 0 && row.samples != a.samples) continue;
-    auto [it, inserted] = rows[row.method].emplace(row.length, row);
+    auto [it, inserted] = rows[row_key(row)].emplace(row.length, row);
     if (!inserted && row.samples >= it->second.samples) it->second = row;
   }
   return rows;
@@ -207,8 +213,9 @@ ReportRun report_run(const SweepDirectoryRun& run, const RunRecord& record, cons
 constexpr const char* kPerRunColumns[] = {
     "run", "group", "overrides", "task", "seed", "method", "length", "beyond_training", "per_token_accuracy",
     "per_sequence_accuracy", "loss", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss", "samples",
-    "train_min_length", "train_max_length", "train_steps", "in_distribution_token_accuracy", "learned", "untrained"};
-const std::set<std::string> kAddedPerRunColumns = {"task", "seed", "untrained"};
+    "train_min_length", "train_max_length", "train_steps", "in_distribution_token_accuracy", "learned", "untrained",
+    "condition", "condition_value"};
+const std::set<std::string> kAddedPerRunColumns = {"task", "seed", "untrained", "condition", "condition_value"};
 
 bool is_per_run_file(const std::string& path) { return std::filesystem::path(path).extension() == ".csv"; }
 
@@ -252,13 +259,15 @@ std::vector<ReportRun> runs_of_per_run_file(const std::string& path, const Repor
       row.chance_loss = std::stod(field("chance_loss"));
       row.samples = std::stoll(field("samples"));
       row.untrained = added_field("untrained");
+      row.condition = added_field("condition");
+      if (!row.condition.empty()) row.condition_value = std::stod(field("condition_value"));
       if (runs.empty() || runs.back().id != field("run"))
         runs.push_back({field("run"), field("overrides"), added_field("task"), added_field("seed"),
                         std::stoll(field("train_min_length")),
                         std::stoll(field("train_max_length")), std::stoll(field("train_steps")), {}});
       settings_there.insert(fmt::format("method {} samples {}", row.method, row.samples));
       if ((!a.method.empty() && row.method != a.method) || (a.samples > 0 && row.samples != a.samples)) continue;
-      runs.back().rows[row.method][row.length] = row;
+      runs.back().rows[row_key(row)][row.length] = row;
     } catch (const std::logic_error&) {  // stoll/stod: not a number
       throw std::runtime_error(fmt::format("{}:{}: a number field is not a number", path, line_number));
     }
@@ -416,15 +425,16 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       // every value as the shortest text that reads back to the same double: a report of this
       // file gives this report's table to the digit
       for (const auto& [length, row] : by_length)
-        per_run << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", report.id,
-                               quoted_csv(group), quoted_csv(report.overrides), report.task, report.seed, method,
+        per_run << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", report.id,
+                               quoted_csv(group), quoted_csv(report.overrides), report.task, report.seed, row.method,
                                length,
                                length > report.train_max_length ? 1 : 0, row.per_token_accuracy,
                                row.per_sequence_accuracy, row.loss, row.chance_token_accuracy,
                                row.chance_sequence_accuracy, row.chance_loss, row.samples, report.train_min_length,
                                report.train_max_length, report.train_steps,
                                in_range ? fmt::format("{}", in_distribution) : "",
-                               judged ? (learned ? "1" : "0") : "", quoted_csv(row.untrained));
+                               judged ? (learned ? "1" : "0") : "", quoted_csv(row.untrained), row.condition,
+                               row.condition.empty() ? std::string() : fmt::format("{}", row.condition_value));
       auto line = std::find_if(lines.begin(), lines.end(),
                                [&](const Line& l) { return l.group == group && l.method == method; });
       if (line == lines.end()) {

@@ -12,41 +12,14 @@
 #include "data/tasks/state_tracking.h"
 #include "core/run/run.h"
 #include "tests/support.h"
+#include "tests/task_support.h"
 
 using namespace pelab;
 
-namespace {
-
-template <typename T>
-T make(const std::vector<std::pair<std::string, OptionValue>>& set = {}) {
-  auto options = OptionValues::defaults(T::options());
-  for (const auto& [name, value] : set) options.set(name, value);
-  return T(options);
-}
-
-// The best input-independent accuracy: at each output slot the most frequent output, averaged
-// over the slots, from `count` examples of `length`.
-template <typename T>
-double counted_chance(const T& task, int64_t length, int count) {
-  Rng rng(7);
-  std::vector<std::map<int64_t, int>> seen(task.output_length(length));
-  for (int i = 0; i < count; ++i) {
-    const Example e = task.generate(length, rng);
-    for (size_t s = 0; s < e.output.size(); ++s) ++seen[s][e.output[s]];
-  }
-  double sum = 0;
-  for (const auto& slot : seen) {
-    int most = 0;
-    for (const auto& [value, n] : slot) most = std::max(most, n);
-    sum += double(most) / count;
-  }
-  return sum / seen.size();
-}
-
-}  // namespace
+using test::counted_chance;
 
 CATCH_TEST_CASE("mqar: every query's output is the value paired with its key", "[tasks][recall]") {
-  const auto task = make<MqarTask>({{"keys", int64_t(20)}, {"values", int64_t(8)}});
+  const auto task = test::make_task<MqarTask>({{"keys", int64_t(20)}, {"values", int64_t(8)}});
   Rng rng(3);
   for (int64_t n : {1, 4, 20}) {
     for (int i = 0; i < 50; ++i) {
@@ -74,7 +47,7 @@ CATCH_TEST_CASE("mqar: every query's output is the value paired with its key", "
 }
 
 CATCH_TEST_CASE("induction_heads: the output is the token after the first trigger", "[tasks][recall]") {
-  const auto task = make<InductionHeadsTask>({{"vocab_size", int64_t(6)}});
+  const auto task = test::make_task<InductionHeadsTask>({{"vocab_size", int64_t(6)}});
   Rng rng(4);
   for (int64_t length : {3, 4, 10, 64}) {
     for (int i = 0; i < 100; ++i) {
@@ -92,7 +65,7 @@ CATCH_TEST_CASE("induction_heads: the output is the token after the first trigge
 }
 
 CATCH_TEST_CASE("selective_copying: the output is the data tokens in their order", "[tasks][recall]") {
-  const auto task = make<SelectiveCopyingTask>({{"vocab_size", int64_t(5)}, {"tokens", int64_t(4)}});
+  const auto task = test::make_task<SelectiveCopyingTask>({{"vocab_size", int64_t(5)}, {"tokens", int64_t(4)}});
   Rng rng(5);
   for (int64_t length : {4, 5, 12, 100}) {
     for (int i = 0; i < 100; ++i) {
@@ -112,7 +85,7 @@ CATCH_TEST_CASE("state_tracking: groups, their products, and the running state",
   const std::map<std::string, size_t> sizes = {{"s3", 6}, {"a4", 12}, {"a5", 60}, {"s5", 120}};
   for (const auto& [group, size] : sizes) {
     CATCH_INFO(group);
-    const auto task = make<StateTrackingTask>({{"group", group}});
+    const auto task = test::make_task<StateTrackingTask>({{"group", group}});
     const auto& elements = task.elements();
     CATCH_REQUIRE(elements.size() == size);
     for (size_t i = 0; i < elements[0].size(); ++i) CATCH_CHECK(elements[0][i] == static_cast<int>(i));  // identity
@@ -129,13 +102,13 @@ CATCH_TEST_CASE("state_tracking: groups, their products, and the running state",
     }
   }
   // S3 by hand: (0 1) then (1 2) sends 0 -> 1 -> 2, 1 -> 0, 2 -> 1
-  const auto s3 = make<StateTrackingTask>({{"group", std::string("s3")}});
+  const auto s3 = test::make_task<StateTrackingTask>({{"group", std::string("s3")}});
   const auto id = [&](std::vector<int> p) {
     return std::find(s3.elements().begin(), s3.elements().end(), p) - s3.elements().begin();
   };
   CATCH_CHECK(s3.compose(id({1, 0, 2}), id({0, 2, 1})) == id({2, 0, 1}));
   // A5: even permutations only
-  const auto a5 = make<StateTrackingTask>({{"group", std::string("a5")}});
+  const auto a5 = test::make_task<StateTrackingTask>({{"group", std::string("a5")}});
   for (const auto& p : a5.elements()) {
     int inversions = 0;
     for (size_t i = 0; i < p.size(); ++i)
@@ -143,31 +116,11 @@ CATCH_TEST_CASE("state_tracking: groups, their products, and the running state",
     CATCH_CHECK(inversions % 2 == 0);
   }
   // uniform inputs: the state is uniform at every position after the first
-  const auto a4 = make<StateTrackingTask>({{"group", std::string("a4")}});
+  const auto a4 = test::make_task<StateTrackingTask>({{"group", std::string("a4")}});
   CATCH_CHECK(counted_chance(a4, 6, 12000) == Approx(1.0 / 12).margin(0.012));
 }
 
-namespace {
-
-// A few hundred steps of the quickstart model (width 64, 2 blocks, RoPE) on `task`: at a
-// training length, per-token accuracy above the input-independent baseline by `margin`. A task
-// whose targets could not be learned (a wrong answer rule) fails here.
-void learns_above_chance(const std::vector<std::string>& task, int64_t length, double margin) {
-  test::TemporaryDirectory dir;
-  std::vector<std::string> overrides = {"encoding.name=rope", "model.d_model=64", "model.num_layers=2",
-                                        "train.steps=400", "train.batch_size=32", "train.learning_rate=0.002",
-                                        "train.warmup_steps=50", "train.log_every=100", "threads=1",
-                                        "eval.lengths=[" + std::to_string(length) + "]", "eval.samples=128",
-                                        "output.dir=" + dir.path};
-  overrides.insert(overrides.end(), task.begin(), task.end());
-  std::ostringstream log;
-  const RunOutcome outcome = execute_run(test::tiny_config(overrides), log, false);
-  CATCH_INFO(log.str());
-  const auto& r = outcome.evaluation.at(0);
-  CATCH_CHECK(r.per_token_accuracy > r.chance_token_accuracy + margin);
-}
-
-}  // namespace
+using test::learns_above_chance;
 
 CATCH_TEST_CASE("mqar: a small model recalls above chance within training", "[learning][recall]") {
   learns_above_chance({"task.name=mqar", "task.keys=32", "task.values=16", "train.min_length=2", "train.max_length=8"},

@@ -20,6 +20,13 @@ const std::vector<std::string>& extrapolation_methods() {
   return methods;
 }
 
+const std::vector<double>& condition_values(const EvalConfig& eval, const std::string& name) {
+  static const std::vector<double> none;
+  if (name == "depth") return eval.depths;
+  if (name == "p_ignore") return eval.p_ignore;
+  return none;
+}
+
 namespace {
 
 SchemeFileLoader& scheme_file_loader() {
@@ -261,6 +268,8 @@ EvalConfig read_eval(YamlReader r) {
   if (every_lengths && !(every_lengths.IsSequence() && every_lengths.size() == 0))
     e.every_lengths = r.get_int_list("every_lengths", e.every_lengths, 1, 1 << 24);
   e.every_samples = r.get_int("every_samples", e.every_samples, 1, 1e9);
+  e.depths = r.get_float_list("depths", e.depths, 0.0, 1.0);
+  e.p_ignore = r.get_float_list("p_ignore", e.p_ignore, 0.0, 0.999);
   r.finish("eval");
   return e;
 }
@@ -495,8 +504,11 @@ std::string to_yaml(const RunConfig& c) {
       << YAML::Key << "batch_size" << YAML::Value << c.eval.batch_size
       << YAML::Key << "every" << YAML::Value << c.eval.every
       << YAML::Key << "every_lengths" << YAML::Value << YAML::Flow << c.eval.every_lengths
-      << YAML::Key << "every_samples" << YAML::Value << c.eval.every_samples
-      << YAML::EndMap;
+      << YAML::Key << "every_samples" << YAML::Value << c.eval.every_samples;
+  // only when given: other runs' resolved configs stay as they were
+  if (!c.eval.depths.empty()) out << YAML::Key << "depths" << YAML::Value << YAML::Flow << c.eval.depths;
+  if (!c.eval.p_ignore.empty()) out << YAML::Key << "p_ignore" << YAML::Value << YAML::Flow << c.eval.p_ignore;
+  out << YAML::EndMap;
   const AnalysisConfig& a = c.analysis;
   out << YAML::Key << "analysis" << YAML::Value << YAML::BeginMap
       << YAML::Key << "attention_statistics" << YAML::Value << a.attention_statistics

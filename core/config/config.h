@@ -127,7 +127,12 @@ struct EvalConfig {
   int64_t every = 0;                    // also evaluate every N training steps (0: never), into
   std::vector<int64_t> every_lengths;   //   the evaluation curve: at these lengths (empty: lengths)
   int64_t every_samples = 64;           //   on this many sequences each
+  // Evaluation conditions (Task::evaluation_condition): each length is evaluated at every value
+  std::vector<double> depths;           //   passkey: where the passkey sits, 0 (start) .. 1 (end)
+  std::vector<double> p_ignore;         //   flip_flop: the test ignore probability
 };
+// The values of eval's setting for the task's evaluation condition `name` (empty: none given).
+const std::vector<double>& condition_values(const EvalConfig& eval, const std::string& name);
 
 struct AnalysisConfig {
   bool attention_statistics = true;     // per layer and head over all evaluation examples

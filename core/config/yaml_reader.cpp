@@ -182,6 +182,26 @@ std::vector<int64_t> YamlReader::get_int_list(const std::string& key,
   return out;
 }
 
+std::vector<double> YamlReader::get_float_list(const std::string& key, const std::vector<double>& default_value,
+                                              std::optional<double> min, std::optional<double> max) {
+  YAML::Node v = value(key);
+  if (!v || v.IsNull()) return default_value;
+  if (!v.IsSequence()) fail_at(key, "expected a list of numbers such as [0, 0.5, 1], got " + describe_node(v));
+  std::vector<double> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    double x = 0;
+    if (!v[i].IsScalar() || !YAML::convert<double>::decode(v[i], x) || !std::isfinite(x)) {
+      auto ov = source_->overrides.find(key_path(key));
+      std::string where = ov != source_->overrides.end() ? ov->second : format_mark(source_->file, v[i].Mark());
+      throw ConfigError(where + ": " + key_path(key) + "[" + std::to_string(i) + "]: expected a number, got " +
+                        describe_node(v[i]));
+    }
+    check_range(key, x, min, max);
+    out.push_back(x);
+  }
+  return out;
+}
+
 std::vector<std::string> YamlReader::get_choice_list(const std::string& key,
                                                      const std::vector<std::string>& default_value,
                                                      const std::vector<std::string>& choices) {

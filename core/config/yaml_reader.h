@@ -53,6 +53,11 @@ class YamlReader {
   std::vector<int64_t> get_int_list(const std::string& key, const std::vector<int64_t>& default_value,
                                     std::optional<double> min = std::nullopt,
                                     std::optional<double> max = std::nullopt);
+  // A list of numbers, e.g. [0, 0.25, 0.5]; an empty list (as resolved configs write the
+  // default) reads as empty.
+  std::vector<double> get_float_list(const std::string& key, const std::vector<double>& default_value,
+                                     std::optional<double> min = std::nullopt,
+                                     std::optional<double> max = std::nullopt);
   // A list of mappings at `key` (e.g. train.phases), each read as a child "key[i]"; empty
   // when absent.
   std::vector<YamlReader> children(const std::string& key);

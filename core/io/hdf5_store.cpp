@@ -143,6 +143,8 @@ void hdf5::write_evaluation_rows(H5::Group& group, const std::vector<EvalResult>
   write_column(group, s::kEvalSampler, rows, &EvalResult::sampler);
   write_column(group, s::kEvalPositionsMaxLength, rows, &EvalResult::positions_max_length);
   write_column(group, s::kUntrained, rows, &EvalResult::untrained);
+  write_column(group, s::kCondition, rows, &EvalResult::condition);
+  write_column(group, s::kConditionValue, rows, &EvalResult::condition_value);
   bool statistics = !rows.empty();
   for (const auto& row : rows) statistics = statistics && !row.attention.empty();
   if (!statistics) return;
@@ -177,6 +179,10 @@ std::vector<EvalResult> hdf5::read_evaluation_rows(const H5::Group& group) {
   read_column(group, s::kEvalSampler, rows, &EvalResult::sampler);
   read_column(group, s::kEvalPositionsMaxLength, rows, &EvalResult::positions_max_length);
   read_column(group, s::kUntrained, rows, &EvalResult::untrained);
+  if (group.exists(s::kCondition)) {  // absent before: no condition
+    read_column(group, s::kCondition, rows, &EvalResult::condition);
+    read_column(group, s::kConditionValue, rows, &EvalResult::condition_value);
+  }
   if (group.exists(s::kAttentionStatistics)) {
     H5::Group stats = group.openGroup(s::kAttentionStatistics);
     auto read_stat = [&](const char* name, std::vector<double> AttentionSummary::*field) {

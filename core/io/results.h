@@ -32,6 +32,10 @@ struct EvalResult {
   double chance_token_accuracy = 0;
   double chance_sequence_accuracy = 0;
   double chance_loss = 0;
+  // The task's evaluation condition and its value (passkey: depth, flip_flop: p_ignore; from
+  // eval.depths / eval.p_ignore), or "" (and 0): the training distribution.
+  std::string condition;
+  double condition_value = 0;
   AttentionSummary attention;  // per layer and head, when analysis.attention_statistics
   // The settings the row was made under besides method, length and samples: the training
   // step evaluated and the position sampler used (max_length 0 for contiguous).
@@ -44,6 +48,7 @@ struct EvalResult {
   // Two rows made under the same settings (pelab eval replaces such a row, and only such).
   bool same_settings(const EvalResult& other) const {
     return method == other.method && length == other.length && samples == other.samples && step == other.step &&
+           condition == other.condition && condition_value == other.condition_value &&
            sampler == other.sampler && positions_max_length == other.positions_max_length;
   }
 };

@@ -58,6 +58,10 @@ constexpr const char* kChanceLoss = "chance_loss";                          //  
 constexpr const char* kEvalStep = "step";                   // int64: the training step evaluated
 constexpr const char* kEvalSampler = "sampler";             // string: the position sampler used
 constexpr const char* kEvalPositionsMaxLength = "positions_max_length";  // int64: its max_length
+constexpr const char* kCondition = "condition";             // string: the task's evaluation condition
+constexpr const char* kConditionValue = "condition_value";  //   (passkey: depth, flip_flop: p_ignore) and
+                                                            //   its value; "" and 0: as in training
+                                                            //   (absent in files before 2026-12-02)
 constexpr const char* kUntrained = "untrained";             // string: the position-table rows this row
                                                             //   used that no training step updated; "" none
 constexpr const char* kTrainMinLength = "train_min_length";  // evaluation attributes

@@ -76,7 +76,12 @@ Encoder build_model(const RunConfig& config, const Task& task) {
 }
 
 void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model) {
-  // Fail before training, not after it: every training and test length must be encodable.
+  // Fail before training, not after it: every training and test length must be encodable,
+  // and an evaluation condition set only for a task that has it.
+  for (const auto& [key, condition] : {std::pair<std::string, std::string>{"eval.depths", "depth"}, {"eval.p_ignore", "p_ignore"}})
+    if (!condition_values(config.eval, condition).empty() && task.evaluation_condition() != condition)
+      throw std::runtime_error(fmt::format("{} is set, but task {} has no {} condition (eval.depths: passkey; "
+                                           "eval.p_ignore: flip_flop)", key, config.task.name, condition));
   std::vector<int64_t> lengths = config.eval.lengths;
   if (config.eval.every > 0)
     for (int64_t L : config.eval.every_lengths) lengths.push_back(L);
@@ -99,7 +104,7 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
     // contiguous (or the sampler augments training only: cape)
     const bool training = i + 1 == lengths.size();
     const bool sampled = training || (config.positions.evaluate_with == "sampler" && !sampler.training_only());
-    // task-given positions (addition positions: abacus): as given, offset by random_offset in training
+    // task-given positions (positions: abacus or coupling): as given, offset by random_offset in training
     const auto* seq2seq = dynamic_cast<const Seq2SeqTask*>(&task);
     const auto given = seq2seq ? seq2seq->given_positions(seq2seq->input_length(length), seq2seq->output_length(length))
                                : std::pair<std::vector<int64_t>, std::vector<int64_t>>{};
@@ -115,7 +120,7 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
       const auto& sampler_name = config.positions.sampler;
       if (sampler_name != "contiguous" && sampler_name != "random_offset")
         throw std::runtime_error("the task gives its own positions (" + config.task.name +
-                                 " positions: abacus); positions.sampler " + sampler_name +
+                                 " positions: abacus or coupling); positions.sampler " + sampler_name +
                                  " cannot draw them: use contiguous (as given) or random_offset (offset in training)");
       int64_t largest = 0;
       for (const auto* part : {&given.first, &given.second})
@@ -330,9 +335,14 @@ std::string format_evaluation_table(const std::vector<EvalResult>& results, int6
     out = fmt::format("{:>13} {:>8} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10} {:>9}\n", "extrapolation", "length",
                       "windows", "bits/byte", "(chance)", "ppl", "(chance)", "byte acc", "(chance)");
   } else {
-    out = fmt::format("{:>13} {:>8} {:>8} {:>8} {:>10} {:>9} {:>10} {:>9} {:>9}\n", "extrapolation", "length",
+    out = fmt::format("{:>13} {:>8} {:>8} {:>8} {:>10} {:>9} {:>10} {:>9} {:>9}", "extrapolation", "length",
                       "tokens", "samples", "token acc", "(chance)", "seq acc", "(chance)", "loss");
   }
+  // the task's evaluation condition (passkey: depth), a column when some row has one
+  std::string condition;
+  for (const auto& r : results)
+    if (!r.condition.empty()) condition = r.condition;
+  if (!text) out += condition.empty() ? "\n" : fmt::format(" {:>9}\n", condition);
   std::vector<std::string> untrained;  // footnotes
   for (const auto& r : results) {
     std::string beyond = r.length > train_max_length ? "  (beyond training)" : "";
@@ -347,10 +357,13 @@ std::string format_evaluation_table(const std::vector<EvalResult>& results, int6
                          std::exp(r.chance_loss), 100.0 * r.per_token_accuracy, 100.0 * r.chance_token_accuracy,
                          beyond);
     } else {
-      out += fmt::format("{:>13} {:>8} {:>8} {:>8} {:>9.2f}% {:>8.2f}% {:>9.2f}% {:>8.2f}% {:>9.4f}{}\n", r.method,
+      const std::string value = condition.empty() ? std::string()
+                                : r.condition.empty() ? fmt::format(" {:>9}", "-")
+                                                      : fmt::format(" {:>9.3g}", r.condition_value);
+      out += fmt::format("{:>13} {:>8} {:>8} {:>8} {:>9.2f}% {:>8.2f}% {:>9.2f}% {:>8.2f}% {:>9.4f}{}{}\n", r.method,
                          r.length, r.sequence_length, r.samples, 100.0 * r.per_token_accuracy,
                          100.0 * r.chance_token_accuracy, 100.0 * r.per_sequence_accuracy,
-                         100.0 * r.chance_sequence_accuracy, r.loss, beyond);
+                         100.0 * r.chance_sequence_accuracy, r.loss, value, beyond);
     }
   }
   for (size_t i = 0; i < untrained.size(); ++i)

@@ -125,7 +125,8 @@ Evaluator::ExtrapolationScope::ExtrapolationScope(Evaluator& evaluator, int64_t 
 
 Evaluator::ExtrapolationScope::~ExtrapolationScope() { encoding_.set_extrapolation({}); }
 
-EvalResult Evaluator::evaluate_length(int64_t length, int64_t samples, const std::string& method, bool statistics) {
+EvalResult Evaluator::evaluate_length(int64_t length, int64_t samples, const std::string& method, bool statistics,
+                                      std::optional<double> condition) {
   torch::NoGradGuard no_grad;
   model_->eval();
   Rng rng(evaluation_data_seed(config_.seed, length));
@@ -134,6 +135,10 @@ EvalResult Evaluator::evaluate_length(int64_t length, int64_t samples, const std
   EvalResult r;
   r.method = method;
   r.length = length;
+  if (condition) {
+    r.condition = task_.evaluation_condition();
+    r.condition_value = *condition;
+  }
   r.step = step_;
   std::tie(r.sampler, r.positions_max_length) = evaluation_sampler(config_.positions);
   r.sequence_length = task_.sequence_length(length);
@@ -147,7 +152,8 @@ EvalResult Evaluator::evaluate_length(int64_t length, int64_t samples, const std
   for (int64_t done = 0; done < examples;) {
     if (stop_check_) stop_check_();  // a long evaluation stops within a batch of a signal, not a length
     const int64_t n = std::min(config_.eval.batch_size, examples - done);
-    Batch batch = task_.evaluation_batch(length, done, n, rng).to(device_);
+    Batch batch = (condition ? task_.condition_batch(length, *condition, n, rng)
+                             : task_.evaluation_batch(length, done, n, rng)).to(device_);
     auto positions = evaluation_positions(batch, position_rng);
     if (done == 0 && statistics) r.untrained = untrained_rows_used(batch, positions);
     const auto scope = autocast();
@@ -308,11 +314,18 @@ std::vector<ProbeResult> Evaluator::probes(int64_t length, const std::string& me
 std::vector<EvalResult> Evaluator::evaluate() {
   std::vector<EvalResult> results;
   for (const auto& method : config_.eval.extrapolation)
-    for (int64_t length : config_.eval.lengths) {
-      if (stop_check_) stop_check_();
-      results.push_back(evaluate_length(length, config_.eval.samples, method));
-    }
+    for (int64_t length : config_.eval.lengths)
+      for (const auto& value : condition_values()) {
+        if (stop_check_) stop_check_();
+        results.push_back(evaluate_length(length, config_.eval.samples, method, true, value));
+      }
   return results;
+}
+
+std::vector<std::optional<double>> Evaluator::condition_values() const {
+  const auto& values = pelab::condition_values(config_.eval, task_.evaluation_condition());
+  if (values.empty()) return {std::nullopt};
+  return std::vector<std::optional<double>>(values.begin(), values.end());
 }
 
 }  // namespace pelab

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,12 +48,20 @@ class Evaluator {
   void set_stop_check(std::function<void()> check) { stop_check_ = std::move(check); }
 
   // Every eval.extrapolation method x eval.lengths entry on eval.samples examples (fewer
-  // when the task's evaluation set is smaller: text).
+  // when the task's evaluation set is smaller: text), at every condition_values() value.
   std::vector<EvalResult> evaluate();
+  // Every eval.extrapolation x eval.lengths x condition value (eval.depths or eval.p_ignore
+  // for a task with an evaluation condition; none: the training distribution) entry.
   // One row; `statistics`: with attention statistics when analysis.attention_statistics, and
-  // the untrained position-table rows it uses (untrained_rows_used).
+  // the untrained position-table rows it uses (untrained_rows_used); `condition`: the task's
+  // evaluation condition at that value (Task::condition_batch), none: as in training. Every
+  // value draws from the length's evaluation stream: the same inputs where only the
+  // condition moves them (passkey: the same filler and keys at every depth).
   EvalResult evaluate_length(int64_t length, int64_t samples, const std::string& method = "none",
-                             bool statistics = true);
+                             bool statistics = true, std::optional<double> condition = std::nullopt);
+  // The values evaluation visits for the task's condition: the eval setting's, or one
+  // nullopt (no condition, or none given).
+  std::vector<std::optional<double>> condition_values() const;
   // The first `count` examples of the evaluation set at `length` and the positions evaluation gives them.
   std::pair<Batch, Positions> evaluation_examples(int64_t length, int64_t count, uint64_t seed);
   // Attention maps (and score terms) of the first `examples` examples of the evaluation set at

@@ -8,7 +8,7 @@ AdditionTask::AdditionTask(const OptionValues& options)
     : Seq2SeqTask(options.get_int("base") + 1, options.get_int("base")),
       base_(options.get_int("base")),
       reverse_digits_(options.get_bool("reverse_digits")),
-      abacus_(options.get_string("positions") == "abacus") {}
+      positions_(digit_positions(options)) {}
 
 std::string AdditionTask::description() {
   return "sum of two n-digit numbers, n + 1 output digits (Kazemnejad et al. 2023); length = n";
@@ -17,25 +17,17 @@ std::string AdditionTask::description() {
 std::vector<OptionSpec> AdditionTask::options() {
   return {OptionSpec::integer("base", 10, "number base (digits 0 .. base-1; the plus sign is one more symbol)", 2, 64),
           OptionSpec::boolean("reverse_digits", false, "write every number least significant digit first"),
-          OptionSpec::choice("positions", "sampler", {"sampler", "abacus"},
-                             "sampler: positions from positions.sampler; abacus: each digit's position is its "
-                             "significance (McLeish et al. 2024), offset by random_offset in training")};
+          digit_positions_option()};
 }
 
 std::pair<std::vector<int64_t>, std::vector<int64_t>> AdditionTask::given_positions(int64_t input_tokens,
                                                                                     int64_t output_tokens) const {
-  if (!abacus_) return {};
-  // digits of a number of `digits` digits as written: significance 1 (ones) up to `digits`
-  auto significance = [&](int64_t digits) {
-    std::vector<int64_t> s(digits);
-    for (int64_t t = 0; t < digits; ++t) s[t] = reverse_digits_ ? t + 1 : digits - t;
-    return s;
-  };
-  const int64_t n = (input_tokens - 1) / 2;
-  std::vector<int64_t> input = significance(n);
-  input.push_back(0);  // the plus sign
-  for (int64_t s : significance(n)) input.push_back(s);
-  return {input, significance(output_tokens)};
+  if (positions_ == DigitPositions::Sampler) return {};
+  const int64_t n = (input_tokens - 1) / 2, top = output_tokens;  // the sum's n + 1 places
+  std::vector<int64_t> input = number_positions(positions_, n, reverse_digits_, top);
+  input.push_back(operator_position(positions_, top));  // the plus sign
+  for (int64_t p : number_positions(positions_, n, reverse_digits_, top)) input.push_back(p);
+  return {input, number_positions(positions_, output_tokens, reverse_digits_, top)};
 }
 
 Example AdditionTask::generate(int64_t length, Rng& rng) const {

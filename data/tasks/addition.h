@@ -9,6 +9,7 @@
 
 #include "core/config/options.h"
 #include "data/task.h"
+#include "data/tasks/digit_positions.h"
 
 namespace pelab {
 
@@ -22,9 +23,7 @@ class AdditionTask : public Seq2SeqTask {
   int64_t input_length(int64_t length) const override { return 2 * length + 1; }
   int64_t output_length(int64_t length) const override { return length + 1; }
   bool outputs_are_input_symbols() const override { return true; }  // digit d is input symbol d
-  // positions: abacus (McLeish et al. 2024, "Transformers Can Do Arithmetic with the Right
-  // Embeddings"): each digit's position is its significance, 1 for the ones digit, 2 for the
-  // tens, ..., in operands and sum alike; the plus sign (and BOS, separator) 0.
+  // positions: abacus or coupling (data/tasks/digit_positions.h), over the sum's n + 1 places.
   std::pair<std::vector<int64_t>, std::vector<int64_t>> given_positions(int64_t input_tokens,
                                                                         int64_t output_tokens) const override;
 
@@ -33,7 +32,8 @@ class AdditionTask : public Seq2SeqTask {
 
  private:
   int64_t base_;
-  bool reverse_digits_, abacus_;
+  bool reverse_digits_;
+  DigitPositions positions_;
 };
 
 }  // namespace pelab

@@ -362,7 +362,8 @@ def _unfinished(folder):
 def results(paths):
     """Run files, run folders and sweeps (a path or a list) as one pandas DataFrame: one row per
     run and evaluation row, with the run file, the sweep run id, the training range, whether the
-    length is beyond it, and every config key as a column (`train.steps`, `encoding.name`, ...).
+    length is beyond it, the evaluation condition (condition, condition_value, and a column named
+    by it: passkey rows have `depth`, NaN elsewhere), and every config key as a column (`train.steps`, `encoding.name`, ...).
     A run file that cannot be read, and a run folder without its run file yet (still training or
     stopped: its checkpoint), are named on stderr and left out."""
     import pandas as pd
@@ -379,6 +380,9 @@ def results(paths):
             keys = _flatten(_c().yaml_to_python(run["config"]))
             for row in runfile.table_rows(run["evaluation"]):
                 row.pop("row", None)
+                # the evaluation condition as a column of its own name (passkey: depth)
+                if row["condition"]:
+                    row[row["condition"]] = row["condition_value"]
                 rows.append(dict(run_file=run_file, run_id=run_id, run_name=run["run_name"],
                                  train_min_length=run["train_min_length"], train_max_length=run["train_max_length"],
                                  beyond_training=row["length"] > run["train_max_length"], **row,

@@ -38,12 +38,15 @@ TRAINING_DATASETS = ["step", "loss", "accuracy", "learning_rate", "tokens_per_se
 EVALUATION_DATASETS = ["method", "length", "sequence_length", "samples", "loss", "per_token_accuracy",
                        "per_sequence_accuracy", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss",
                        "step", "sampler", "positions_max_length", "untrained"]
+# the task's evaluation condition (passkey: depth; flip_flop: p_ignore) and its value; files
+# written before 2026-12-02 lack them and read as "" and 0 (no condition)
+OPTIONAL_EVALUATION_DATASETS = {"condition": "", "condition_value": 0.0}
 EVALUATION_ATTRS = ["train_min_length", "train_max_length", "task_format", "protocol", "train_steps", "run_sampler",
                     "run_positions_max_length"]
 ATTENTION_STATISTICS = ["mean_distance", "entropy", "diagonal", "first", "last"]  # evaluation/attention/*
 PROBE_DATASETS = ["length", "layer", "position_accuracy", "position_chance", "position_r2", "order_accuracy",
                   "distance_r2", "step", "sampler", "positions_max_length"]
-STRING_DATASETS = {"method", "sampler", "untrained"}  # of evaluation, evaluation_curve and probes
+STRING_DATASETS = {"method", "sampler", "untrained", "condition"}  # of evaluation, evaluation_curve and probes
 TERM_DATASETS = ["mean_abs", "correlation", "scores_mean_abs"]  # attention/length_<L>/terms/*, with names
 ROW_KINDS = ["position", "offset", "bucket"]  # trained_rows/<parameter> attribute row_kind
 
@@ -56,9 +59,31 @@ def _text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _table(group, names):
-    """The datasets `names` of `group` as a dict: numpy arrays, strings as lists of str."""
-    return {k: ([_text(v) for v in group[k][()]] if k in STRING_DATASETS else group[k][()]) for k in names}
+def _table(group, names, optional=None):
+    """The datasets `names` of `group` as a dict: numpy arrays, strings as lists of str; each of
+    `optional` ({name: default}) too, filled with its default where the file lacks it."""
+    table = {k: ([_text(v) for v in group[k][()]] if k in STRING_DATASETS else group[k][()]) for k in names}
+    rows = len(table[names[0]])
+    for k, default in (optional or {}).items():
+        if k in group:
+            table[k] = [_text(v) for v in group[k][()]] if k in STRING_DATASETS else group[k][()]
+        else:
+            table[k] = [default] * rows if k in STRING_DATASETS else np.full(rows, default)
+    return table
+
+
+def row_key(row):
+    """The key of a row's table line, as pelab report writes it: the method, with the evaluation
+    condition and its value when the row has one ("none depth=0.25")."""
+    condition = row.get("condition", "")
+    return row["method"] if not condition else f"{row['method']} {condition}={float(row['condition_value']):g}"
+
+
+def _condition_matches(row, condition_value):
+    """Whether `row` was evaluated at `condition_value` (None: without a condition)."""
+    if condition_value is None:
+        return not row.get("condition", "")
+    return bool(row.get("condition", "")) and float(row["condition_value"]) == float(condition_value)
 
 
 def _check_equal_shapes(f, group, names):
@@ -173,8 +198,8 @@ def load(path):
             "training": dict({k: f["training"][k][()] for k in TRAINING_DATASETS},
                              phase=(f["training"]["phase"][()] if "phase" in f["training"]
                                     else np.zeros(f["training"]["step"].shape, np.int64))),
-            "evaluation": _table(f["evaluation"], EVALUATION_DATASETS),
-            "evaluation_curve": (_table(f["evaluation_curve"], EVALUATION_DATASETS)
+            "evaluation": _table(f["evaluation"], EVALUATION_DATASETS, OPTIONAL_EVALUATION_DATASETS),
+            "evaluation_curve": (_table(f["evaluation_curve"], EVALUATION_DATASETS, OPTIONAL_EVALUATION_DATASETS)
                                  if "evaluation_curve" in f else None),
             "train_min_length": int(f["evaluation"].attrs["train_min_length"]),
             "train_max_length": int(f["evaluation"].attrs["train_max_length"]),
@@ -232,12 +257,13 @@ def _selection(run, step, sampler, sampler_max_length):
             "positions_max_length": sampler_max_length}
 
 
-def _pick(table, wanted):
-    """{(step, length): row} of the rows matching `wanted` (see _matches); where several match one
-    step and length, the one with the most samples (on a tie, the last written)."""
+def _pick(table, wanted, condition_value=None):
+    """{(step, length): row} of the rows matching `wanted` (see _matches) at `condition_value`
+    (None: rows without a condition); where several match one step and length, the one with
+    the most samples (on a tie, the last written)."""
     chosen = {}
     for row in table_rows(table):
-        if not _matches(row, wanted):
+        if not _matches(row, wanted) or not _condition_matches(row, condition_value):
             continue
         key = (row["step"], row["length"])
         if key not in chosen or row["samples"] >= chosen[key]["samples"]:
@@ -245,19 +271,23 @@ def _pick(table, wanted):
     return chosen
 
 
-def select_rows(run, method="none", step=None, sampler=None, sampler_max_length=None, samples=None):
+def select_rows(run, method="none", step=None, sampler=None, sampler_max_length=None, samples=None,
+                condition_value=None):
     """{length: row} of one loaded run's evaluation, by the selection pelab report and the plots
     share: the run's final step (train_steps) unless `step`; the run's sampler and its max
     length (run_sampler, run_positions_max_length) unless `sampler` (then any max length of it)
-    or `sampler_max_length`; of the rows left at one length, the most samples unless `samples`."""
+    or `sampler_max_length`; of the rows left at one length, the most samples unless `samples`;
+    rows without an evaluation condition unless `condition_value` (passkey: a depth of
+    eval.depths; condition_values lists a run's)."""
     if "selected" in run:  # from a per-run file: the rows its report selected
         if (step, sampler, sampler_max_length) != (None, None, None):
             raise ValueError("a per-run file holds the rows its report selected; step, sampler and "
                              "sampler_max_length select from run files")
-        rows = run["selected"].get(method, {})
+        rows = {L: row for by_length in run["selected"].values() for L, row in by_length.items()
+                if row["method"] == method and _condition_matches(row, condition_value)}
         return {L: rows[L] for L in sorted(rows) if samples is None or rows[L]["samples"] == samples}
     wanted = dict(_selection(run, step, sampler, sampler_max_length), method=method, samples=samples)
-    chosen = _pick(run["evaluation"], wanted)
+    chosen = _pick(run["evaluation"], wanted, condition_value)
     return {length: chosen[(s, length)] for s, length in sorted(chosen)}
 
 
@@ -285,6 +315,17 @@ def curve_rows(run):
     for step, length in sorted(chosen):
         curve.setdefault(length, {})[step] = chosen[(step, length)]
     return curve
+
+
+def condition_values(run):
+    """(condition name, sorted values) of a loaded run's (or a per-run file run's) evaluation
+    condition rows (passkey: ("depth", [0.0, 0.25, ...])); ("", []) when it has none."""
+    rows = ([row for by_length in run["selected"].values() for row in by_length.values()] if "selected" in run
+            else table_rows(run["evaluation"]))
+    conditioned = [row for row in rows if row.get("condition", "")]
+    if not conditioned:
+        return "", []
+    return conditioned[0]["condition"], sorted({float(row["condition_value"]) for row in conditioned})
 
 
 def evaluation_settings(run):
@@ -406,7 +447,10 @@ def per_run_file(path):
                              in_distribution_token_accuracy=(None if row["in_distribution_token_accuracy"] == ""
                                                              else row["in_distribution_token_accuracy"]),
                              learned={"1": True, "0": False}.get(row["learned"]), selected={}))
-            r["run"]["selected"].setdefault(row["method"], {})[row["length"]] = row
+            row.setdefault("condition", "")
+            if row["condition"]:
+                row["condition_value"] = float(row["condition_value"])
+            r["run"]["selected"].setdefault(row_key(row), {})[row["length"]] = row
     return list(runs.values())
 
 

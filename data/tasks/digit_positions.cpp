@@ -1,0 +1,31 @@
+#include "data/tasks/digit_positions.h"
+
+namespace pelab {
+
+OptionSpec digit_positions_option() {
+  return OptionSpec::choice("positions", "sampler", {"sampler", "abacus", "coupling"},
+                            "sampler: positions from positions.sampler; abacus: each digit's position is its "
+                            "significance (McLeish et al. 2024); coupling: digits of one significance share a "
+                            "position counted down from the top place (Cho et al. 2024); both offset by "
+                            "random_offset in training");
+}
+
+DigitPositions digit_positions(const OptionValues& options) {
+  const std::string& rule = options.get_string("positions");
+  if (rule == "abacus") return DigitPositions::Abacus;
+  if (rule == "coupling") return DigitPositions::Coupling;
+  return DigitPositions::Sampler;
+}
+
+std::vector<int64_t> number_positions(DigitPositions rule, int64_t digits, bool reversed, int64_t top) {
+  std::vector<int64_t> positions(digits);
+  for (int64_t t = 0; t < digits; ++t) {
+    const int64_t significance = reversed ? t + 1 : digits - t;
+    positions[t] = rule == DigitPositions::Coupling ? top + 1 - significance : significance;
+  }
+  return positions;
+}
+
+int64_t operator_position(DigitPositions rule, int64_t top) { return rule == DigitPositions::Coupling ? top + 1 : 0; }
+
+}  // namespace pelab

@@ -1,0 +1,35 @@
+// Task-given positions for numbers written digit by digit (addition, multiplication,
+// number_sort: their `positions` option):
+//   abacus    (McLeish et al. 2024, "Transformers Can Do Arithmetic with the Right
+//             Embeddings"; mcleish7/arithmetic): a digit's position is its significance, 1 for
+//             the ones digit, 2 for the tens, ..., operators and separators 0.
+//   coupling  (Cho et al. 2024, "Position Coupling"; HanseulJo/position-coupling,
+//             AdditionDatasetWithCoupledPositions): digits of the same significance share one
+//             position, counted down from the most significant place of the example: with top
+//             places, significance s at top + 1 - s (the ones digit at top), operators at
+//             top + 1, as the reference gives '+' and '=' the position after the ones digits.
+// Both are offset by positions.sampler: random_offset in training (one offset per batch; the
+// papers draw it per example), as given in evaluation. BOS and the causal_lm separator get 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config/options.h"
+
+namespace pelab {
+
+enum class DigitPositions { Sampler, Abacus, Coupling };
+
+// The `positions` option of a digit task.
+OptionSpec digit_positions_option();
+DigitPositions digit_positions(const OptionValues& options);
+
+// The positions of a number of `digits` digits as written (most significant first, or least
+// with `reversed`), under `rule` with `top` places in the example (coupling).
+std::vector<int64_t> number_positions(DigitPositions rule, int64_t digits, bool reversed, int64_t top);
+// The position of an operator or separator under `rule`.
+int64_t operator_position(DigitPositions rule, int64_t top);
+
+}  // namespace pelab

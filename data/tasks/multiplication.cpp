@@ -1,0 +1,64 @@
+#include "data/tasks/multiplication.h"
+
+#include <algorithm>
+
+namespace pelab {
+
+MultiplicationTask::MultiplicationTask(const OptionValues& options)
+    : Seq2SeqTask(options.get_int("base") + 1, options.get_int("base")),
+      base_(options.get_int("base")),
+      reverse_digits_(options.get_bool("reverse_digits")),
+      positions_(digit_positions(options)) {}
+
+std::string MultiplicationTask::description() {
+  return "product of two n-digit numbers, 2n output digits (McLeish et al. 2024); length = n";
+}
+
+std::vector<OptionSpec> MultiplicationTask::options() {
+  return {OptionSpec::integer("base", 10, "number base (digits 0 .. base-1; the times sign is one more symbol)", 2, 64),
+          OptionSpec::boolean("reverse_digits", true, "write every number least significant digit first (the paper's)"),
+          digit_positions_option()};
+}
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> MultiplicationTask::given_positions(int64_t input_tokens,
+                                                                                          int64_t output_tokens) const {
+  if (positions_ == DigitPositions::Sampler) return {};
+  const int64_t n = (input_tokens - 1) / 2, top = output_tokens;
+  std::vector<int64_t> input = number_positions(positions_, n, reverse_digits_, top);
+  input.push_back(operator_position(positions_, top));
+  for (int64_t p : number_positions(positions_, n, reverse_digits_, top)) input.push_back(p);
+  return {input, number_positions(positions_, output_tokens, reverse_digits_, top)};
+}
+
+Example MultiplicationTask::generate(int64_t length, Rng& rng) const {
+  // digits most significant first; the first digit of a multi-digit operand is non-zero
+  auto operand = [&] {
+    std::vector<int64_t> digits = random_symbols(length, rng, base_);
+    if (length > 1) digits[0] = 1 + std::uniform_int_distribution<int64_t>(0, base_ - 2)(rng);
+    return digits;
+  };
+  const std::vector<int64_t> a = operand(), b = operand();
+  // schoolbook product, least significant place first: place i + j gets a_i * b_j
+  std::vector<int64_t> places(2 * length, 0);
+  for (int64_t i = 0; i < length; ++i)
+    for (int64_t j = 0; j < length; ++j) places[i + j] += a[length - 1 - i] * b[length - 1 - j];
+  int64_t carry = 0;
+  for (auto& place : places) {
+    place += carry;
+    carry = place / base_;
+    place %= base_;
+  }
+  std::vector<int64_t> product(places.rbegin(), places.rend());  // most significant first
+  auto written = [&](std::vector<int64_t> digits) {
+    if (reverse_digits_) std::reverse(digits.begin(), digits.end());
+    return digits;
+  };
+  Example e;
+  e.input = written(a);
+  e.input.push_back(times_symbol());
+  for (int64_t d : written(b)) e.input.push_back(d);
+  e.output = written(product);
+  return e;
+}
+
+}  // namespace pelab
