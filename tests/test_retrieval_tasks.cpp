@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "core/config/sweep_config.h"
 #include "core/io/hdf5_store.h"
 #include "core/run/run.h"
 #include "core/train/trainer.h"
@@ -299,4 +301,29 @@ CATCH_TEST_CASE("multiplication and number_sort: a small model beats chance with
   learns_above_chance({"task.name=multiplication", "task.positions=abacus", "train.min_length=1", "train.max_length=3"},
                       2, 0.1);
   learns_above_chance({"task.name=number_sort", "task.digits=2", "train.min_length=2", "train.max_length=5"}, 4, 0.1);
+}
+
+CATCH_TEST_CASE("suites: every generated task in the CPU suite, every run of both suites fits its lengths",
+                "[suite][sweep]") {
+  for (const auto& [file, expected_runs] : std::vector<std::pair<std::string, size_t>>{{"configs/suites/cpu.yaml", 112},
+                                                                                        {"configs/suites/gpu.yaml", 420}}) {
+    CATCH_INFO(file);
+    const SweepConfig sweep = load_sweep_config(test::source_path(file));
+    const auto runs = expand_sweep(sweep, scheme_catalog(), task_catalog());
+    CATCH_CHECK(runs.size() == expected_runs);
+    std::set<std::string> tasks;
+    for (const auto& run : runs) {
+      CATCH_INFO(run.id);
+      const RunConfig config = load_run_config(sweep.base, run.all_overrides, scheme_catalog(), task_catalog());
+      tasks.insert(config.task.name);
+      CATCH_CHECK(config.task.format == "causal_lm");
+      if (config.seed != 0 || config.encoding.name != "rope") continue;  // one model per task is enough
+      auto task = make_task(config.task.name, config.task.options, config.task.format);
+      Encoder model = build_model(config, *task);
+      CATCH_CHECK_NOTHROW(check_lengths_fit(config, *task, *model));
+    }
+    // every task of the registry but text (a corpus file) and token_ids (imported models' ids)
+    for (const auto& entry : task_registry())
+      if (entry.info.name != "text" && entry.info.name != "token_ids") CATCH_CHECK(tasks.count(entry.info.name));
+  }
 }
