@@ -14,9 +14,11 @@ its accuracy (in --metric) at its longest training length is at least --learned 
 a cell whose runs did not all learn is marked `*` (its beyond-training number then says little
 about generalization). Prints the table as Markdown and writes FILE.png (default:
 SWEEP_DIR/suite.png for one sweep, else suite.png here) and FILE.csv (task, scheme, seeds,
-learned, beyond, baseline, at_train_max, beyond_lengths).
+learned, beyond, baseline, at_train_max, beyond_lengths); stdout has the table alone, so that
+`> FILE.md` keeps it (docs/suites/cpu.md).
 """
 import argparse
+import contextlib
 import os
 import sys
 
@@ -76,12 +78,14 @@ def main():
     print("| task | test lengths | baseline | " + " | ".join(schemes) + " |")
     print("|---|---|---|" + "---|" * len(schemes))
     grid = np.full((len(tasks), len(schemes)), np.nan)
+    baselines = np.full(len(tasks), np.nan)
     marks = np.zeros(grid.shape, bool)
     rows = []
     for i, task in enumerate(tasks):
         present = [table[(task, s)] for s in schemes if (task, s) in table]
         lengths = sorted(set().union(*(c["lengths"] for c in present)))
         baseline = np.mean([b for c in present for b in c["baseline"]])
+        baselines[i] = 100 * baseline
         line = [task, ", ".join(map(str, lengths)), f"{100 * baseline:.1f}"]
         for j, scheme in enumerate(schemes):
             c = table.get((task, scheme))
@@ -100,21 +104,26 @@ def main():
     print("\nbold: learned, and more than 5 points above the baseline")
     one_sweep = len(args.paths) == 1 and os.path.isdir(args.paths[0])
     out = args.out or (os.path.join(args.paths[0], "suite.png") if one_sweep else "suite.png")
-    fig, ax = plt.subplots(figsize=(1.3 * len(schemes) + 3.5, 0.32 * len(tasks) + 1.6), constrained_layout=True)
-    image = ax.imshow(grid, vmin=0, vmax=100, cmap="viridis", aspect="auto")
+    # the baseline as the first column, then the schemes
+    shown = np.concatenate([baselines[:, None], grid], axis=1)
+    shown_marks = np.concatenate([np.zeros((len(tasks), 1), bool), marks], axis=1)
+    fig, ax = plt.subplots(figsize=(1.3 * len(schemes) + 4.8, 0.32 * len(tasks) + 1.6), constrained_layout=True)
+    image = ax.imshow(shown, vmin=0, vmax=100, cmap="viridis", aspect="auto")
     for i in range(len(tasks)):
-        for j in range(len(schemes)):
-            if not np.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.0f}{'*' if marks[i, j] else ''}", ha="center", va="center", fontsize=8,
-                        color="black" if grid[i, j] > 60 else "white")
-    ax.set_xticks(range(len(schemes)), schemes)
+        for j in range(len(schemes) + 1):
+            if not np.isnan(shown[i, j]):
+                ax.text(j, i, f"{shown[i, j]:.0f}{'*' if shown_marks[i, j] else ''}", ha="center", va="center",
+                        fontsize=8, color="black" if shown[i, j] > 60 else "white")
+    ax.axvline(0.5, color="white", linewidth=3)
+    ax.set_xticks(range(len(schemes) + 1), ["baseline"] + schemes)
     ax.set_yticks(range(len(tasks)), tasks, fontsize=8)
     ax.xaxis.tick_top()
     fig.colorbar(image, ax=ax, label=f"{args.metric} accuracy beyond training (%)")
     ax.set_title(f"* not learned (< {100 * args.learned:.0f}% at the longest training length)", fontsize=8, loc="left",
                  y=-0.06 - 0.6 / len(tasks))
-    save_figure_and_csv(fig, out, ["task", "scheme", "seeds", "learned", "beyond", "baseline", "at_train_max",
-                                   "beyond_lengths"], rows)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout: the Markdown table alone
+        save_figure_and_csv(fig, out, ["task", "scheme", "seeds", "learned", "beyond", "baseline", "at_train_max",
+                                       "beyond_lengths"], rows)
     return 0
 
 

@@ -39,6 +39,8 @@ void adjust_for_evaluation(const EvalArguments& a, const std::string& run_file, 
   }
   if (a.samples > 0) config.eval.samples = a.samples;
   if (!a.extrapolation.empty()) config.eval.extrapolation = a.extrapolation;
+  if (!a.depths.empty()) config.eval.depths = a.depths;
+  if (!a.p_ignore.empty()) config.eval.p_ignore = a.p_ignore;
   if (!a.lengths.empty()) config.eval.lengths = a.lengths;
   else if (!a.probes.empty() || !a.attention_lengths.empty()) config.eval.lengths = {};
   config.analysis.probe_lengths = a.probes;
@@ -136,6 +138,8 @@ std::vector<std::string> child_arguments(const EvalArguments& a, const std::stri
   if (!a.sampler.empty()) args.insert(args.end(), {"--sampler", a.sampler});
   if (a.sampler_max_length > 0) args.insert(args.end(), {"--sampler-max-length", std::to_string(a.sampler_max_length)});
   if (!a.extrapolation.empty()) args.insert(args.end(), {"--extrapolation", list(a.extrapolation)});
+  if (!a.depths.empty()) args.insert(args.end(), {"--depths", list(a.depths)});
+  if (!a.p_ignore.empty()) args.insert(args.end(), {"--p-ignore", list(a.p_ignore)});
   if (!a.probes.empty()) args.insert(args.end(), {"--probes", list(a.probes)});
   if (!a.attention_lengths.empty()) args.insert(args.end(), {"--attention-lengths", list(a.attention_lengths)});
   if (!a.attention_lengths.empty()) args.insert(args.end(), {"--examples", std::to_string(a.attention_examples)});

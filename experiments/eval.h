@@ -18,6 +18,7 @@ struct EvalArguments {
   std::string sampler;                   // position sampler; empty: the run's
   int64_t sampler_max_length = 0;        // its max_length; 0: the run's positions.max_length
   std::vector<std::string> extrapolation;  // empty: the run's eval.extrapolation
+  std::vector<double> depths, p_ignore;  // evaluation conditions (passkey, flip_flop); empty: the run's
   std::vector<int64_t> probes;           // probe lengths
   std::vector<int64_t> attention_lengths;  // lengths whose attention maps are stored
   int64_t attention_examples = 4;

@@ -45,12 +45,26 @@ status=0; $py "$analysis/plot_lengths.py" conditions-out --out none.png 2> none.
 test "$status" = 1
 grep -q "depth at 0, 0.5, 1: choose one with --condition V" none.err
 
+# pelab eval at new depths adds rows for them only
+run=conditions-out/runs/encoding-alibi_seed-1/run.h5
+"$PELAB" eval "$run" --lengths 16 --depths 0.25,0.75 > eval.txt
+grep -q "added 2 evaluation rows" eval.txt
+PYTHONPATH="$source_dir/python" $py - "$run" <<'PY'
+import sys
+from pelab import runfile
+run = runfile.load(sys.argv[1])
+assert runfile.condition_values(run) == ("depth", [0.0, 0.25, 0.5, 0.75, 1.0]), runfile.condition_values(run)
+rows = runfile.select_rows(run, condition_value=0.25)
+assert list(rows) == [16], rows
+assert runfile.select_rows(run) == {}  # no rows without a condition
+PY
+
 # pelab.results: a depth column
 PYTHONPATH="$source_dir/python" PELAB_BUILD_DIR="$(dirname "$PELAB")" $py - <<'PY'
 import pelab
 df = pelab.results("conditions-out")
-assert len(df) == 4 * 2 * 3, len(df)
-assert sorted(df["depth"].unique()) == [0, 0.5, 1], df["depth"].unique()
+assert len(df) == 4 * 2 * 3 + 2, len(df)  # and the two pelab eval added
+assert sorted(df["depth"].unique()) == [0, 0.25, 0.5, 0.75, 1], df["depth"].unique()
 assert (df["condition"] == "depth").all()
 PY
 
@@ -62,11 +76,20 @@ grep -q "| flip_flop | 16 |" table.md
 grep -q "| ngram_lookup | 14, 20 |" table.md
 "$PELAB" report suite-out > /dev/null
 $py "$analysis/suite_table.py" suite-out/report_runs.csv --out suite_csv.png > table_csv.md
-diff <(grep -v "^wrote" table.md) <(grep -v "^wrote" table_csv.md)
+cmp table.md table_csv.md
 cmp suite.csv suite_csv.csv
 $py - <<'PY'
 import csv
 rows = list(csv.DictReader(open("suite.csv")))
 assert len(rows) == 2 * 2 and all(r["seeds"] == "2" for r in rows), rows
 PY
+# the shipped CPU suite's table and CSV come back from its per-run file alone
+$py "$analysis/suite_table.py" "$source_dir/docs/suites/cpu_runs.csv" --out shipped_suite.png > shipped.md 2> /dev/null
+diff shipped.md <(tail -n +5 "$source_dir/docs/suites/cpu.md")
+cmp shipped_suite.csv "$source_dir/docs/suites/cpu.csv"
+
+# a task without depths refuses them
+status=0; "$PELAB" eval "$(ls suite-out/runs/*/run.h5 | head -1)" --depths 0.5 2> depths.err || status=$?
+test "$status" != 0
+grep -q "eval.depths is set, but task" depths.err
 echo "conditions and suite: ok"

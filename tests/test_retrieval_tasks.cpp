@@ -72,7 +72,7 @@ CATCH_TEST_CASE("passkey: the output is the digits after the key marker, at the 
   CATCH_CHECK(counted_chance(task, 20, 8000) == Approx(0.1).margin(0.01));  // uniform digits
 }
 
-CATCH_TEST_CASE("flip_flop: every read returns the last write; ignores drawn at p_ignore", "[tasks][retrieval]") {
+CATCH_TEST_CASE("flip_flop: every read returns the last write, ignores drawn at p_ignore", "[tasks][retrieval]") {
   const auto task = make_task<FlipFlopTask>();
   CATCH_CHECK(task.evaluation_condition() == "p_ignore");
   for (const double p : {0.8, 0.98, 0.1}) {

@@ -28,4 +28,14 @@ std::vector<int64_t> number_positions(DigitPositions rule, int64_t digits, bool 
 
 int64_t operator_position(DigitPositions rule, int64_t top) { return rule == DigitPositions::Coupling ? top + 1 : 0; }
 
+std::pair<std::vector<int64_t>, std::vector<int64_t>> operation_positions(DigitPositions rule, int64_t n,
+                                                                          int64_t result_digits, bool reversed) {
+  if (rule == DigitPositions::Sampler) return {};
+  const int64_t top = result_digits;
+  std::vector<int64_t> input = number_positions(rule, n, reversed, top);
+  input.push_back(operator_position(rule, top));
+  for (int64_t p : number_positions(rule, n, reversed, top)) input.push_back(p);
+  return {input, number_positions(rule, result_digits, reversed, top)};
+}
+
 }  // namespace pelab

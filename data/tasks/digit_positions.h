@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config/options.h"
@@ -31,5 +32,9 @@ DigitPositions digit_positions(const OptionValues& options);
 std::vector<int64_t> number_positions(DigitPositions rule, int64_t digits, bool reversed, int64_t top);
 // The position of an operator or separator under `rule`.
 int64_t operator_position(DigitPositions rule, int64_t top);
+// Positions of "a OP b" with two n-digit operands and a result of `result_digits` digits
+// (the example's top places): (input, output), or empty under Sampler.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> operation_positions(DigitPositions rule, int64_t n,
+                                                                          int64_t result_digits, bool reversed);
 
 }  // namespace pelab

@@ -22,12 +22,7 @@ std::vector<OptionSpec> MultiplicationTask::options() {
 
 std::pair<std::vector<int64_t>, std::vector<int64_t>> MultiplicationTask::given_positions(int64_t input_tokens,
                                                                                           int64_t output_tokens) const {
-  if (positions_ == DigitPositions::Sampler) return {};
-  const int64_t n = (input_tokens - 1) / 2, top = output_tokens;
-  std::vector<int64_t> input = number_positions(positions_, n, reverse_digits_, top);
-  input.push_back(operator_position(positions_, top));
-  for (int64_t p : number_positions(positions_, n, reverse_digits_, top)) input.push_back(p);
-  return {input, number_positions(positions_, output_tokens, reverse_digits_, top)};
+  return operation_positions(positions_, (input_tokens - 1) / 2, output_tokens, reverse_digits_);
 }
 
 Example MultiplicationTask::generate(int64_t length, Rng& rng) const {
