@@ -160,8 +160,12 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--sampler-max-length", eval.sampler_max_length,
                        "the sampler's max_length (default: the run's positions.max_length)")
       ->check(positive_lengths);
-  eval_cmd->add_option("--extrapolation", eval.extrapolation, "none, interpolation, ntk, yarn, dynamic_ntk "
+  eval_cmd->add_option("--extrapolation", eval.extrapolation, "none, interpolation, ntk, yarn, dynamic_ntk, rerope, leaky_rerope "
                        "(default: the run's eval.extrapolation)")->delimiter(',')->check(CLI::IsMember(pelab::extrapolation_methods()));
+  eval_cmd->add_option("--depths", eval.depths, "passkey: evaluate every length at these depths, 0 (start) to 1 "
+                       "(end) (default: the run's eval.depths)")->delimiter(',')->check(CLI::Range(0.0, 1.0));
+  eval_cmd->add_option("--p-ignore", eval.p_ignore, "flip_flop: evaluate every length at these ignore "
+                       "probabilities (default: the run's eval.p_ignore)")->delimiter(',')->check(CLI::Range(0.0, 0.999));
   eval_cmd->add_option("--probes", eval.probes, "position probes at these lengths")->delimiter(',')
       ->check(positive_lengths);
   eval_cmd->add_option("--attention-lengths", eval.attention_lengths, "store attention maps at these lengths")

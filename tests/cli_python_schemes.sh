@@ -13,11 +13,11 @@ tutorial="$source_dir/examples/schemes/dynamic_position_bias.py"
 
 echo "== pelab list --schemes"
 "$PELAB" list --schemes "$tutorial" > list.txt
-grep -Eq "^  dynamic_position_bias +an MLP of the offset" list.txt
+grep -Eq "^  dynamic_position_bias_py +an MLP of the offset" list.txt
 grep -Eq "^      log_distance +bool = false  feed sign" list.txt
 grep -Eq "^      depth +int = 2, in \[1, 16\]" list.txt
 "$PELAB" list > plain.txt
-! grep -q dynamic_position_bias plain.txt   # only when asked for
+! grep -q dynamic_position_bias_py plain.txt   # only when asked for
 
 echo "== pelab train: the scheme's parameters are the run's"
 "$PELAB" train "$config" --out straight > straight.log
@@ -78,7 +78,7 @@ echo "== encoding_mix: the Python scheme beside a built-in one"
     --set train.checkpoint_every=0 --out mixed > mixed.log
 
 echo "== pelab check-scheme"
-"$PELAB" check-scheme dynamic_position_bias --schemes "$tutorial" --set log_distance=true --no-randomized > check.txt
+"$PELAB" check-scheme dynamic_position_bias_py --schemes "$tutorial" --set log_distance=true --no-randomized > check.txt
 cat check.txt
 grep -Eq "^  padding invariance +logits [0-9.e-]+, attention to padding 0 +pass" check.txt
 grep -Eq "^  no leak from the future +logits before t 0, bidirectional [0-9.e-]+ +pass" check.txt

@@ -92,7 +92,7 @@ def test_tutorial_scheme_trains_and_stores_its_parameters():
     assert frame["per_token_accuracy"].iloc[0] > 0.6, frame  # it learned something within training
     # the registry lists it once loaded, with its declared options
     schemes = pelab.schemes()
-    assert schemes["dynamic_position_bias"]["options"]["depth"]["range"] == "in [1, 16]", schemes["dynamic_position_bias"]
+    assert schemes["dynamic_position_bias_py"]["options"]["depth"]["range"] == "in [1, 16]", schemes["dynamic_position_bias_py"]
 
 
 PER_LAYER = """import torch

@@ -270,6 +270,20 @@ CATCH_TEST_CASE("path by hand: a projection away from e0 leaves (1, 1) . (0, 1) 
   CATCH_CHECK(reflected[2][0].item<float>() == 2.0f);
 }
 
+CATCH_TEST_CASE("path direction_bias: false drops the direction projection's bias, as fla's w_proj", "[path][schemes]") {
+  auto task = test::default_task("reverse_string", "causal_lm");
+  for (const bool bias : {true, false}) {
+    CATCH_INFO("direction_bias " << bias);
+    const RunConfig config = test::tiny_config({"model.causal=true", "task.format=causal_lm", "encoding.name=path",
+                                                std::string("encoding.direction_bias=") + (bias ? "true" : "false")});
+    Encoder model = build_model(config, *task);
+    const auto parameters = model->named_parameters();
+    CATCH_CHECK(parameters.contains("position_encoding.directions.0.weight"));
+    CATCH_CHECK(parameters.contains("position_encoding.directions.0.bias") == bias);
+    CATCH_CHECK(parameters.contains("position_encoding.strengths.0.bias"));  // the strengths keep theirs (as b_proj)
+  }
+}
+
 CATCH_TEST_CASE("the new schemes under encoding_mix: every other block RoPE, forward and every parameter trained",
                 "[fox][stick_breaking][path][fope][mix]") {
   torch::manual_seed(12);

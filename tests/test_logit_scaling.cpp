@@ -5,12 +5,14 @@
 #include "tests/catch.h"
 
 #include <cmath>
+#include <functional>
 
 #include "core/config/config.h"
 #include "core/encodings/registry.h"
 #include "core/model/attention.h"
 #include "core/model/attention_mask.h"
 #include "core/model/encoder.h"
+#include "data/task_registry.h"
 #include "core/analysis/score_terms.h"
 #include "tests/support.h"
 
@@ -19,10 +21,12 @@ namespace {
 
 // The probabilities by the papers' formula, one batch row, head and query at a time: over the
 // keys j the query sees (not padding; causally j <= i), n of them,
-// p_j = n^(s z_j) / sum_k n^(s z_k), z = q.k * scale + bias (s = 1: log-length scaling).
-// q, k: (B, H, T, Dh); bias: (B|1, H|1, T, T) or undefined; padding: (B, T) bool; s: (H,) or undefined
+// p_j = exp(f(h, n) z_j) / sum_k exp(f(h, n) z_k), z = q.k * scale + bias: f = s_h log n is
+// n^(s z_j) / sum_k n^(s z_k) (s = 1: log-length scaling), f = c a constant temperature, ...
+// q, k: (B, H, T, Dh); bias: (B|1, H|1, T, T) or undefined; padding: (B, T) bool
+using Factor = std::function<torch::Tensor(int64_t head, double n)>;
 torch::Tensor formula_probs(const torch::Tensor& q, const torch::Tensor& k, double scale, const torch::Tensor& bias,
-                            const torch::Tensor& padding, bool causal, const torch::Tensor& s) {
+                            const torch::Tensor& padding, bool causal, const Factor& factor) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2);
   std::vector<torch::Tensor> rows;
   for (int64_t b = 0; b < B; ++b)
@@ -37,7 +41,7 @@ torch::Tensor formula_probs(const torch::Tensor& q, const torch::Tensor& k, doub
         for (int64_t j : seen) {
           torch::Tensor z = (q[b][h][i] * k[b][h][j]).sum() * scale;
           if (bias.defined()) z = z + bias[bias.size(0) > 1 ? b : 0][bias.size(1) > 1 ? h : 0][i][j];
-          powers[j] = torch::pow(torch::full({}, n, q.options()), (s.defined() ? s[h] : torch::ones({}, q.options())) * z);
+          powers[j] = torch::exp(factor(h, n) * z);
           total = total + powers[j];
         }
         for (auto& p : powers) p = p / total;
@@ -52,19 +56,27 @@ CATCH_TEST_CASE("logit scaling equals n^(s z) / sum n^(s z) over the keys each q
                 "[attention][logit_scaling]") {
   torch::manual_seed(3);
   const int64_t B = 2, T = 6, D = 16, H = 4;
-  for (const std::string scaling : {"log_length", "ssmax"})
+  for (const std::string scaling : {"log_length", "ssmax", "constant", "per_head", "llama4"})
     for (const std::string scheme : {"none", "alibi"})
       for (bool causal : {false, true}) {
         CATCH_INFO(scaling << " " << scheme << (causal ? " causal" : " bidirectional"));
-        MultiHeadAttention attention(D, H, 0.0, 0, scaling, 0.43);
+        // llama4 with floor_scale 2: floor(n / 2) moves within these 6 tokens
+        MultiHeadAttention attention(D, H, 0.0, 0, LogitScaling{scaling, 0.43, 1.7, 2.0, 0.3});
         auto encoding = make_position_encoding(scheme, EncodingContext{D, H, 1, causal}, test::scheme_variant(scheme, {}).options);
-        torch::Tensor s;
-        if (scaling == "ssmax") {  // per-head values away from the initial 0.43
-          s = attention->named_parameters()["ssmax_scale"];
-          CATCH_REQUIRE(torch::allclose(s, torch::full({H}, 0.43)));
+        torch::Tensor s;  // ssmax's and per_head's learned values per head
+        if (scaling == "ssmax" || scaling == "per_head") {  // per-head values away from the initial ones
+          s = attention->named_parameters()[scaling == "ssmax" ? "ssmax_scale" : "logit_scale"];
+          CATCH_REQUIRE(torch::allclose(s, torch::full({H}, scaling == "ssmax" ? 0.43 : 1.7)));
           torch::NoGradGuard no_grad;
           s.copy_(torch::tensor({0.43, 1.5, -0.7, 2.0}));
         }
+        const Factor factor = [&](int64_t h, double n) -> torch::Tensor {
+          if (scaling == "log_length") return torch::full({}, std::log(n));
+          if (scaling == "ssmax") return s[h] * std::log(n);
+          if (scaling == "constant") return torch::full({}, 1.7);
+          if (scaling == "per_head") return s[h];
+          return torch::full({}, 1 + 0.3 * std::log(std::floor(n / 2.0) + 1));  // llama4
+        };
         const auto x = torch::randn({B, T, D}, torch::requires_grad());
         auto padding = torch::zeros({B, T}, torch::kBool);
         padding[1][T - 1] = true, padding[1][T - 2] = true;  // row 1: 4 real tokens
@@ -74,7 +86,7 @@ CATCH_TEST_CASE("logit scaling equals n^(s z) / sum n^(s z) over the keys each q
         const auto out = attention->forward(x, mask, contiguous_positions(B, T), *encoding, &record);
         torch::Tensor bias;
         for (const auto& term : record.bias_terms) bias = bias.defined() ? bias + term.value : term.value;
-        const auto expected = formula_probs(record.q, record.k, record.scale, bias, padding, causal, s);
+        const auto expected = formula_probs(record.q, record.k, record.scale, bias, padding, causal, factor);
         CATCH_CHECK(torch::allclose(record.probs, expected, 1e-5, 1e-6));
         // the gradients through both, of x and (ssmax) s, for one random weighting of the probabilities
         const auto weights = torch::randn({B, H, T, T});
@@ -96,7 +108,7 @@ CATCH_TEST_CASE("logit scaling equals n^(s z) / sum n^(s z) over the keys each q
 CATCH_TEST_CASE("logit scaling by hand: three keys, scores 1, 0, 0 give 3/5, 1/5, 1/5", "[attention][logit_scaling]") {
   // log 3 * (1, 0, 0) through softmax: (3, 1, 1) / 5. q = k = e_0 for query 0 and key 0, 0 elsewhere.
   const int64_t D = 2, H = 1, T = 3;
-  MultiHeadAttention attention(D, H, 0.0, 0, "log_length");
+  MultiHeadAttention attention(D, H, 0.0, 0, LogitScaling{"log_length"});
   auto encoding = make_position_encoding("none", EncodingContext{D, H, 1, false}, OptionValues());
   {
     torch::NoGradGuard no_grad;
@@ -132,6 +144,14 @@ CATCH_TEST_CASE("model.logit_scaling: validated, stored only when set, one s per
       CATCH_CHECK(torch::allclose(p.value(), torch::full({ssmax.model.num_heads}, 0.5)));
     }
   CATCH_CHECK(scales == ssmax.model.num_layers);
+  // the temperatures' settings are stored with them, and only then
+  const auto per_head = test::tiny_config({"model.logit_scaling=per_head", "model.logit_scale=0.8"});
+  CATCH_CHECK(to_yaml(per_head).find("logit_scale: 0.8") != std::string::npos);
+  CATCH_CHECK(to_yaml(per_head).find("llama4_scale") == std::string::npos);
+  const auto llama4 = test::tiny_config({"model.logit_scaling=llama4", "model.llama4_floor_scale=16"});
+  CATCH_CHECK(to_yaml(llama4).find("llama4_floor_scale: 16") != std::string::npos);
+  CATCH_CHECK(parse_run_config(to_yaml(llama4), "again.yaml", {}, scheme_catalog(), task_catalog()).model.llama4_floor_scale ==
+              16);
 }
 
 }  // namespace pelab

@@ -9,6 +9,7 @@
 #include "core/encodings/cope.h"
 #include "core/encodings/deberta.h"
 #include "core/encodings/deberta_buckets.h"
+#include "core/encodings/dynamic_position_bias.h"
 #include "core/encodings/fire.h"
 #include "core/encodings/kerple.h"
 #include "core/encodings/relative.h"
@@ -783,4 +784,47 @@ CATCH_TEST_CASE("shaw without the value term owns no value tables", "[relative][
   CATCH_CHECK(scheme->named_parameters().size() == 2u);  // one key table per layer
   CATCH_CHECK_FALSE(scheme->value_term(f.probs, f.at(0)).defined());
   CATCH_CHECK(make("shaw", f.context)->value_term(f.probs, f.at(0)).defined());
+}
+
+CATCH_TEST_CASE("dynamic_position_bias: b_h(i, j) = MLP(sign(d) log(|d| + 1))_h of d = i - j, values and gradients",
+                "[schemes][dynamic_position_bias]") {
+  torch::manual_seed(21);
+  const int64_t H = 3, T = 5;
+  for (const bool log_distance : {false, true}) {
+    CATCH_INFO("log_distance " << log_distance);
+    auto options = OptionValues::defaults(DynamicPositionBiasImpl::options());
+    options.set("width", int64_t(4));
+    options.set("depth", int64_t(2));
+    options.set("log_distance", log_distance);
+    DynamicPositionBiasImpl scheme(EncodingContext{4 * H, H, 2, false}, options);
+    const auto params = scheme.named_parameters();
+    CATCH_CHECK(params.size() == 6);  // mlp.0, mlp.2, mlp.4: weight and bias each, one set for every block
+    const auto w0 = params["mlp.0.weight"], b0 = params["mlp.0.bias"], w1 = params["mlp.2.weight"],
+               b1 = params["mlp.2.bias"], w2 = params["mlp.4.weight"], b2 = params["mlp.4.bias"];
+    // shifted positions: the bias sees offsets only
+    const auto p = torch::tensor({3, 4, 5, 6, 7}, torch::kInt64).unsqueeze(0);
+    const auto q = torch::zeros({1, H, T, 4});
+    const Positions positions(p, p);
+    const torch::Tensor none;
+    const AttentionContext attention{positions, 1, none, none};
+    const auto bias = scheme.score_bias(q, q, attention);  // (1, H, T, T)
+    CATCH_REQUIRE(bias.sizes() == torch::IntArrayRef({1, H, T, T}));
+    // the formula as a loop over (i, j)
+    std::vector<torch::Tensor> rows;
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) {
+        const double d = i - j;
+        const double x = log_distance ? (d > 0 ? 1 : d < 0 ? -1 : 0) * std::log(std::abs(d) + 1) : d;
+        auto h = torch::silu(w0.squeeze(1) * x + b0);
+        h = torch::silu(torch::matmul(w1, h) + b1);
+        rows.push_back(torch::matmul(w2, h) + b2);  // (H)
+      }
+    const auto expected = torch::stack(rows).view({T, T, H}).permute({2, 0, 1}).unsqueeze(0);
+    CATCH_CHECK(torch::allclose(bias, expected, 1e-5, 1e-6));
+    const auto weights = torch::randn({1, H, T, T});
+    const std::vector<torch::Tensor> inputs = {w0, b0, w1, b1, w2, b2};
+    const auto got = torch::autograd::grad({(bias * weights).sum()}, inputs);
+    const auto want = torch::autograd::grad({(expected * weights).sum()}, inputs);
+    for (size_t k = 0; k < got.size(); ++k) CATCH_CHECK(torch::allclose(got[k], want[k], 1e-4, 1e-6));
+  }
 }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/encodings/position_sampler.h"
+#include "core/encodings/registry.h"
 #include "core/encodings/fope.h"
 #include "core/encodings/rope.h"
 #include "core/encodings/xpos.h"
@@ -75,6 +76,51 @@ CATCH_TEST_CASE("RoPE rotary_fraction rotates only the first part of each head",
                           test::ContainsText("rope: rotary_fraction 0.2 rotates no pair of the head's 8 dimensions; "
                                              "it must be at least 0.25"));
   CATCH_CHECK(make_rope(8, "interleaved", 0.25).rotary_dims() == 2);
+}
+
+namespace {
+
+// x rotated as a loop over pairs (interleaved): pair i by position p * theta[i], the rest kept.
+torch::Tensor rotated_by_loop(const torch::Tensor& x, const std::vector<int64_t>& positions,
+                              const std::vector<double>& theta) {
+  auto y = x.clone();
+  for (int64_t t = 0; t < x.size(2); ++t)
+    for (size_t i = 0; i < theta.size(); ++i) {
+      const double angle = positions[t] * theta[i];
+      const auto x1 = x.select(2, t).select(-1, 2 * i), x2 = x.select(2, t).select(-1, 2 * i + 1);
+      y.select(2, t).select(-1, 2 * i).copy_(x1 * std::cos(angle) - x2 * std::sin(angle));
+      y.select(2, t).select(-1, 2 * i + 1).copy_(x1 * std::sin(angle) + x2 * std::cos(angle));
+    }
+  return y;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("p-RoPE and HoPE: the head's highest frequencies, and no rotation for pairs slower than a turn",
+                "[rotary][rope]") {
+  torch::manual_seed(4);
+  auto x = torch::randn({1, 2, 5, 8});
+  const std::vector<int64_t> p = {0, 3, 7, 50, 400};
+  auto rope_with = [](std::vector<std::pair<std::string, OptionValue>> set) {
+    auto options = OptionValues::defaults(RopeImpl::options());
+    for (const auto& [name, value] : set) options.set(name, value);
+    return RopeImpl(EncodingContext{8, 1, 1, false}, options);
+  };
+  // p-RoPE, p = 0.5 of Dh = 8: pairs 0 and 1 at 10000^(-0/8), 10000^(-2/8); pairs 2, 3 kept
+  auto p_rope = rope_with({{"rotary_fraction", 0.5}, {"spectrum", std::string("head")}});
+  CATCH_CHECK(close(p_rope.apply(x, at_positions(p)), rotated_by_loop(x, p, {1.0, std::pow(1e4, -0.25)})));
+  // rotary_fraction alone spreads the whole spectrum over the rotated pairs: 10000^(-2/4) for pair 1
+  auto fraction = rope_with({{"rotary_fraction", 0.5}});
+  CATCH_CHECK(close(fraction.apply(x, at_positions(p)), rotated_by_loop(x, p, {1.0, 1e-2})));
+  // HoPE with L = 64: theta_i = 1, 0.1, 0.01, 0.001; 0.1 x 64 >= 2 pi turns, 0.01 x 64 does not
+  auto hope = rope_with({{"min_turn_length", 64.0}});
+  CATCH_CHECK(close(hope.apply(x, at_positions(p)), rotated_by_loop(x, p, {1.0, 0.1, 0.0, 0.0})));
+  CATCH_CHECK(close(rope_with({}).apply(x, at_positions(p)), rotated_by_loop(x, p, {1.0, 0.1, 0.01, 0.001}), 1e-4));
+  // gradients as the loop's
+  auto xg = x.clone().requires_grad_(true), xl = x.clone().requires_grad_(true);
+  (hope.apply(xg, at_positions(p)) * torch::arange(80).view({1, 2, 5, 8})).sum().backward();
+  (rotated_by_loop(xl, p, {1.0, 0.1, 0.0, 0.0}) * torch::arange(80).view({1, 2, 5, 8})).sum().backward();
+  CATCH_CHECK(close(xg.grad(), xl.grad(), 1e-4));
 }
 
 CATCH_TEST_CASE("RoPE's one-pass float32 rotation equals LibTorch's operations, values and gradients",
@@ -498,4 +544,56 @@ CATCH_TEST_CASE("fope by hand: sigma 0 is RoPE on every other kept frequency for
   CATCH_CHECK(out[1].item<double>() == Approx(b1).margin(1e-5));
   CATCH_CHECK(out[5].item<double>() == Approx(b2).margin(1e-5));
   for (int64_t unrotated : {2, 3, 6, 7}) CATCH_CHECK(out[unrotated].item<double>() == Approx(unrotated + 1.0));
+}
+
+CATCH_TEST_CASE("ReRoPE and Leaky ReRoPE: offsets beyond the window clamped or slowed, as a loop over (i, j)",
+                "[rotary][rope][rerope]") {
+  torch::manual_seed(9);
+  const int64_t T = 9, Dh = 4;
+  const auto q = torch::randn({1, 1, T, Dh}), k = torch::randn({1, 1, T, Dh});
+  std::vector<int64_t> index(T);
+  std::iota(index.begin(), index.end(), 0);
+  const auto p = at_positions(index);
+  const Positions positions(p, p);
+  const torch::Tensor none;
+  const AttentionContext attention{positions, 0, none, none};
+  for (const bool causal : {false, true})
+    for (const std::string method : {"rerope", "leaky_rerope"}) {
+      CATCH_INFO(method << (causal ? " causal" : " bidirectional"));
+      auto options = OptionValues::defaults(RopeImpl::options());
+      options.set("rerope_window", 3.0);
+      options.set("rerope_leak", 2.0);
+      RopeImpl rope(EncodingContext{Dh, 1, 1, causal}, options);
+      rope.set_extrapolation({method, 2.0, 4});
+      const auto [qr, kr] = rope.rotate(q, k, attention);
+      CATCH_CHECK(qr.is_same(q));  // the bias makes the whole rotary score
+      const auto scores = torch::matmul(qr, kr.transpose(-2, -1)) * rope.attention_scale() + rope.score_bias(q, k, attention);
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j) {
+          const double d = double(i - j), w = 3.0;
+          double e = d;  // the offset the score is taken at
+          if (std::abs(d) >= w && (!causal || d > 0))
+            e = (d > 0 ? 1 : -1) * (method == "rerope" ? w : w + (std::abs(d) - w) / 2.0);
+          // q rotated by the offset, k at 0: (R(e) q_i) . k_j
+          RopeImpl plain(EncodingContext{Dh, 1, 1, causal}, OptionValues::defaults(RopeImpl::options()));
+          const auto rotated_q = plain.apply(q.narrow(2, i, 1), torch::full({1, 1}, e, torch::kFloat64));
+          const double expected = (rotated_q.flatten() * k[0][0][j]).sum().item<double>() * rope.attention_scale();
+          CATCH_CHECK(scores[0][0][i][j].item<double>() == Approx(expected).margin(1e-5));
+        }
+    }
+  // leaky_rerope's default leak puts the longest test offset at the training length: (T - w) / (L - w)
+  auto options = OptionValues::defaults(RopeImpl::options());
+  options.set("rerope_window", 2.0);
+  RopeImpl rope(EncodingContext{Dh, 1, 1, true}, options);
+  rope.set_extrapolation({"leaky_rerope", 2.0, 5});  // T = 9 tokens: leak (9 - 2) / (5 - 2)
+  const auto bias = rope.score_bias(q, k, attention);
+  RopeImpl plain(EncodingContext{Dh, 1, 1, true}, OptionValues::defaults(RopeImpl::options()));
+  const double e = 2.0 + (8.0 - 2.0) / (7.0 / 3.0);  // offset 8, the longest
+  const auto rotated_q = plain.apply(q.narrow(2, 8, 1), torch::full({1, 1}, e, torch::kFloat64));
+  const double expected = (rotated_q.flatten() * k[0][0][0]).sum().item<double>() * rope.attention_scale();
+  const double got = (q[0][0][8] * k[0][0][0]).sum().item<double>() * rope.attention_scale() + bias[0][0][8][0].item<double>();
+  CATCH_CHECK(got == Approx(expected).margin(1e-5));
+  // xpos (and every other rotary scheme) refuses them
+  auto xpos = make_position_encoding("xpos", EncodingContext{Dh, 1, 1, true}, OptionValues::defaults(XposImpl::options()));
+  CATCH_CHECK_THROWS_WITH(xpos->set_extrapolation({"rerope", 2.0, 4}), test::ContainsText("rerope is an extrapolation method of rope only"));
 }

@@ -16,7 +16,8 @@
 namespace pelab {
 
 const std::vector<std::string>& extrapolation_methods() {
-  static const std::vector<std::string> methods = {"none", "interpolation", "ntk", "yarn", "dynamic_ntk"};
+  static const std::vector<std::string> methods = {"none",        "interpolation", "ntk", "yarn",
+                                                   "dynamic_ntk", "rerope",        "leaky_rerope"};
   return methods;
 }
 
@@ -146,8 +147,12 @@ ModelConfig read_model(YamlReader r) {
   m.dropout = r.get_float("dropout", m.dropout, 0.0, 0.99);
   m.attention_dropout = r.get_float("attention_dropout", m.attention_dropout, 0.0, 0.99);
   m.activation = r.get_choice("activation", m.activation, {"gelu", "relu"});
-  m.logit_scaling = r.get_choice("logit_scaling", m.logit_scaling, {"none", "log_length", "ssmax"});
+  m.logit_scaling = r.get_choice("logit_scaling", m.logit_scaling,
+                                 {"none", "log_length", "ssmax", "constant", "per_head", "llama4"});
   m.ssmax_init = r.get_float("ssmax_init", m.ssmax_init, -100.0, 100.0);
+  m.logit_scale = r.get_float("logit_scale", m.logit_scale, -100.0, 100.0);
+  m.llama4_floor_scale = r.get_float("llama4_floor_scale", m.llama4_floor_scale, 1.0, 1e12);
+  m.llama4_scale = r.get_float("llama4_scale", m.llama4_scale, 0.0, 100.0);
   m.norm = r.get_choice("norm", m.norm, {"pre", "post"});
   m.causal = r.get_bool("causal", m.causal);
   m.segment_embeddings = r.get_bool("segment_embeddings", m.segment_embeddings);
@@ -448,6 +453,11 @@ std::string to_yaml(const RunConfig& c) {
   if (m.logit_scaling != "none")  // only then: other runs' resolved configs stay as they were
     out << YAML::Key << "logit_scaling" << YAML::Value << m.logit_scaling << YAML::Key << "ssmax_init"
         << YAML::Value << m.ssmax_init;
+  if (m.logit_scaling == "constant" || m.logit_scaling == "per_head")
+    out << YAML::Key << "logit_scale" << YAML::Value << m.logit_scale;
+  if (m.logit_scaling == "llama4")
+    out << YAML::Key << "llama4_floor_scale" << YAML::Value << m.llama4_floor_scale << YAML::Key << "llama4_scale"
+        << YAML::Value << m.llama4_scale;
   out << YAML::EndMap;
   emit_named(out, "encoding", c.encoding.name, c.encoding.options);
   emit_named(out, "encoding_mix", c.encoding_mix.encoding.name, c.encoding_mix.encoding.options,

@@ -54,6 +54,13 @@ struct ModelConfig {
                                         //   2022) | ssmax (s log n, s learned per head and layer;
                                         //   Nakanishi 2025); with every scheme (docs/schemes.md)
   double ssmax_init = 0.43;             // ssmax: s at initialization (Nakanishi's Figure 1 value)
+  //                                       constant (logits times logit_scale) | per_head (times s
+  //                                       learned per head and block from logit_scale; Wang et al.
+  //                                       2024's NoPE temperature) | llama4 (times 1 + llama4_scale
+  //                                       log(floor(n / llama4_floor_scale) + 1); Llama 4)
+  double logit_scale = 1.0;             // constant, per_head
+  double llama4_floor_scale = 8192;     // llama4 (Llama 4's floor_scale, attn_scale)
+  double llama4_scale = 0.1;
 };
 
 struct EncodingConfig {

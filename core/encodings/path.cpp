@@ -8,7 +8,8 @@ PathImpl::PathImpl(const EncodingContext& context, const OptionValues& options) 
   directions_ = register_module("directions", torch::nn::ModuleList());
   strengths_ = register_module("strengths", torch::nn::ModuleList());
   for (int64_t l = 0; l < context.num_layers; ++l) {
-    directions_->push_back(linear_if(context.serves(l), context.d_model, context.d_model));
+    directions_->push_back(linear_if(context.serves(l), context.d_model, context.d_model,
+                                     options.get_bool("direction_bias")));
     strengths_->push_back(linear_if(context.serves(l), context.d_model, context.num_heads));
   }
 }
@@ -18,7 +19,11 @@ std::string PathImpl::description() {
          "transformations I - beta w w^T of the tokens in between; causal only";
 }
 
-std::vector<OptionSpec> PathImpl::options() { return {}; }
+std::vector<OptionSpec> PathImpl::options() {
+  return {OptionSpec::boolean("direction_bias", true,
+                              "a bias in the direction projection W_w (false: none, as fla's w_proj; true keeps "
+                              "the runs made before the option)")};
+}
 
 std::pair<torch::Tensor, torch::Tensor> PathImpl::transformations(const torch::Tensor& x, int64_t layer) {
   auto* direction = directions_[layer]->as<torch::nn::Linear>();

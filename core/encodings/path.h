@@ -8,8 +8,10 @@
 //   bias_ij = scale * (q_i^T H_i ... H_{j+1} k_j - q_i . k_j)
 // computed by carrying every key through H_1, H_2, ... once (T steps of (B, H, T, Dh) work).
 // Causal only, as in the paper. The reference layer's short convolution on w and its low-rank
-// W_w are left out (token mixing and a parametrization, not the position encoding); W_w here
-// has a bias, which the reference's w_proj (bias=False) does not (tests/peers: equal with it zero).
+// W_w are left out (token mixing and a parametrization, not the position encoding). Option
+// direction_bias (default true, as runs made before it): W_w has a bias, which the reference's
+// w_proj (bias=False) does not; direction_bias: false is the reference (tests/peers compare
+// with the bias zero, tests/test_new_methods.cpp that false has none).
 #pragma once
 
 #include "core/config/options.h"

@@ -7,8 +7,8 @@
 
 namespace pelab {
 
-std::shared_ptr<torch::nn::Module> linear_if(bool served, int64_t in, int64_t out) {
-  if (served) return torch::nn::Linear(in, out).ptr();
+std::shared_ptr<torch::nn::Module> linear_if(bool served, int64_t in, int64_t out, bool bias) {
+  if (served) return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)).ptr();
   return torch::nn::Identity().ptr();
 }
 

@@ -107,14 +107,14 @@ struct ScoreTerm {
 
 // A Linear(in, out) for a ModuleList of per-block layers, or, for a block the scheme does not
 // serve (EncodingContext::served), a placeholder without parameters that keeps the indices.
-std::shared_ptr<torch::nn::Module> linear_if(bool served, int64_t in, int64_t out);
+std::shared_ptr<torch::nn::Module> linear_if(bool served, int64_t in, int64_t out, bool bias = true);
 
 // `layer` value of the embed hook at the token embeddings (before the embedding LayerNorm).
 constexpr int64_t kInputLayer = -1;
 
 // Evaluation-time extrapolation of rotary schemes (core/encodings/rotary.h).
 struct Extrapolation {
-  std::string method = "none";  // none | interpolation | ntk | yarn | dynamic_ntk
+  std::string method = "none";  // none | interpolation | ntk | yarn | dynamic_ntk | rerope | leaky_rerope
   double factor = 1.0;          // s: test / training sequence length, in tokens
   int64_t training_length = 0;  // the longest training sequence, in tokens (YaRN's and dynamic NTK's L)
 };

@@ -3,6 +3,7 @@
 #include "core/encodings/alibi.h"
 #include "core/encodings/cope.h"
 #include "core/encodings/deberta.h"
+#include "core/encodings/dynamic_position_bias.h"
 #include "core/encodings/fire.h"
 #include "core/encodings/fope.h"
 #include "core/encodings/fox.h"
@@ -46,6 +47,7 @@ std::vector<SchemeEntry> built_in_schemes() {
       entry<AlibiImpl>("alibi"),
       entry<CopeImpl>("cope"),
       entry<DebertaImpl>("deberta"),
+      entry<DynamicPositionBiasImpl>("dynamic_position_bias"),
       entry<FireImpl>("fire"),
       entry<FopeImpl>("fope"),
       entry<FoxImpl>("fox"),

@@ -91,6 +91,7 @@ RotaryImpl::RotaryImpl(const EncodingContext& context, int64_t rotary_dims, bool
                        const RotaryExtrapolationOptions& extrapolation_options)
     : PositionEncodingImpl(context),
       rotary_dims_(rotary_dims),
+      spectrum_dims_(rotary_dims),
       interleaved_(interleaved),
       base_(base),
       extrapolation_options_(extrapolation_options) {
@@ -99,14 +100,23 @@ RotaryImpl::RotaryImpl(const EncodingContext& context, int64_t rotary_dims, bool
               context.head_dim(), "], got ", rotary_dims_);
 }
 
+void RotaryImpl::set_spectrum(int64_t spectrum_dims, double min_turn_length) {
+  TORCH_CHECK(spectrum_dims >= rotary_dims_, "rotary: the spectrum (", spectrum_dims, " dimensions) cannot be narrower "
+              "than the rotated part (", rotary_dims_, ")");
+  spectrum_dims_ = spectrum_dims;
+  min_turn_length_ = min_turn_length;
+}
+
 void RotaryImpl::set_extrapolation(const Extrapolation& extrapolation) {
   const auto& method = extrapolation.method;
   const auto& methods = extrapolation_methods();
   TORCH_CHECK(std::find(methods.begin(), methods.end(), method) != methods.end(),
               "rotary: unknown extrapolation method '", method,
-              "'; expected none, interpolation, ntk, yarn or dynamic_ntk");
+              "'; expected none, interpolation, ntk, yarn, dynamic_ntk, rerope or leaky_rerope");
   TORCH_CHECK((method != "yarn" && method != "dynamic_ntk") || extrapolation.training_length > 0, "rotary: ",
               method, " needs the training length in tokens");
+  TORCH_CHECK(supports_rerope_ || (method != "rerope" && method != "leaky_rerope"), "rotary: ", method,
+              " is an extrapolation method of rope only");
   extrapolation_ = extrapolation;
   extrapolation_.factor = std::max(1.0, extrapolation.factor);  // only stretch beyond the training length
 }
@@ -116,23 +126,25 @@ double RotaryImpl::rotation_magnitude() const {
 }
 
 torch::Tensor RotaryImpl::inverse_frequencies(torch::Device device) const {
-  const int64_t R = rotary_dims_;
+  const int64_t R = rotary_dims_, S = spectrum_dims_;
   const auto& method = extrapolation_.method;
   const double s = extrapolation_.factor, L = static_cast<double>(extrapolation_.training_length);
   double base = base_;
-  if (method == "ntk") base *= std::pow(s, double(R) / double(R - 2));
+  if (method == "ntk") base *= std::pow(s, double(S) / double(S - 2));
   if (method == "dynamic_ntk") {
     const double alpha = extrapolation_options_.dynamic_ntk_factor;  // T / L = s (T clamped to at least L)
-    base *= std::pow(alpha * s - (alpha - 1), double(R) / double(R - 2));
+    base *= std::pow(alpha * s - (alpha - 1), double(S) / double(S - 2));
   }
   auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(device);
-  auto theta = torch::pow(base, -torch::arange(0, R, 2, f64) / double(R));  // (R/2)
+  auto theta = torch::pow(base, -torch::arange(0, R, 2, f64) / double(S));  // (R/2)
+  // HoPE: the pairs too slow to complete a turn within min_turn_length positions do not rotate
+  if (min_turn_length_ > 0) theta = theta.masked_fill(theta * min_turn_length_ < 2 * M_PI, 0.0);
   if (method == "interpolation") return theta / s;
   if (method != "yarn") return theta;
   // YaRN: pairs that turn often over the training length keep their frequency, slow ones are
   // interpolated, a linear ramp between (the correction range in pairs)
   auto correction_dim = [&](double rotations) {
-    return R * std::log(L / (rotations * 2 * M_PI)) / (2 * std::log(base));
+    return S * std::log(L / (rotations * 2 * M_PI)) / (2 * std::log(base));
   };
   const double low = std::max(std::floor(correction_dim(extrapolation_options_.yarn_beta_fast)), 0.0);
   double high = std::min(std::ceil(correction_dim(extrapolation_options_.yarn_beta_slow)), double(R - 1));

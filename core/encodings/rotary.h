@@ -50,9 +50,16 @@ class RotaryImpl : public PositionEncodingImpl {
   // x: (B, H, T, Dh) rotated by the angles of positions (B'|1 or B, T) -> (B, H, T, Dh)
   torch::Tensor apply(const torch::Tensor& x, const torch::Tensor& positions) const;
   int64_t rotary_dims() const { return rotary_dims_; }
+  // The frequencies' spectrum: theta_i = base^(-2i / spectrum_dims) for the R/2 rotated pairs
+  // (default R: the whole spectrum over the rotated part; the head's Dh: p-RoPE, the highest
+  // frequencies of the full head, the lowest left out), and pairs completing less than one
+  // turn over `min_turn_length` positions not rotated at all (HoPE; 0: every pair rotates).
+  void set_spectrum(int64_t spectrum_dims, double min_turn_length);
 
  protected:
-  int64_t rotary_dims_;
+  bool supports_rerope_ = false;  // rerope, leaky_rerope: rope only (RopeImpl::score_bias)
+  int64_t rotary_dims_, spectrum_dims_;
+  double min_turn_length_ = 0;
   bool interleaved_;
   double base_;
   RotaryExtrapolationOptions extrapolation_options_;

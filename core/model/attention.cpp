@@ -19,24 +19,34 @@ std::atomic<bool> sdpa_on_cpu{false};
 void use_sdpa_on_cpu(bool on) { sdpa_on_cpu = on; }
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads, double attention_dropout,
-                                               int64_t layer, const std::string& logit_scaling, double ssmax_init)
-    : num_heads_(num_heads), layer_(layer), logit_scaling_(logit_scaling) {
+                                               int64_t layer, const LogitScaling& scaling)
+    : num_heads_(num_heads), layer_(layer), scaling_(scaling) {
   TORCH_CHECK(d_model % num_heads == 0, "num_heads = ", num_heads, " does not divide d_model = ", d_model);
-  if (logit_scaling_ == "ssmax") ssmax_scale_ = register_parameter("ssmax_scale", torch::full({num_heads}, ssmax_init));
+  if (scaling_.name == "ssmax") head_scale_ = register_parameter("ssmax_scale", torch::full({num_heads}, scaling_.ssmax_init));
+  if (scaling_.name == "per_head")
+    head_scale_ = register_parameter("logit_scale", torch::full({num_heads}, scaling_.logit_scale));
   qkv_ = register_module("qkv", torch::nn::Linear(d_model, 3 * d_model));
   out_ = register_module("out", torch::nn::Linear(d_model, d_model));
   dropout_ = register_module("dropout", torch::nn::Dropout(attention_dropout));
 }
 
 torch::Tensor MultiHeadAttentionImpl::logit_factor(const AttentionMask& mask, int64_t T, torch::Device device) const {
-  if (logit_scaling_ == "none") return {};
+  const std::string& name = scaling_.name;
+  if (name == "none") return {};
+  const auto f32 = torch::TensorOptions(torch::kFloat32).device(device);
+  if (name == "constant") return torch::full({1, 1, 1, 1}, scaling_.logit_scale, f32);
+  if (name == "per_head") return head_scale_.view({1, num_heads_, 1, 1});
   // n: the keys each query may see, (B|1, 1, T, 1)
   const torch::Tensor visible = mask.any() ? torch::isfinite(mask.additive()).sum(-1, true).to(torch::kFloat32)
                                            : torch::full({1, 1, T, 1}, static_cast<float>(T),
                                                          torch::TensorOptions(torch::kFloat32).device(device));
+  // Llama 4 (HF Llama4TextAttention, attn_temperature_tuning): 1 + scale log(floor((p + 1) / floor_scale) + 1)
+  // of the query's position p; n = p + 1 in causal attention over contiguous positions
+  if (name == "llama4")
+    return 1 + scaling_.llama4_scale * (torch::floor(visible / scaling_.llama4_floor_scale) + 1).log();
   // a query that sees one key: 0, attention to it is 1 regardless (none: a row masked whole)
   const torch::Tensor factor = visible.clamp_min(1).log();
-  return logit_scaling_ == "ssmax" ? factor * ssmax_scale_.view({1, num_heads_, 1, 1}) : factor;
+  return name == "ssmax" ? factor * head_scale_.view({1, num_heads_, 1, 1}) : factor;
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionMask& mask,
@@ -75,7 +85,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   const auto dropout = cpu_dropout ? kernels::attention_dropout(dropout_rate, draw_attention_dropout_key())
                                    : kernels::AttentionDropout();
   // model.logit_scaling scales each query's row by its own factor: the unfused path only
-  const bool scaled = logit_scaling_ != "none";
+  const bool scaled = scaling_.name != "none";
   const bool softmax = !encoding.replaces_softmax_at(layer_);  // else the scheme's weights (stick-breaking)
   const bool fusable = !record && !scaled && softmax && fused_attention_supports(q) && !sdpa_on_cpu.load();
   const auto relative = fusable ? encoding.checked_relative_rows(q, k, hooks) : RelativeRows();

@@ -25,11 +25,17 @@ struct AttentionRecord {
   torch::Tensor logit_factor;
 };
 
+// model.logit_scaling and its settings (core/config/config.h, ModelConfig).
+struct LogitScaling {
+  std::string name = "none";  // none | log_length | ssmax | constant | per_head | llama4
+  double ssmax_init = 0.43, logit_scale = 1.0, llama4_floor_scale = 8192, llama4_scale = 0.1;
+};
+
 class MultiHeadAttentionImpl : public torch::nn::Module {
  public:
-  // logit_scaling, ssmax_init: model.logit_scaling and model.ssmax_init (config.h)
+  // scaling: model.logit_scaling and its settings (config.h)
   MultiHeadAttentionImpl(int64_t d_model, int64_t num_heads, double attention_dropout, int64_t layer,
-                         const std::string& logit_scaling = "none", double ssmax_init = 0.43);
+                         const LogitScaling& scaling = {});
 
   // x: (B, T, D); mask: which keys each query may not see; -> (B, T, D).
   // When `record` is given it receives the attention probabilities (and the parts of the
@@ -38,13 +44,14 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
                         PositionEncodingImpl& encoding, AttentionRecord* record = nullptr);
 
  private:
-  // Each query's factor under model.logit_scaling: log n (times s per head for ssmax), n the
-  // keys it may see; (B|1, H|1, T, 1), or undefined for none.
+  // Each query's factor under model.logit_scaling, n the keys it may see: log n (times s per
+  // head for ssmax), the constant, s per head, Llama 4's 1 + scale log(floor(n / floor) + 1);
+  // (B|1, H|1, T|1, 1), or undefined for none.
   torch::Tensor logit_factor(const AttentionMask& mask, int64_t T, torch::Device device) const;
 
   int64_t num_heads_, layer_;
-  std::string logit_scaling_;
-  torch::Tensor ssmax_scale_;  // (H,): ssmax's s per head
+  LogitScaling scaling_;
+  torch::Tensor head_scale_;  // (H,): ssmax's s or per_head's s, per head
   torch::nn::Linear qkv_{nullptr}, out_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
 };

@@ -11,7 +11,9 @@ namespace pelab {
 BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer)
     : pre_norm_(c.norm == "pre"), gelu_(c.activation == "gelu") {
   attention_ = register_module("attention",
-                               MultiHeadAttention(c.d_model, c.num_heads, c.attention_dropout, layer, c.logit_scaling, c.ssmax_init));
+                               MultiHeadAttention(c.d_model, c.num_heads, c.attention_dropout, layer,
+                                                  LogitScaling{c.logit_scaling, c.ssmax_init, c.logit_scale,
+                                                               c.llama4_floor_scale, c.llama4_scale}));
   auto norm_options = torch::nn::LayerNormOptions({c.d_model}).eps(c.layer_norm_eps);
   norm1_ = register_module("norm1", torch::nn::LayerNorm(norm_options));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(norm_options));

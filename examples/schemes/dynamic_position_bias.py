@@ -1,10 +1,11 @@
 """The tutorial scheme of docs/python-schemes.md: x-transformers' dynamic position bias
 (lucidrains/x-transformers, DynamicPositionBias; after Wang et al.'s CrossFormer): a small MLP
 maps each offset query - key (optionally sign(d) log(|d| + 1)) to one bias per head, shared by
-every layer. pelab has no built-in scheme for it.
+every layer. pelab's built-in `dynamic_position_bias` (core/encodings/dynamic_position_bias.h)
+is the same module in C++; this one is named dynamic_position_bias_py beside it.
 
     schemes: [examples/schemes/dynamic_position_bias.py]
-    encoding: {name: dynamic_position_bias, depth: 2, log_distance: true}
+    encoding: {name: dynamic_position_bias_py, depth: 2, log_distance: true}
 """
 import torch
 
@@ -12,7 +13,7 @@ import pelab
 
 
 class DynamicPositionBias(pelab.Scheme):
-    name = "dynamic_position_bias"
+    name = "dynamic_position_bias_py"
     description = "an MLP of the offset query - key, one bias per head (x-transformers DynamicPositionBias)"
     relative = True  # a function of query - key only: shifting every position changes nothing
     options = {

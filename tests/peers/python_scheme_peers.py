@@ -29,7 +29,7 @@ with h5py.File(os.path.join(fixtures, "python_schemes.h5"), "r") as f:
     g = f["xt_dynamic_position_bias"]
     expected = torch.from_numpy(g["output"][:])  # (H, T, T)
     H, T = expected.shape[0], expected.shape[1]
-    scheme = example.DynamicPositionBias(Context(8 * H, H, 1, False, "dynamic_position_bias", []),
+    scheme = example.DynamicPositionBias(Context(8 * H, H, 1, False, "dynamic_position_bias_py", []),
                                          {"width": 16, "depth": 2, "log_distance": True})
     own = dict(scheme.named_parameters())
     assert sorted(own) == sorted(g["params"]), (sorted(own), sorted(g["params"]))

@@ -228,3 +228,24 @@ CATCH_TEST_CASE("schemes against x-transformers', HF T5's and DeBERTa's and fla'
     compare_fixture_gradients(g, own);
   }
 }
+
+CATCH_TEST_CASE("the built-in dynamic_position_bias against x-transformers' DynamicPositionBias: bias and gradients",
+                "[peers][schemes]") {
+  // the fixture the Python tutorial scheme is compared with (tests/peers/python_scheme_peers.py)
+  H5::H5File file(fixture("python_schemes.h5"), H5F_ACC_RDONLY);
+  const H5::Group g = file.openGroup("xt_dynamic_position_bias");
+  const auto expected = hdf5::read_tensor(g, "output");  // (H, T, T)
+  const int64_t H = expected.size(0), T = expected.size(1), Dh = 8;
+  PositionEncoding encoding =
+      scheme_from("dynamic_position_bias", "{" + hdf5::read_string_attribute(g, "options") + "}", H, Dh, false);
+  auto own = encoding->named_parameters();
+  CATCH_CHECK(own.size() == 6);  // three Linear layers, named as the fixture's
+  load_fixture_parameters(g, own);
+  const Positions positions = contiguous_positions(1, T);
+  const auto q = torch::zeros({1, H, T, Dh});
+  AttentionContext attention{positions, 0, torch::zeros({3 * H * Dh, H * Dh}), torch::zeros({3 * H * Dh})};
+  const auto bias = encoding->score_bias(q, q, attention)[0];
+  CATCH_CHECK(relative_error(bias, expected) < 1e-5);
+  (bias * hdf5::read_tensor(g, "cotangent")).sum().backward();
+  compare_fixture_gradients(g, own);
+}
