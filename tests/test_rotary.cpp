@@ -12,6 +12,7 @@
 #include "core/encodings/rope.h"
 #include "core/encodings/xpos.h"
 #include "core/run/run.h"
+#include "data/task_registry.h"
 #include "tests/support.h"
 
 using namespace pelab;
@@ -581,14 +582,15 @@ CATCH_TEST_CASE("ReRoPE and Leaky ReRoPE: offsets beyond the window clamped or s
           CATCH_CHECK(scores[0][0][i][j].item<double>() == Approx(expected).margin(1e-5));
         }
     }
-  // leaky_rerope's default leak puts the longest test offset at the training length: (T - w) / (L - w)
+  // leaky_rerope's default leak puts the longest test offset T - 1 at the longest trained one,
+  // L - 1: (T - 1 - w) / (L - 1 - w)
   auto options = OptionValues::defaults(RopeImpl::options());
   options.set("rerope_window", 2.0);
   RopeImpl rope(EncodingContext{Dh, 1, 1, true}, options);
-  rope.set_extrapolation({"leaky_rerope", 2.0, 5});  // T = 9 tokens: leak (9 - 2) / (5 - 2)
+  rope.set_extrapolation({"leaky_rerope", 2.0, 5});  // T = 9 tokens: leak (8 - 2) / (4 - 2) = 3
   const auto bias = rope.score_bias(q, k, attention);
   RopeImpl plain(EncodingContext{Dh, 1, 1, true}, OptionValues::defaults(RopeImpl::options()));
-  const double e = 2.0 + (8.0 - 2.0) / (7.0 / 3.0);  // offset 8, the longest
+  const double e = 2.0 + (8.0 - 2.0) / 3.0;  // offset 8, the longest, at 4 = L - 1
   const auto rotated_q = plain.apply(q.narrow(2, 8, 1), torch::full({1, 1}, e, torch::kFloat64));
   const double expected = (rotated_q.flatten() * k[0][0][0]).sum().item<double>() * rope.attention_scale();
   const double got = (q[0][0][8] * k[0][0][0]).sum().item<double>() * rope.attention_scale() + bias[0][0][8][0].item<double>();
@@ -596,4 +598,28 @@ CATCH_TEST_CASE("ReRoPE and Leaky ReRoPE: offsets beyond the window clamped or s
   // xpos (and every other rotary scheme) refuses them
   auto xpos = make_position_encoding("xpos", EncodingContext{Dh, 1, 1, true}, OptionValues::defaults(XposImpl::options()));
   CATCH_CHECK_THROWS_WITH(xpos->set_extrapolation({"rerope", 2.0, 4}), test::ContainsText("rerope is an extrapolation method of rope only"));
+}
+
+CATCH_TEST_CASE("rerope with a scheme that lacks it is refused before training, HoPE's pairs kept under NTK",
+                "[rotary][rerope]") {
+  for (const auto& overrides : std::vector<std::vector<std::string>>{
+           {"encoding.name=xpos"}, {"encoding.name=rope", "encoding_mix.name=xpos", "encoding_mix.every=2"}}) {
+    auto all = overrides;
+    all.insert(all.end(), {"model.causal=true", "task.format=causal_lm", "model.num_layers=2",
+                           "eval.extrapolation=[none, rerope]"});
+    const RunConfig config = test::tiny_config(all);
+    auto t = make_task(config.task.name, config.task.options, config.task.format);
+    Encoder model = build_model(config, *t);
+    CATCH_CHECK_THROWS_WITH(check_lengths_fit(config, *t, *model),
+                            test::ContainsText("extrapolation method 'rerope' (eval.extrapolation, pelab eval "
+                                               "--extrapolation): rotary: rerope is an extrapolation method of rope only"));
+  }
+  // HoPE judged on the trained frequencies: NTK lowers theta, but no pair stops rotating
+  auto options = OptionValues::defaults(RopeImpl::options());
+  options.set("min_turn_length", 64.0);
+  RopeImpl hope(EncodingContext{8, 1, 1, false}, options);
+  hope.set_extrapolation({"ntk", 4.0, 16});
+  const auto theta = hope.inverse_frequencies();
+  CATCH_CHECK(theta[1].item<double>() > 0);   // 0.1 x 64 >= 2 pi in training: still rotates
+  CATCH_CHECK(theta[2].item<double>() == 0);  // 0.01 x 64 < 2 pi: never rotated
 }

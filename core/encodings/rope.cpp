@@ -44,18 +44,24 @@ std::vector<OptionSpec> RopeImpl::options() {
   };
   for (auto& spec : RotaryExtrapolationOptions::specs()) specs.push_back(spec);
   specs.push_back(OptionSpec::real("rerope_window", 0.0, "eval.extrapolation rerope, leaky_rerope: offsets beyond this "
-                                   "window are clamped or slowed (0: the training length in tokens)", 0.0, 1e12));
+                                   "window are clamped or slowed (0: L - 1, the longest trained offset)", 0.0, 1e12));
   specs.push_back(OptionSpec::real("rerope_leak", 0.0, "eval.extrapolation leaky_rerope: offsets beyond the window "
-                                   "advance 1 / this per position (0: (T - w) / (L - w), the longest test offset "
-                                   "at the training length)", 0.0, 1e12));
+                                   "advance 1 / this per position (0: (T - 1 - w) / (L - 1 - w), the longest test "
+                                   "offset at the longest trained one)", 0.0, 1e12));
   return specs;
 }
 
 std::pair<double, double> RopeImpl::rerope_window_and_leak(int64_t test_tokens) const {
-  const double L = static_cast<double>(extrapolation_.training_length);
-  const double w = rerope_window_ > 0 ? rerope_window_ : L;
+  // offsets up to L - 1 were trained (L: the longest training sequence in tokens)
+  const double longest_trained = static_cast<double>(extrapolation_.training_length) - 1;
+  const double w = rerope_window_ > 0 ? rerope_window_ : longest_trained;
   TORCH_CHECK(w > 0, "rope: ", extrapolation_.method, " needs rerope_window or the training length");
-  const double leak = rerope_leak_ > 0 ? rerope_leak_ : std::max(1.0, (test_tokens - w) / std::max(1.0, L - w));
+  // the default leak brings the longest test offset T - 1 to L - 1; with w >= L - 1 it can only
+  // bring it to w + 1
+  const double longest = static_cast<double>(test_tokens) - 1;
+  const double leak = rerope_leak_ > 0 ? rerope_leak_
+                      : w < longest_trained ? std::max(1.0, (longest - w) / (longest_trained - w))
+                                            : std::max(1.0, longest - w);
   return {w, extrapolation_.method == "rerope" ? 0.0 : leak};
 }
 

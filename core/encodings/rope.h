@@ -11,11 +11,12 @@
 //     min_turn_length L leaves unrotated the pairs with theta_i L < 2 pi, which do not turn
 //     once over the training length; the rest rotate as RoPE
 // and two evaluation-time extrapolation methods (eval.extrapolation; Su 2023, "ReRoPE",
-// bojone/rerope), on offsets d = query - key beyond a window w (rerope_window; 0: the training
-// length in tokens):
+// bojone/rerope), on offsets d = query - key beyond a window w (rerope_window; 0: L - 1, the
+// longest offset training saw, L the training length in tokens):
 //   rerope        q.k at offset min(|d|, w) sign(d): distances beyond the window clamped to it
 //   leaky_rerope  at offset (w + (|d| - w) / k) sign(d) beyond it: slowed by k (rerope_leak; 0:
-//                 (T - w) / (L - w), so that the longest test offset lands on the training length)
+//                 (T - 1 - w) / (L - 1 - w), the longest test offset at L - 1; with w >= L - 1,
+//                 T - 1 - w, the longest at w + 1: give a window below L - 1 for leaky_rerope)
 // Both as a dense bias: rotate leaves q and k as projected, score_bias adds the whole rotary
 // score minus q.k (two or three score maps per block: evaluation only).
 #pragma once

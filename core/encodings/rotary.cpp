@@ -136,9 +136,11 @@ torch::Tensor RotaryImpl::inverse_frequencies(torch::Device device) const {
     base *= std::pow(alpha * s - (alpha - 1), double(S) / double(S - 2));
   }
   auto f64 = torch::TensorOptions().dtype(torch::kFloat64).device(device);
-  auto theta = torch::pow(base, -torch::arange(0, R, 2, f64) / double(S));  // (R/2)
-  // HoPE: the pairs too slow to complete a turn within min_turn_length positions do not rotate
-  if (min_turn_length_ > 0) theta = theta.masked_fill(theta * min_turn_length_ < 2 * M_PI, 0.0);
+  const auto exponents = -torch::arange(0, R, 2, f64) / double(S);  // (R/2)
+  auto theta = torch::pow(base, exponents);
+  // HoPE: the pairs too slow to complete a turn within min_turn_length positions do not rotate,
+  // judged on the trained frequencies (an NTK base at evaluation must not switch pairs off)
+  if (min_turn_length_ > 0) theta = theta.masked_fill(torch::pow(base_, exponents) * min_turn_length_ < 2 * M_PI, 0.0);
   if (method == "interpolation") return theta / s;
   if (method != "yarn") return theta;
   // YaRN: pairs that turn often over the training length keep their frequency, slow ones are

@@ -152,11 +152,22 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
   if (problems.size() == 1) throw LengthsDoNotFit(problems.front());
   if (problems.size() > 1)
     throw LengthsDoNotFit(std::to_string(problems.size()) + " lengths do not fit: " + join(problems, "; "));
-  for (const auto& method : config.eval.extrapolation)
+  for (const auto& method : config.eval.extrapolation) {
     if (method != "none" && !model.encoding().supports_extrapolation())
       throw LengthsDoNotFit("extrapolation method '" + method + "' (eval.extrapolation, pelab eval "
                                "--extrapolation) needs a rotary scheme (rope, xpos); '" + config.encoding.name +
                                "' has none");
+    // a method only some rotary schemes have (rerope: rope), with every scheme of the model
+    if (method == "none") continue;
+    try {
+      model.encoding().set_extrapolation({method, 2.0, task.sequence_length(config.train.max_length)});
+      model.encoding().set_extrapolation({});
+    } catch (const c10::Error& e) {
+      model.encoding().set_extrapolation({});
+      throw LengthsDoNotFit("extrapolation method '" + method + "' (eval.extrapolation, pelab eval --extrapolation): " +
+                            e.what_without_backtrace());
+    }
+  }
 }
 
 void check_output_writable(const std::string& dir) {
