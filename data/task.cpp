@@ -89,13 +89,15 @@ Batch Seq2SeqTask::sample(int64_t batch_size, int64_t length, Rng& rng) const {
   return b;
 }
 
+namespace {
+constexpr const char* kNoCondition = "this task has no evaluation condition (eval.depths: passkey; eval.p_ignore: flip_flop)";
+}  // namespace
+
 Batch Task::condition_batch(int64_t length, double value, int64_t count, Rng& rng) const {
-  throw std::invalid_argument("this task has no evaluation condition (eval.depths: passkey; eval.p_ignore: flip_flop)");
+  throw std::invalid_argument(kNoCondition);
 }
 
-Example Seq2SeqTask::generate_at(int64_t length, double value, Rng& rng) const {
-  throw std::invalid_argument("this task has no evaluation condition (eval.depths: passkey; eval.p_ignore: flip_flop)");
-}
+Example Seq2SeqTask::generate_at(int64_t length, double value, Rng& rng) const { throw std::invalid_argument(kNoCondition); }
 
 Batch Seq2SeqTask::condition_batch(int64_t length, double value, int64_t count, Rng& rng) const {
   std::vector<Example> examples;

@@ -21,10 +21,16 @@ const std::vector<std::string>& extrapolation_methods() {
   return methods;
 }
 
+const std::vector<EvalCondition>& evaluation_conditions() {
+  static const std::vector<EvalCondition> conditions = {{"depth", "eval.depths", &EvalConfig::depths},
+                                                        {"p_ignore", "eval.p_ignore", &EvalConfig::p_ignore}};
+  return conditions;
+}
+
 const std::vector<double>& condition_values(const EvalConfig& eval, const std::string& name) {
   static const std::vector<double> none;
-  if (name == "depth") return eval.depths;
-  if (name == "p_ignore") return eval.p_ignore;
+  for (const auto& condition : evaluation_conditions())
+    if (condition.name == name) return eval.*condition.values;
   return none;
 }
 

@@ -138,6 +138,13 @@ struct EvalConfig {
   std::vector<double> depths;           //   passkey: where the passkey sits, 0 (start) .. 1 (end)
   std::vector<double> p_ignore;         //   flip_flop: the test ignore probability
 };
+// The evaluation conditions a task may have (Task::evaluation_condition) and their eval
+// settings: depth (eval.depths), p_ignore (eval.p_ignore).
+struct EvalCondition {
+  std::string name, key;                 // e.g. depth, eval.depths
+  std::vector<double> EvalConfig::*values;
+};
+const std::vector<EvalCondition>& evaluation_conditions();
 // The values of eval's setting for the task's evaluation condition `name` (empty: none given).
 const std::vector<double>& condition_values(const EvalConfig& eval, const std::string& name);
 

@@ -160,6 +160,13 @@ std::string YamlReader::get_choice(const std::string& key, const std::string& de
   fail_at(key, "'" + out + "' is not allowed; expected one of: " + join(choices));
 }
 
+void YamlReader::fail_at_element(const std::string& key, size_t index, const YAML::Node& element,
+                                 const std::string& message) const {
+  auto ov = source_->overrides.find(key_path(key));
+  const std::string where = ov != source_->overrides.end() ? ov->second : format_mark(source_->file, element.Mark());
+  throw ConfigError(where + ": " + key_path(key) + "[" + std::to_string(index) + "]: " + message);
+}
+
 std::vector<int64_t> YamlReader::get_int_list(const std::string& key,
                                               const std::vector<int64_t>& default_value,
                                               std::optional<double> min, std::optional<double> max) {
@@ -169,12 +176,8 @@ std::vector<int64_t> YamlReader::get_int_list(const std::string& key,
   std::vector<int64_t> out;
   for (size_t i = 0; i < v.size(); ++i) {
     int64_t x = 0;
-    if (!v[i].IsScalar() || !YAML::convert<int64_t>::decode(v[i], x)) {
-      auto ov = source_->overrides.find(key_path(key));
-      std::string where = ov != source_->overrides.end() ? ov->second : format_mark(source_->file, v[i].Mark());
-      throw ConfigError(where + ": " + key_path(key) + "[" + std::to_string(i) +
-                        "]: expected an integer, got " + describe_node(v[i]));
-    }
+    if (!v[i].IsScalar() || !YAML::convert<int64_t>::decode(v[i], x))
+      fail_at_element(key, i, v[i], "expected an integer, got " + describe_node(v[i]));
     check_range(key, static_cast<double>(x), min, max);
     out.push_back(x);
   }
@@ -190,12 +193,8 @@ std::vector<double> YamlReader::get_float_list(const std::string& key, const std
   std::vector<double> out;
   for (size_t i = 0; i < v.size(); ++i) {
     double x = 0;
-    if (!v[i].IsScalar() || !YAML::convert<double>::decode(v[i], x) || !std::isfinite(x)) {
-      auto ov = source_->overrides.find(key_path(key));
-      std::string where = ov != source_->overrides.end() ? ov->second : format_mark(source_->file, v[i].Mark());
-      throw ConfigError(where + ": " + key_path(key) + "[" + std::to_string(i) + "]: expected a number, got " +
-                        describe_node(v[i]));
-    }
+    if (!v[i].IsScalar() || !YAML::convert<double>::decode(v[i], x) || !std::isfinite(x))
+      fail_at_element(key, i, v[i], "expected a number, got " + describe_node(v[i]));
     check_range(key, x, min, max);
     out.push_back(x);
   }
@@ -212,12 +211,8 @@ std::vector<std::string> YamlReader::get_choice_list(const std::string& key,
   std::vector<std::string> out;
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string item = v[i].IsScalar() ? v[i].Scalar() : "";
-    if (std::find(choices.begin(), choices.end(), item) == choices.end()) {
-      auto ov = source_->overrides.find(key_path(key));
-      std::string where = ov != source_->overrides.end() ? ov->second : format_mark(source_->file, v[i].Mark());
-      throw ConfigError(where + ": " + key_path(key) + "[" + std::to_string(i) + "]: " + describe_node(v[i]) +
-                        " is not allowed; expected one of: " + join(choices));
-    }
+    if (std::find(choices.begin(), choices.end(), item) == choices.end())
+      fail_at_element(key, i, v[i], describe_node(v[i]) + " is not allowed; expected one of: " + join(choices));
     out.push_back(item);
   }
   if (out.empty()) fail_at(key, "must not be empty");

@@ -79,6 +79,9 @@ class YamlReader {
  private:
   std::string key_path(const std::string& key) const;
   std::string location(const std::string& key, bool at_key) const;
+  // Errors at element `index` of the list at `key`: "<where>: key[index]: message".
+  [[noreturn]] void fail_at_element(const std::string& key, size_t index, const YAML::Node& element,
+                                    const std::string& message) const;
   YAML::Node value(const std::string& key);  // marks the key as read
   void check_range(const std::string& key, double v, std::optional<double> min,
                    std::optional<double> max) const;

@@ -11,7 +11,7 @@
 // W_w are left out (token mixing and a parametrization, not the position encoding). Option
 // direction_bias (default true, as runs made before it): W_w has a bias, which the reference's
 // w_proj (bias=False) does not; direction_bias: false is the reference (tests/peers compare
-// with the bias zero, tests/test_new_methods.cpp that false has none).
+// with the bias zero, tests/test_data_dependent_schemes.cpp that false has none).
 #pragma once
 
 #include "core/config/options.h"

@@ -36,7 +36,7 @@ class RopeImpl : public RotaryImpl {
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
 
  private:
-  bool rerope() const { return extrapolation_.method == "rerope" || extrapolation_.method == "leaky_rerope"; }
+  bool rerope() const { return is_rerope(extrapolation_.method); }
   // The window w and the leak k of the current evaluation.
   std::pair<double, double> rerope_window_and_leak(int64_t test_tokens) const;
 

@@ -115,7 +115,7 @@ void RotaryImpl::set_extrapolation(const Extrapolation& extrapolation) {
               "'; expected none, interpolation, ntk, yarn, dynamic_ntk, rerope or leaky_rerope");
   TORCH_CHECK((method != "yarn" && method != "dynamic_ntk") || extrapolation.training_length > 0, "rotary: ",
               method, " needs the training length in tokens");
-  TORCH_CHECK(supports_rerope_ || (method != "rerope" && method != "leaky_rerope"), "rotary: ", method,
+  TORCH_CHECK(supports_rerope_ || !is_rerope(method), "rotary: ", method,
               " is an extrapolation method of rope only");
   extrapolation_ = extrapolation;
   extrapolation_.factor = std::max(1.0, extrapolation.factor);  // only stretch beyond the training length

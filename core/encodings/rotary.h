@@ -21,6 +21,9 @@
 
 namespace pelab {
 
+// rerope or leaky_rerope: the extrapolation methods of `rope` alone (RopeImpl::score_bias).
+inline bool is_rerope(const std::string& method) { return method == "rerope" || method == "leaky_rerope"; }
+
 // The extrapolation hyperparameters every rotary scheme declares as options.
 struct RotaryExtrapolationOptions {
   double yarn_beta_fast = 32, yarn_beta_slow = 1, dynamic_ntk_factor = 2;

@@ -78,10 +78,11 @@ Encoder build_model(const RunConfig& config, const Task& task) {
 void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& model) {
   // Fail before training, not after it: every training and test length must be encodable,
   // and an evaluation condition set only for a task that has it.
-  for (const auto& [key, condition] : {std::pair<std::string, std::string>{"eval.depths", "depth"}, {"eval.p_ignore", "p_ignore"}})
-    if (!condition_values(config.eval, condition).empty() && task.evaluation_condition() != condition)
+  for (const auto& condition : evaluation_conditions())
+    if (!(config.eval.*condition.values).empty() && task.evaluation_condition() != condition.name)
       throw std::runtime_error(fmt::format("{} is set, but task {} has no {} condition (eval.depths: passkey; "
-                                           "eval.p_ignore: flip_flop)", key, config.task.name, condition));
+                                           "eval.p_ignore: flip_flop)", condition.key, config.task.name,
+                                           condition.name));
   std::vector<int64_t> lengths = config.eval.lengths;
   if (config.eval.every > 0)
     for (int64_t L : config.eval.every_lengths) lengths.push_back(L);

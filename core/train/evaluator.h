@@ -50,8 +50,6 @@ class Evaluator {
   // Every eval.extrapolation method x eval.lengths entry on eval.samples examples (fewer
   // when the task's evaluation set is smaller: text), at every condition_values() value.
   std::vector<EvalResult> evaluate();
-  // Every eval.extrapolation x eval.lengths x condition value (eval.depths or eval.p_ignore
-  // for a task with an evaluation condition; none: the training distribution) entry.
   // One row; `statistics`: with attention statistics when analysis.attention_statistics, and
   // the untrained position-table rows it uses (untrained_rows_used); `condition`: the task's
   // evaluation condition at that value (Task::condition_batch), none: as in training. Every

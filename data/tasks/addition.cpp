@@ -1,7 +1,5 @@
 #include "data/tasks/addition.h"
 
-#include <algorithm>
-
 namespace pelab {
 
 AdditionTask::AdditionTask(const OptionValues& options)
@@ -26,13 +24,8 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> AdditionTask::given_positi
 }
 
 Example AdditionTask::generate(int64_t length, Rng& rng) const {
-  // Digits most significant first; the first digit of a multi-digit operand is non-zero.
-  auto operand = [&] {
-    std::vector<int64_t> digits = random_symbols(length, rng, base_);
-    if (length > 1) digits[0] = 1 + std::uniform_int_distribution<int64_t>(0, base_ - 2)(rng);
-    return digits;
-  };
-  const std::vector<int64_t> a = operand(), b = operand();
+  // digits most significant first
+  const std::vector<int64_t> a = random_operand(length, base_, rng), b = random_operand(length, base_, rng);
   std::vector<int64_t> sum(length + 1);
   int64_t carry = 0;
   for (int64_t i = length - 1; i >= 0; --i) {
@@ -41,17 +34,7 @@ Example AdditionTask::generate(int64_t length, Rng& rng) const {
     carry = column / base_;
   }
   sum[0] = carry;
-
-  auto written = [&](std::vector<int64_t> digits) {
-    if (reverse_digits_) std::reverse(digits.begin(), digits.end());
-    return digits;
-  };
-  Example e;
-  e.input = written(a);
-  e.input.push_back(plus_symbol());
-  for (int64_t d : written(b)) e.input.push_back(d);
-  e.output = written(sum);
-  return e;
+  return operation_example(a, plus_symbol(), b, sum, reverse_digits_);
 }
 
 }  // namespace pelab

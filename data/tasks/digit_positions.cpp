@@ -1,5 +1,7 @@
 #include "data/tasks/digit_positions.h"
 
+#include <algorithm>
+
 namespace pelab {
 
 OptionSpec digit_positions_option() {
@@ -36,6 +38,26 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> operation_positions(DigitP
   input.push_back(operator_position(rule, top));
   for (int64_t p : number_positions(rule, n, reversed, top)) input.push_back(p);
   return {input, number_positions(rule, result_digits, reversed, top)};
+}
+
+std::vector<int64_t> random_operand(int64_t digits, int64_t base, Rng& rng) {
+  std::uniform_int_distribution<int64_t> digit(0, base - 1);
+  std::vector<int64_t> out(digits);
+  for (auto& d : out) d = digit(rng);
+  if (digits > 1) out[0] = 1 + std::uniform_int_distribution<int64_t>(0, base - 2)(rng);
+  return out;
+}
+
+Example operation_example(std::vector<int64_t> a, int64_t op_symbol, std::vector<int64_t> b,
+                          std::vector<int64_t> result, bool reversed) {
+  if (reversed)
+    for (auto* digits : {&a, &b, &result}) std::reverse(digits->begin(), digits->end());
+  Example e;
+  e.input = std::move(a);
+  e.input.push_back(op_symbol);
+  e.input.insert(e.input.end(), b.begin(), b.end());
+  e.output = std::move(result);
+  return e;
 }
 
 }  // namespace pelab

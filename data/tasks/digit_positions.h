@@ -10,6 +10,8 @@
 //             top + 1, as the reference gives '+' and '=' the position after the ones digits.
 // Both are offset by positions.sampler: random_offset in training (one offset per batch; the
 // papers draw it per example), as given in evaluation. BOS and the causal_lm separator get 0.
+// Also what the two-operand tasks (addition, multiplication) share: their operands and the
+// example "a OP b" -> result as written.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "core/config/options.h"
+#include "data/task.h"
 
 namespace pelab {
 
@@ -36,5 +39,12 @@ int64_t operator_position(DigitPositions rule, int64_t top);
 // (the example's top places): (input, output), or empty under Sampler.
 std::pair<std::vector<int64_t>, std::vector<int64_t>> operation_positions(DigitPositions rule, int64_t n,
                                                                           int64_t result_digits, bool reversed);
+
+// An operand of `digits` digits in `base`, most significant first, uniform, its first digit
+// non-zero when it has more than one.
+std::vector<int64_t> random_operand(int64_t digits, int64_t base, Rng& rng);
+// a OP b -> result, each given most significant first, written reversed or not.
+Example operation_example(std::vector<int64_t> a, int64_t op_symbol, std::vector<int64_t> b,
+                          std::vector<int64_t> result, bool reversed);
 
 }  // namespace pelab

@@ -1,7 +1,5 @@
 #include "data/tasks/multiplication.h"
 
-#include <algorithm>
-
 namespace pelab {
 
 MultiplicationTask::MultiplicationTask(const OptionValues& options)
@@ -26,13 +24,8 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> MultiplicationTask::given_
 }
 
 Example MultiplicationTask::generate(int64_t length, Rng& rng) const {
-  // digits most significant first; the first digit of a multi-digit operand is non-zero
-  auto operand = [&] {
-    std::vector<int64_t> digits = random_symbols(length, rng, base_);
-    if (length > 1) digits[0] = 1 + std::uniform_int_distribution<int64_t>(0, base_ - 2)(rng);
-    return digits;
-  };
-  const std::vector<int64_t> a = operand(), b = operand();
+  // digits most significant first
+  const std::vector<int64_t> a = random_operand(length, base_, rng), b = random_operand(length, base_, rng);
   // schoolbook product, least significant place first: place i + j gets a_i * b_j
   std::vector<int64_t> places(2 * length, 0);
   for (int64_t i = 0; i < length; ++i)
@@ -43,17 +36,8 @@ Example MultiplicationTask::generate(int64_t length, Rng& rng) const {
     carry = place / base_;
     place %= base_;
   }
-  std::vector<int64_t> product(places.rbegin(), places.rend());  // most significant first
-  auto written = [&](std::vector<int64_t> digits) {
-    if (reverse_digits_) std::reverse(digits.begin(), digits.end());
-    return digits;
-  };
-  Example e;
-  e.input = written(a);
-  e.input.push_back(times_symbol());
-  for (int64_t d : written(b)) e.input.push_back(d);
-  e.output = written(product);
-  return e;
+  const std::vector<int64_t> product(places.rbegin(), places.rend());  // most significant first
+  return operation_example(a, times_symbol(), b, product, reverse_digits_);
 }
 
 }  // namespace pelab

@@ -62,13 +62,13 @@ def _text(value):
 def _table(group, names, optional=None):
     """The datasets `names` of `group` as a dict: numpy arrays, strings as lists of str; each of
     `optional` ({name: default}) too, filled with its default where the file lacks it."""
-    table = {k: ([_text(v) for v in group[k][()]] if k in STRING_DATASETS else group[k][()]) for k in names}
+    def read(k):
+        return [_text(v) for v in group[k][()]] if k in STRING_DATASETS else group[k][()]
+
+    table = {k: read(k) for k in names}
     rows = len(table[names[0]])
     for k, default in (optional or {}).items():
-        if k in group:
-            table[k] = [_text(v) for v in group[k][()]] if k in STRING_DATASETS else group[k][()]
-        else:
-            table[k] = [default] * rows if k in STRING_DATASETS else np.full(rows, default)
+        table[k] = read(k) if k in group else [default] * rows if k in STRING_DATASETS else np.full(rows, default)
     return table
 
 
