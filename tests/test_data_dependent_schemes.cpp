@@ -193,6 +193,46 @@ CATCH_TEST_CASE("stick-breaking by hand: scores 0 give 1/2, 1/4, 1/8 from the ne
   CATCH_CHECK_NOTHROW(test::tiny_config({"encoding.name=stick_breaking", "model.causal=true", "task.format=causal_lm"}));
 }
 
+CATCH_TEST_CASE("stick-breaking's fused CPU kernel equals the weights on the scores (the reference), values and "
+                "gradients",
+                "[stick_breaking][schemes]") {
+  const int64_t B = 2, H = 3, T = 40, Dh = 8;
+  const double scale = 1.0 / std::sqrt(double(Dh));
+  auto padding = torch::zeros({B, T}, torch::kBool);
+  padding[1].narrow(0, T - 7, 7).fill_(true);
+  for (bool attend_current : {false, true})
+    for (const LocalAttention local : {LocalAttention{}, LocalAttention{9, 0}})
+      for (double spread : {1.0, 12.0}) {  // 12: large scores, rows that use up their stick early
+        CATCH_CAPTURE(attend_current, local.window, spread);
+        torch::manual_seed(21);
+        const auto q = (torch::randn({B, H, T, Dh}) * spread).requires_grad_();
+        const auto k = torch::randn({B, H, T, Dh}).requires_grad_(), v = torch::randn({B, H, T, Dh}).requires_grad_();
+        const AttentionMask mask = AttentionMask(padding, true).restricted(local);
+        auto scheme = make_position_encoding(
+            "stick_breaking", EncodingContext{H * Dh, H, 1, true},
+            test::scheme_variant("stick_breaking", {{"attend_current", attend_current}}).options);
+        const auto positions = contiguous_positions(B, T);
+        const torch::Tensor unused;
+        const AttentionContext at{positions, 0, unused, unused};
+        const auto scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
+        const auto expected = torch::matmul(scheme->attention_weights(scores, torch::isinf(mask.additive()), at), v);
+        const auto got = scheme->attend(q, k, v, mask.kernel_mask(), at);
+        CATCH_REQUIRE(got.defined());
+        CATCH_CHECK(torch::allclose(got, expected, 1e-5, 1e-5));
+        const auto r = torch::randn({B, H, T, Dh});
+        const auto want = torch::autograd::grad({(expected * r).sum()}, {q, k, v});
+        const auto have = torch::autograd::grad({(got * r).sum()}, {q, k, v});
+        for (size_t g = 0; g < 3; ++g) CATCH_CHECK(torch::allclose(have[g], want[g], 1e-4, 1e-5));
+      }
+  // what the fused kernel is not for: other dtypes fall back to the weights on the scores
+  auto scheme = make_position_encoding("stick_breaking", EncodingContext{8, 1, 1, true},
+                                       test::scheme_variant("stick_breaking", {}).options);
+  const auto positions = contiguous_positions(1, 4);
+  const torch::Tensor unused;
+  const auto q64 = torch::randn({1, 1, 4, 8}, torch::kFloat64);
+  CATCH_CHECK_FALSE(scheme->attend(q64, q64, q64, {}, AttentionContext{positions, 0, unused, unused}).defined());
+}
+
 namespace {
 
 // q_i^T H_i H_{i-1} ... H_{j+1} k_j with H_s = I - beta_s w_s w_s^T, one matrix product at a
@@ -251,6 +291,27 @@ CATCH_TEST_CASE("path: scores are q_i H_i ... H_(j+1) k_j, values and gradients,
   CATCH_CHECK(torch::allclose(bias, expected, 1e-5, 1e-5));
   CATCH_CHECK_THROWS_WITH(path->score_bias(q, k, AttentionContext{positions, 0, unused, unused}),
                           Catch::Matchers::Contains("path: the transformations read the block's input"));
+}
+
+CATCH_TEST_CASE("path's fused CPU kernels equal carrying every key through every step, values and gradients",
+                "[path][schemes]") {
+  for (const int64_t T : {1, 7, 33}) {
+    CATCH_CAPTURE(T);
+    torch::manual_seed(T);
+    const int64_t B = 2, H = 3, Dh = 5;
+    const auto q = torch::randn({B, H, T, Dh}, torch::requires_grad());
+    const auto k = torch::randn({B, H, T, Dh}, torch::requires_grad());
+    const auto raw = torch::randn({B, H, T, Dh}, torch::requires_grad());
+    const auto w = raw / raw.norm(2, -1, true);
+    const auto beta = (2 * torch::sigmoid(torch::randn({B, H, T}))).requires_grad_();
+    const auto fused = PathImpl::fused_transported_products(q, k, w, beta);
+    const auto reference = PathImpl::transported_products(q, k, w, beta);
+    CATCH_CHECK(torch::allclose(fused, reference, 1e-5, 1e-5));
+    const auto r = torch::randn({B, H, T, T});
+    const auto g1 = torch::autograd::grad({(fused * r).sum()}, {q, k, raw, beta}, {}, true);
+    const auto g2 = torch::autograd::grad({(reference * r).sum()}, {q, k, raw, beta});
+    for (size_t i = 0; i < g1.size(); ++i) CATCH_CHECK(torch::allclose(g1[i], g2[i], 1e-4, 1e-5));
+  }
 }
 
 CATCH_TEST_CASE("path by hand: a projection away from e0 leaves (1, 1) . (0, 1) = 1 for every earlier key",

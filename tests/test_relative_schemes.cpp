@@ -723,6 +723,35 @@ CATCH_TEST_CASE("cope equals the sums of sigmoid gates and the interpolated rows
   }
 }
 
+CATCH_TEST_CASE("cope's fused CPU kernels equal its unfused bias, values and the gradients of q, k and the table",
+                "[relative][cope]") {
+  for (const bool causal : {true, false})
+    for (const int64_t npos : {int64_t{3}, int64_t{64}}) {  // 3: counts reach the clamp
+      CATCH_CAPTURE(causal, npos);
+      const int64_t B = 2, H = 3, T = 23, Dh = 4;
+      EncodingContext context{H * Dh, H, 1, causal};
+      auto scheme = make_position_encoding("cope", context,
+                                           test::scheme_variant("cope", {{"npos_max", npos}, {"init", std::string("normal")}}).options);
+      auto& cope = *std::dynamic_pointer_cast<CopeImpl>(scheme.ptr());
+      torch::manual_seed(npos + causal);
+      const auto q = (torch::randn({B, H, T, Dh}) * 2).requires_grad_(), k = torch::randn({B, H, T, Dh}).requires_grad_();
+      auto table = param(scheme, "table_0");
+      const auto positions = contiguous_positions(B, T);
+      const auto w = torch::zeros({3 * H * Dh, H * Dh}), bias_rows = torch::zeros({3 * H * Dh});
+      const auto fused = scheme->score_bias(q, k, AttentionContext{positions, 0, w, bias_rows});
+      const auto reference = cope.unfused_bias(q, k, table);
+      CATCH_CHECK(torch::allclose(fused, reference, 1e-5, 1e-5));
+      const auto r = torch::randn({B, H, T, T});
+      const auto g1 = torch::autograd::grad({(fused * r).sum()}, {q, k, table});
+      const auto g2 = torch::autograd::grad({(reference * r).sum()}, {q, k, table});
+      // to float precision of the largest: the table's gradient sums B H T^2 terms (to about 80 here)
+      for (size_t i = 0; i < g1.size(); ++i) {
+        CATCH_CAPTURE(i);
+        CATCH_CHECK((g1[i] - g2[i]).abs().max().item<double>() <= 1e-5 * g2[i].abs().max().item<double>());
+      }
+    }
+}
+
 CATCH_TEST_CASE("fire equals the MLP of psi(|i-j|) / psi(max(L, i))", "[relative][naive]") {
   Fixture f(true);
   auto scheme = make("fire", f.context);

@@ -169,6 +169,19 @@ ModelConfig read_model(YamlReader r) {
   if (m.d_model % m.num_heads != 0)
     r.fail_at("num_heads", std::to_string(m.num_heads) + " heads do not divide d_model = " +
                                std::to_string(m.d_model));
+  m.window = r.get_int("window", m.window, 0, 1 << 30);
+  m.chunk = r.get_int("chunk", m.chunk, 0, 1 << 30);
+  m.global_every = r.get_int("global_every", m.global_every, 0, 1 << 16);
+  m.logit_scaling_blocks = r.get_choice("logit_scaling_blocks", m.logit_scaling_blocks, {"all", "global"});
+  if (m.window > 0 && m.chunk > 0) r.fail_at("chunk", "give window (a sliding window) or chunk (blocks), not both");
+  const bool local = m.window > 0 || m.chunk > 0;
+  if (m.global_every > 0 && !local)
+    r.fail_at("global_every", "names the blocks that attend globally among local ones; set window or chunk");
+  if (m.logit_scaling_blocks == "global" && (!local || m.global_every == 0))
+    r.fail_at("logit_scaling_blocks", "global scales only the blocks that attend globally: set window or chunk, "
+                                      "and global_every");
+  if (m.logit_scaling_blocks == "global" && m.logit_scaling == "none")
+    r.fail_at("logit_scaling_blocks", "there is no logit_scaling to restrict; set logit_scaling");
   r.finish("model");
   return m;
 }
@@ -307,6 +320,34 @@ AnalysisConfig read_analysis(YamlReader r) {
 
 void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out);
 
+// encoding_heads: a list of {num_heads: N, name: scheme, its options}, the heads summing to
+// model.num_heads; `encoding` must stay none (the groups replace it).
+std::vector<HeadGroupConfig> read_head_groups(YamlReader& r, const Catalog& schemes, const ModelConfig& model,
+                                              const std::string& encoding_name) {
+  auto entries = r.children("encoding_heads");
+  if (!r.has("encoding_heads") || entries.empty()) return {};
+  if (encoding_name != "none")
+    r.fail_at("encoding_heads", "the head groups replace encoding; leave encoding at none (it is '" + encoding_name +
+                                    "')");
+  std::vector<HeadGroupConfig> groups;
+  int64_t heads = 0;
+  for (auto& entry : entries) {
+    HeadGroupConfig group;
+    group.encoding = read_named_section<EncodingConfig>(
+        entry, "encoding", schemes, "none", [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
+          group.heads = reader.get_int("num_heads", 0, 1, model.num_heads);
+          if (e.causal_only && !model.causal)
+            reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");
+        });
+    heads += group.heads;
+    groups.push_back(group);
+  }
+  if (heads != model.num_heads)
+    r.fail_at("encoding_heads", "the groups have " + std::to_string(heads) + " heads; model.num_heads is " +
+                                    std::to_string(model.num_heads));
+  return groups;
+}
+
 }  // namespace
 
 std::vector<std::string> name_template_keys(const std::string& name) {
@@ -364,6 +405,7 @@ RunConfig parse_run_config(const std::string& yaml_text, const std::string& sour
           reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");
       });
   c.encoding_mix.every = mix_every;
+  c.encoding_heads = read_head_groups(r, schemes_here, c.model, c.encoding.name);
   c.positions = read_positions(r.child("positions"));
   c.train = read_train(r.child("train"));
   c.eval = read_eval(r.child("eval"));
@@ -464,10 +506,28 @@ std::string to_yaml(const RunConfig& c) {
   if (m.logit_scaling == "llama4")
     out << YAML::Key << "llama4_floor_scale" << YAML::Value << m.llama4_floor_scale << YAML::Key << "llama4_scale"
         << YAML::Value << m.llama4_scale;
+  if (m.logit_scaling_blocks != "all")
+    out << YAML::Key << "logit_scaling_blocks" << YAML::Value << m.logit_scaling_blocks;
+  if (m.window > 0 || m.chunk > 0)  // only then: other runs' resolved configs stay as they were
+    out << YAML::Key << "window" << YAML::Value << m.window << YAML::Key << "chunk" << YAML::Value << m.chunk
+        << YAML::Key << "global_every" << YAML::Value << m.global_every;
   out << YAML::EndMap;
   emit_named(out, "encoding", c.encoding.name, c.encoding.options);
   emit_named(out, "encoding_mix", c.encoding_mix.encoding.name, c.encoding_mix.encoding.options,
              {{"every", std::to_string(c.encoding_mix.every)}});
+  if (!c.encoding_heads.empty()) {  // only then: other runs' resolved configs stay as they were
+    out << YAML::Key << "encoding_heads" << YAML::Value << YAML::BeginSeq;
+    for (const auto& group : c.encoding_heads) {
+      out << YAML::BeginMap << YAML::Key << "num_heads" << YAML::Value << group.heads << YAML::Key << "name"
+          << YAML::Value << group.encoding.name;
+      for (const auto& [k, v] : group.encoding.options.all()) {
+        out << YAML::Key << k << YAML::Value;
+        emit_value(out, v);
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   const TrainConfig& t = c.train;
   out << YAML::Key << "train" << YAML::Value << YAML::BeginMap
       << YAML::Key << "steps" << YAML::Value << t.steps

@@ -61,7 +61,23 @@ struct ModelConfig {
   double logit_scale = 1.0;             // constant, per_head
   double llama4_floor_scale = 8192;     // llama4 (Llama 4's floor_scale, attn_scale)
   double llama4_scale = 0.1;
+  std::string logit_scaling_blocks = "all";  // all | global: only the blocks that attend globally
+                                        //   (global_every; Llama 4's NoPE layers)
+  // Local attention (docs/configuration.md, "Local attention"), by token index, not position:
+  int64_t window = 0;                   // > 0: a query sees the keys within `window` tokens of it
+                                        //   (causal: i - window < j <= i, HF's sliding_window;
+                                        //   bidirectional: |i - j| < window); 0: every key
+  int64_t chunk = 0;                    // > 0: a query sees the keys of its own block of `chunk`
+                                        //   tokens (Llama 4's chunked attention); 0: every key
+  int64_t global_every = 0;             // with window or chunk: blocks every-1, 2 every-1, ...
+                                        //   attend globally (Command A: 4); 0: every block local
 };
+
+// Whether block `layer` attends locally (model.window or model.chunk, not one of global_every's).
+inline bool local_block(const ModelConfig& model, int64_t layer) {
+  if (model.window == 0 && model.chunk == 0) return false;
+  return model.global_every == 0 || (layer + 1) % model.global_every != 0;
+}
 
 struct EncodingConfig {
   std::string name = "none";            // a registered scheme, see `pelab list`
@@ -73,6 +89,13 @@ struct EncodingConfig {
 struct EncodingMixConfig {
   int64_t every = 0;                    // blocks every-1, 2 every-1, ... use `encoding`; 0: none
   EncodingConfig encoding;              // the other scheme (none by default), options beside it
+};
+
+// A group of heads with its own scheme (encoding_heads): NAPE (Vasylenko et al. 2025) gives
+// half the heads ALiBi and half none; Hard-ALiBi (Jelassi et al. 2024) some heads hard windows.
+struct HeadGroupConfig {
+  int64_t heads = 1;                    // num_heads: how many heads, the next ones in order
+  EncodingConfig encoding;              // the group's scheme, options beside the name
 };
 
 struct PositionsConfig {
@@ -176,6 +199,9 @@ struct RunConfig {
   ModelConfig model;
   EncodingConfig encoding;
   EncodingMixConfig encoding_mix;
+  // Non-empty: the heads of every block `encoding` would serve are split into these groups
+  // (heads summing to model.num_heads), each with its scheme; `encoding` stays none
+  std::vector<HeadGroupConfig> encoding_heads;
   PositionsConfig positions;
   TrainConfig train;
   EvalConfig eval;

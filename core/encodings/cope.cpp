@@ -1,6 +1,67 @@
 #include "core/encodings/cope.h"
 
+#include <ATen/Parallel.h>
+
+#include <mutex>
+
+#include "core/kernels/cope.h"
+
 namespace pelab {
+
+namespace {
+
+torch::Tensor unit_last_stride(const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
+kernels::Strided view_of(const torch::Tensor& t) { return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)}; }
+kernels::MutableStrided mutable_view_of(const torch::Tensor& t) {
+  return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
+}
+
+// CoPE's bias by the fused kernels (core/kernels/cope.h), float32 CPU.
+struct CopeBias : torch::autograd::Function<CopeBias> {
+  // q, k: (B, H, T, Dh); table: (rows, Dh) -> (B, H, T, T)
+  static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& q_in,
+                               const torch::Tensor& k_in, const torch::Tensor& table_in, int64_t limit, double scale,
+                               bool causal) {
+    const auto q = unit_last_stride(q_in), k = unit_last_stride(k_in), table = table_in.contiguous();
+    const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+    auto bias = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
+    const kernels::CopeInputs in{view_of(q), view_of(k), table.data_ptr<float>(), table.size(0), limit,
+                                 static_cast<float>(scale), causal};
+    at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
+      kernels::cope_bias_forward(dims, begin, end, in, mutable_view_of(bias));
+    });
+    context->save_for_backward({q, k, table});
+    context->saved_data["limit"] = limit;
+    context->saved_data["scale"] = scale;
+    context->saved_data["causal"] = causal;
+    return bias;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
+                                                 torch::autograd::variable_list gradients) {
+    const auto saved = context->get_saved_variables();
+    const auto &q = saved[0], &k = saved[1], &table = saved[2];
+    const auto grad_bias = unit_last_stride(gradients[0]);
+    const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+    const kernels::CopeInputs in{view_of(q), view_of(k), table.data_ptr<float>(), table.size(0),
+                                 context->saved_data["limit"].toInt(),
+                                 static_cast<float>(context->saved_data["scale"].toDouble()),
+                                 context->saved_data["causal"].toBool()};
+    auto grad_q = torch::empty(q.sizes(), q.options()), grad_k = torch::empty(k.sizes(), k.options());
+    auto grad_table = torch::zeros(table.sizes(), table.options());
+    std::mutex sum_shares;
+    at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
+      auto mine = torch::zeros(table.sizes(), table.options());  // this thread's share of the table's gradient
+      kernels::cope_bias_backward(dims, begin, end, in, view_of(grad_bias), mutable_view_of(grad_q),
+                                  mutable_view_of(grad_k), mine.data_ptr<float>());
+      std::lock_guard<std::mutex> lock(sum_shares);
+      grad_table.add_(mine);
+    });
+    return {grad_q, grad_k, grad_table, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
 
 CopeImpl::CopeImpl(const EncodingContext& context, const OptionValues& options)
     : PositionEncodingImpl(context), npos_max_(options.get_int("npos_max")) {
@@ -46,6 +107,13 @@ torch::Tensor CopeImpl::contextual_positions(const torch::Tensor& q, const torch
 
 torch::Tensor CopeImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
   const auto& table = tables_.at(attention.layer);
+  if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32 &&
+      q.size(2) == k.size(2))
+    return CopeBias::apply(q, k, table.to(torch::kFloat32), npos_max_ - 1, attention_scale(), context_.causal);
+  return unfused_bias(q, k, table);
+}
+
+torch::Tensor CopeImpl::unfused_bias(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& table) const {
   // Row of each (fractional) count: counts start at row 0 causally, at row npos_max - 1 otherwise.
   const auto rows = contextual_positions(q, k) + (context_.causal ? 0.0 : static_cast<double>(npos_max_ - 1));
   const auto floor = rows.floor();

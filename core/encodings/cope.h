@@ -14,7 +14,9 @@
 // npos_max - 1. Either way p_ij sums gates of tokens between i and j only, so right padding
 // (pelab's) never enters a real token's count and the hook needs no padding mask.
 // The sampled positions are not used (CoPE counts from context): the scheme is shift
-// invariant and a position sampler changes nothing.
+// invariant and a position sampler changes nothing. On the CPU in float32 the bias comes from
+// fused kernels, one query row at a time (core/kernels/cope.h): no (B, H, T, T) intermediate is
+// kept for the backward, only the bias itself is made.
 #pragma once
 
 #include "core/config/options.h"
@@ -38,6 +40,9 @@ class CopeImpl : public PositionEncodingImpl {
 
   // The contextual positions p_ij of q, k: (B, H, T, Dh) -> (B, H, T, T), clamped to the table.
   torch::Tensor contextual_positions(const torch::Tensor& q, const torch::Tensor& k) const;
+  // The bias from the (B, H, T, T) tensors above, as autograd sees them: the reference for the
+  // fused CPU kernels (core/kernels/cope.h), which score_bias uses for float32 on the CPU
+  torch::Tensor unfused_bias(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& table) const;
 
  private:
   int64_t npos_max_;

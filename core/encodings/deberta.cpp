@@ -32,8 +32,8 @@ DebertaImpl::DebertaImpl(const EncodingContext& context, const OptionValues& opt
     pos_key_proj_ = register_module("pos_key_proj", torch::nn::ModuleList());
     pos_query_proj_ = register_module("pos_query_proj", torch::nn::ModuleList());
     for (int64_t l = 0; l < context.num_layers; ++l) {  // a block not served: a placeholder without parameters
-      pos_key_proj_->push_back(linear_if(context.serves(l), D, D));
-      pos_query_proj_->push_back(linear_if(context.serves(l), D, D));
+      pos_key_proj_->push_back(linear_if(context.serves(l), D, context.attention_width()));
+      pos_query_proj_->push_back(linear_if(context.serves(l), D, context.attention_width()));
     }
   }
 }
@@ -61,7 +61,7 @@ torch::Tensor DebertaImpl::table_row(const torch::Tensor& offsets) const {
 }
 
 DebertaImpl::ProjectedRows DebertaImpl::projected_rows(const AttentionContext& attention, const torch::Tensor& rows) {
-  const int64_t D = context_.d_model, H = context_.num_heads, Dh = context_.head_dim();
+  const int64_t A = context_.attention_width(), H = context_.num_heads, Dh = context_.head_dim();
   // Beyond the exact distances the log buckets repeat rows (at T = 512, 2T - 1 = 1023
   // offsets use 511 rows): LayerNorm and project each distinct row once.
   torch::Tensor distinct, run;  // (U), (W)
@@ -69,8 +69,8 @@ DebertaImpl::ProjectedRows DebertaImpl::projected_rows(const AttentionContext& a
   auto R = norm_->forward(rel_embeddings_.index_select(0, distinct));  // (U, D); LayerNorm is per row
   torch::Tensor Kr, Qr;
   if (share_att_key_) {
-    Qr = torch::nn::functional::linear(R, attention.qkv_weight.narrow(0, 0, D), attention.qkv_bias.narrow(0, 0, D));
-    Kr = torch::nn::functional::linear(R, attention.qkv_weight.narrow(0, D, D), attention.qkv_bias.narrow(0, D, D));
+    Qr = torch::nn::functional::linear(R, attention.qkv_weight.narrow(0, 0, A), attention.qkv_bias.narrow(0, 0, A));
+    Kr = torch::nn::functional::linear(R, attention.qkv_weight.narrow(0, A, A), attention.qkv_bias.narrow(0, A, A));
   } else {
     Kr = pos_key_proj_[attention.layer]->as<torch::nn::Linear>()->forward(R);
     Qr = pos_query_proj_[attention.layer]->as<torch::nn::Linear>()->forward(R);

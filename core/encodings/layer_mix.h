@@ -38,6 +38,10 @@ class LayerMixImpl : public PositionEncodingImpl {
                                   const AttentionContext& attention) override {
     return (mixed_at(attention.layer) ? mixed_ : main_)->attention_weights(scores, masked, attention);
   }
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& key_mask, const AttentionContext& attention) override {
+    return at(attention.layer).attend(q, k, v, key_mask, attention);
+  }
   double attention_scale() const override { return main_->attention_scale(); }
   bool supports_extrapolation() const override;
   void set_extrapolation(const Extrapolation& extrapolation) override;

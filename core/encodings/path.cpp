@@ -1,6 +1,57 @@
 #include "core/encodings/path.h"
 
+#include <ATen/Parallel.h>
+
+#include "core/kernels/path_transport.h"
+
 namespace pelab {
+
+namespace {
+
+torch::Tensor unit_last_stride(const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
+
+kernels::Strided view_of(const torch::Tensor& t) {  // (B, H, R, C) or (B, H, T) (row stride 1)
+  return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.dim() == 4 ? t.stride(2) : 1};
+}
+kernels::MutableStrided mutable_view_of(const torch::Tensor& t) {
+  return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.dim() == 4 ? t.stride(2) : 1};
+}
+
+// The transported products by the fused kernels (core/kernels/path_transport.h), float32 CPU.
+struct PathTransport : torch::autograd::Function<PathTransport> {
+  // q, k, w: (B, H, T, Dh); beta: (B, H, T) -> (B, H, T, T)
+  static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& q_in,
+                               const torch::Tensor& k_in, const torch::Tensor& w_in, const torch::Tensor& beta_in) {
+    const auto q = unit_last_stride(q_in), k = unit_last_stride(k_in), w = unit_last_stride(w_in);
+    const auto beta = beta_in.contiguous();
+    const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+    auto products = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
+    const kernels::PathInputs in{view_of(q), view_of(k), view_of(w), view_of(beta)};
+    at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
+      kernels::path_transport_forward(dims, begin, end, in, mutable_view_of(products));
+    });
+    context->save_for_backward({q, k, w, beta});
+    return products;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
+                                                 torch::autograd::variable_list gradients) {
+    const auto saved = context->get_saved_variables();
+    const auto &q = saved[0], &k = saved[1], &w = saved[2], &beta = saved[3];
+    const auto grad_products = unit_last_stride(gradients[0]);
+    const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+    auto grad_q = torch::empty(q.sizes(), q.options()), grad_k = torch::empty(k.sizes(), k.options()),
+         grad_w = torch::empty(w.sizes(), w.options()), grad_beta = torch::empty(beta.sizes(), beta.options());
+    const kernels::PathInputs in{view_of(q), view_of(k), view_of(w), view_of(beta)};
+    at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
+      kernels::path_transport_backward(dims, begin, end, in, view_of(grad_products), mutable_view_of(grad_q),
+                                       mutable_view_of(grad_k), mutable_view_of(grad_w), mutable_view_of(grad_beta));
+    });
+    return {grad_q, grad_k, grad_w, grad_beta};
+  }
+};
+
+}  // namespace
 
 PathImpl::PathImpl(const EncodingContext& context, const OptionValues& options) : PositionEncodingImpl(context) {
   TORCH_CHECK(context.causal, "path is defined for causal attention only (the paper's transport runs from key to "
@@ -8,7 +59,7 @@ PathImpl::PathImpl(const EncodingContext& context, const OptionValues& options) 
   directions_ = register_module("directions", torch::nn::ModuleList());
   strengths_ = register_module("strengths", torch::nn::ModuleList());
   for (int64_t l = 0; l < context.num_layers; ++l) {
-    directions_->push_back(linear_if(context.serves(l), context.d_model, context.d_model,
+    directions_->push_back(linear_if(context.serves(l), context.d_model, context.attention_width(),
                                      options.get_bool("direction_bias")));
     strengths_->push_back(linear_if(context.serves(l), context.d_model, context.num_heads));
   }
@@ -54,11 +105,18 @@ torch::Tensor PathImpl::transported_products(const torch::Tensor& q, const torch
   return products.tril();  // keys after the query: masked anyway
 }
 
+torch::Tensor PathImpl::fused_transported_products(const torch::Tensor& q, const torch::Tensor& k,
+                                                   const torch::Tensor& w, const torch::Tensor& beta) {
+  if (!q.device().is_cpu() || q.scalar_type() != torch::kFloat32 || k.scalar_type() != torch::kFloat32)
+    return transported_products(q, k, w, beta);
+  return PathTransport::apply(q, k, w, beta);
+}
+
 torch::Tensor PathImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
   TORCH_CHECK(attention.input, "path: the transformations read the block's input, which this caller does not give");
   const auto [w, beta] = transformations(*attention.input, attention.layer);
   const auto plain = torch::matmul(q.to(torch::kFloat32), k.to(torch::kFloat32).transpose(-2, -1)).tril();
-  return ((transported_products(q, k, w, beta) - plain) * attention_scale()).to(q.scalar_type());
+  return ((fused_transported_products(q, k, w, beta) - plain) * attention_scale()).to(q.scalar_type());
 }
 
 std::vector<ScoreTerm> PathImpl::score_terms(const torch::Tensor& q, const torch::Tensor& k,

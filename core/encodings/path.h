@@ -6,7 +6,8 @@
 // x_t the block's attention input. Expressed as a bias on the plain scores, so that everything
 // downstream (fused attention, maps, score terms) is unchanged:
 //   bias_ij = scale * (q_i^T H_i ... H_{j+1} k_j - q_i . k_j)
-// computed by carrying every key through H_1, H_2, ... once (T steps of (B, H, T, Dh) work).
+// On the CPU in float32 by fused kernels, one query row at a time (core/kernels/path_transport.h);
+// elsewhere by carrying every key through H_1, H_2, ... once (T steps of (B, H, T, Dh) work).
 // Causal only, as in the paper. The reference layer's short convolution on w and its low-rank
 // W_w are left out (token mixing and a parametrization, not the position encoding). Option
 // direction_bias (default true, as runs made before it): W_w has a bias, which the reference's
@@ -33,9 +34,14 @@ class PathImpl : public PositionEncodingImpl {
   // The transformations of block `layer` for inputs x (B, T, D): w (B, H, T, Dh) unit vectors
   // and beta (B, H, T) in (0, 2)
   std::pair<torch::Tensor, torch::Tensor> transformations(const torch::Tensor& x, int64_t layer);
-  // q_i^T H_i ... H_{j+1} k_j for j <= i, 0 above the diagonal: (B, H, T, T), float32
+  // q_i^T H_i ... H_{j+1} k_j for j <= i, 0 above the diagonal: (B, H, T, T), float32, by
+  // carrying every key through every step (the reference for the fused form)
   static torch::Tensor transported_products(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
                                             const torch::Tensor& beta);
+  // The same by the fused CPU kernels (core/kernels/path_transport.h) for float32 q and k on the
+  // CPU, one query row at a time (no T x T x Dh memory); elsewhere transported_products
+  static torch::Tensor fused_transported_products(const torch::Tensor& q, const torch::Tensor& k,
+                                                  const torch::Tensor& w, const torch::Tensor& beta);
 
  private:
   torch::nn::ModuleList directions_{nullptr}, strengths_{nullptr};  // per block: W_w (D -> D), u (D -> H)

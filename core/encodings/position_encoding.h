@@ -85,7 +85,13 @@ struct EncodingContext {
   // Under encoding_mix, per block whether this scheme serves it; empty: every block. A scheme
   // makes per-block parameters only for the blocks it serves (the others could never train).
   std::vector<bool> served;
-  int64_t head_dim() const { return d_model / num_heads; }
+  // Under encoding_heads (core/encodings/head_groups.h) the model's heads, of which this
+  // scheme serves num_heads; 0: num_heads (every head)
+  int64_t model_heads = 0;
+  int64_t head_dim() const { return d_model / (model_heads > 0 ? model_heads : num_heads); }
+  // The width of the scheme's heads together, num_heads x head_dim (d_model, the residual
+  // width, unless under encoding_heads): the rows of each of q, k, v in qkv_weight
+  int64_t attention_width() const { return num_heads * head_dim(); }
   bool serves(int64_t layer) const { return served.empty() || served.at(layer); }
 };
 
@@ -188,6 +194,18 @@ class PositionEncodingImpl : public torch::nn::Module {
   // What attention calls: relative_rows, checked against the rules of relative_rows.h (and,
   // with a value term, for value rows), in errors naming the scheme.
   RelativeRows checked_relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention);
+
+  // Optional, for speed and memory: the whole attention output computed by the scheme's own
+  // fused kernel (stick-breaking's on the CPU), without (B, H, T, T) tensors. q, k, v: (B, H,
+  // T, Dh) after rotate; key_mask: what is masked besides the causal rule (context().causal),
+  // additive (B|1, 1, T|1, T) with -inf at masked keys, or undefined -> (B, H, T, Dh), or
+  // undefined (the default) to let attention compute it from the hooks. Called only where
+  // attention keeps no maps and applies no logit scaling and no attention dropout; the
+  // registry-wide tests compare it with the hooks' result.
+  virtual torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& key_mask, const AttentionContext& attention) {
+    return {};
+  }
 
   // True when value_term adds something (attention then keeps the probabilities as a tensor).
   virtual bool has_value_term() const { return false; }

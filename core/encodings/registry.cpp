@@ -2,15 +2,18 @@
 
 #include "core/encodings/alibi.h"
 #include "core/encodings/cope.h"
+#include "core/encodings/dape.h"
 #include "core/encodings/deberta.h"
 #include "core/encodings/dynamic_position_bias.h"
 #include "core/encodings/fire.h"
 #include "core/encodings/fope.h"
 #include "core/encodings/fox.h"
+#include "core/encodings/hard_alibi.h"
 #include "core/encodings/kerple.h"
 #include "core/encodings/learned.h"
 #include "core/encodings/none.h"
 #include "core/encodings/path.h"
+#include "core/encodings/pope.h"
 #include "core/encodings/relative_key.h"
 #include "core/encodings/relative_key_query.h"
 #include "core/encodings/rope.h"
@@ -46,15 +49,18 @@ std::vector<SchemeEntry> built_in_schemes() {
   return {
       entry<AlibiImpl>("alibi"),
       entry<CopeImpl>("cope"),
+      entry<DapeImpl>("dape"),
       entry<DebertaImpl>("deberta"),
       entry<DynamicPositionBiasImpl>("dynamic_position_bias"),
       entry<FireImpl>("fire"),
       entry<FopeImpl>("fope"),
       entry<FoxImpl>("fox"),
+      entry<HardAlibiImpl>("hard_alibi"),
       entry<KerpleImpl>("kerple"),
       entry<LearnedPositionEncodingImpl>("learned"),
       entry<NoPositionEncodingImpl>("none"),
       entry<PathImpl>("path"),
+      entry<PopeImpl>("pope"),
       entry<RelativeKeyImpl>("relative_key"),
       entry<RelativeKeyQueryImpl>("relative_key_query"),
       entry<RopeImpl>("rope"),

@@ -1,5 +1,7 @@
 #include "core/encodings/stick_breaking.h"
 
+#include "core/model/stick_breaking_attention.h"
+
 namespace pelab {
 
 StickBreakingImpl::StickBreakingImpl(const EncodingContext& context, const OptionValues& options)
@@ -30,6 +32,12 @@ torch::Tensor StickBreakingImpl::attention_weights(const torch::Tensor& scores, 
   // sum over the drawn keys after j (nearer the query): a suffix sum without j itself
   const auto nearer = left.flip(-1).cumsum(-1).flip(-1) - left;
   return torch::where(drawn, (taken + nearer).exp(), zero).to(scores.scalar_type());
+}
+
+torch::Tensor StickBreakingImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                        const torch::Tensor& key_mask, const AttentionContext& attention) {
+  if (!q.device().is_cpu() || q.scalar_type() != torch::kFloat32) return {};
+  return stick_breaking_attention(q, k, v, attention_scale(), key_mask, attend_current_);
 }
 
 }  // namespace pelab

@@ -14,7 +14,7 @@ TransformerXLImpl::TransformerXLImpl(const EncodingContext& context, const Optio
   v_ = register_parameter("v", torch::randn({H, Dh}) * init_std);
   for (int64_t l = 0; l < context.num_layers; ++l)
     projection_.push_back(context.serves(l) ? register_parameter("r_projection_" + std::to_string(l),
-                                                                 torch::randn({D, D}) * init_std)
+                                                                 torch::randn({context.attention_width(), D}) * init_std)
                                             : torch::Tensor());
 }
 
@@ -33,7 +33,7 @@ torch::Tensor TransformerXLImpl::projected_relative_table(int64_t layer, const t
   const auto& W = projection_[layer];
   const int64_t count = distances.size(0);
   auto R = sinusoid_table(distances, context_.d_model, base_, "concatenated").to(W.dtype());  // (W, D)
-  auto projected = torch::matmul(R, W.t());                                                     // (W, D)
+  auto projected = torch::matmul(R, W.t());                                                     // (W, H Dh)
   return projected.view({count, context_.num_heads, context_.head_dim()}).permute({1, 0, 2});  // (H, W, Dh)
 }
 

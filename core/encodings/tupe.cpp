@@ -19,7 +19,7 @@ TupeImpl::TupeImpl(const EncodingContext& context, const OptionValues& options)
   norm_ = register_module("table_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
   projections_ = register_module("projection", torch::nn::ModuleList());
   for (int64_t l = 0; l < (per_layer_ ? context.num_layers : 1); ++l)  // encoding_mix: a placeholder for a block
-    projections_->push_back(linear_if(!per_layer_ || context.serves(l), D, 2 * D));  //   of the other scheme
+    projections_->push_back(linear_if(!per_layer_ || context.serves(l), D, 2 * context.attention_width()));  //   of the other scheme
   if (options.get_bool("relative")) {
     check_t5_max_distance("tupe", context.causal, num_buckets_, max_distance_);
     relative_bias_ = register_parameter("relative_attention_bias",
@@ -62,11 +62,11 @@ std::vector<PositionTable> TupeImpl::position_tables() const {
 }
 
 torch::Tensor TupeImpl::projected(const torch::Tensor& positions, int64_t layer, int64_t half) {
-  const int64_t D = context_.d_model, H = context_.num_heads, Dh = context_.head_dim();
+  const int64_t A = context_.attention_width(), H = context_.num_heads, Dh = context_.head_dim();
   const auto rows = norm_->forward(table_.index_select(0, positions.reshape(-1)));  // (B' T, D)
   const auto& projection = projections_[per_layer_ ? layer : 0]->as<torch::nn::Linear>();
-  const auto u = torch::nn::functional::linear(rows, projection->weight.narrow(0, half * D, D),
-                                               projection->bias.narrow(0, half * D, D));  // (B' T, D)
+  const auto u = torch::nn::functional::linear(rows, projection->weight.narrow(0, half * A, A),
+                                               projection->bias.narrow(0, half * A, A));  // (B' T, H Dh)
   return u.view({positions.size(0), positions.size(1), H, Dh}).permute({0, 2, 1, 3});
 }
 

@@ -87,7 +87,10 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   // model.logit_scaling scales each query's row by its own factor: the unfused path only
   const bool scaled = scaling_.name != "none";
   const bool softmax = !encoding.replaces_softmax_at(layer_);  // else the scheme's weights (stick-breaking)
-  const bool fusable = !record && !scaled && softmax && fused_attention_supports(q) && !sdpa_on_cpu.load();
+  // a scheme may widen q and k past v (pope: 2 Dh): the fused kernel and SDPA take one head size
+  const bool one_head_size = q.size(-1) == v.size(-1);
+  const bool fusable = !record && !scaled && softmax && one_head_size && fused_attention_supports(q) &&
+                       !sdpa_on_cpu.load();
   const auto relative = fusable ? encoding.checked_relative_rows(q, k, hooks) : RelativeRows();
   const bool value_term = encoding.has_value_term_at(layer_);
   const bool fused = fusable && (relative.defined() || !value_term);
@@ -95,13 +98,19 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   // GPUs (LibTorch >= 2): SDPA's fused kernels, the kernel chosen by pelab's rule
   // (core/model/sdpa_backend.h); only where no map is kept and the scheme has no value term
   const bool sdpa_allowed = TORCH_VERSION_MAJOR >= 2 && !fused && !record && !value_term && !scaled && softmax &&
-                            (!q.device().is_cpu() || sdpa_on_cpu.load());
-  const bool only_causal = mask.causal() && !mask.padding().defined() && !bias.defined();
+                            one_head_size && (!q.device().is_cpu() || sdpa_on_cpu.load());
+  const bool only_causal = mask.only_causal() && !bias.defined();
   const SdpaBackend sdpa_backend =
       sdpa_allowed ? choose_sdpa_backend({q.is_cuda(), q.scalar_type(), bias.defined() || (mask.any() && !only_causal), Dh})
                    : SdpaBackend::unfused;
+  // a scheme's own kernel (stick-breaking's on the CPU): the whole output, no (B, H, T, T) tensor
+  const torch::Tensor own = !fused && !record && !scaled && dropout_rate == 0.0 && !bias.defined() && !value_term
+                                ? encoding.attend(q, k, v, mask.kernel_mask(), hooks)
+                                : torch::Tensor();
   torch::Tensor context;  // (B, H, T, Dh)
-  if (fused) {
+  if (own.defined()) {
+    context = own;
+  } else if (fused) {
     // core/model/fused_attention.h, with the scheme's relative rows if any; memory (B, T, H, Dh).
     // Unrotated q, k, v are still the projection's thirds: passed packed, their gradients
     // come back as one (B, T, 3D) tensor, not three that the split's backward concatenates.

@@ -19,14 +19,33 @@ AttentionMask::AttentionMask(const torch::Tensor& padding, bool causal)
                    .view({-1, 1, 1, length_});
 }
 
+AttentionMask AttentionMask::restricted(const LocalAttention& local) const {
+  AttentionMask mask = *this;
+  mask.local_ = local;
+  mask.additive_ = torch::Tensor();
+  return mask;
+}
+
 const torch::Tensor& AttentionMask::additive() const {
-  if (!causal_) return padding_;
+  if (!causal_ && !local_.any()) return padding_;
   if (additive_.defined()) return additive_;
   const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
-  const auto future = torch::ones({length_, length_}, options.dtype(torch::kBool)).triu(1);  // key j > query i
-  const auto triangle =
-      torch::zeros({length_, length_}, options).masked_fill(future, kNegativeInfinity).view({1, 1, length_, length_});
-  additive_ = padding_.defined() ? padding_ + triangle : triangle;
+  const auto index = torch::arange(length_, options.dtype(torch::kInt64));
+  const auto query = index.view({-1, 1}), key = index.view({1, -1});
+  // hidden: (T, T) bool, true where query i may not see key j
+  auto hidden = causal_ ? key > query : torch::zeros({length_, length_}, options.dtype(torch::kBool));
+  if (local_.window > 0) hidden = hidden | ((query - key).abs() >= local_.window);
+  if (local_.chunk > 0) hidden = hidden | (query.div(local_.chunk, "floor") != key.div(local_.chunk, "floor"));
+  const auto table = torch::zeros({length_, length_}, options).masked_fill(hidden, kNegativeInfinity);
+  if (local_.any() && padding_.defined()) {
+    // a query always sees its own key: padding keys are masked everywhere but on the diagonal
+    const auto padding = padding_.expand({padding_.size(0), 1, length_, length_})
+                             .masked_fill(torch::eye(length_, options.dtype(torch::kBool)), 0.0f);
+    additive_ = padding + table.view({1, 1, length_, length_});
+  } else {
+    const auto view = table.view({1, 1, length_, length_});
+    additive_ = padding_.defined() ? padding_ + view : view;
+  }
   return additive_;
 }
 

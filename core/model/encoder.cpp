@@ -1,5 +1,6 @@
 #include "core/model/encoder.h"
 
+#include "core/encodings/head_groups.h"
 #include "core/encodings/layer_mix.h"
 #include "core/encodings/registry.h"
 #include "core/model/gelu.h"
@@ -10,10 +11,13 @@ namespace pelab {
 
 BlockImpl::BlockImpl(const ModelConfig& c, int64_t layer)
     : pre_norm_(c.norm == "pre"), gelu_(c.activation == "gelu") {
+  // logit_scaling_blocks: global: the blocks attending locally scale nothing (Llama 4: the
+  // temperature on its global NoPE layers only)
+  const bool scaled = c.logit_scaling_blocks == "all" || !local_block(c, layer);
   attention_ = register_module("attention",
                                MultiHeadAttention(c.d_model, c.num_heads, c.attention_dropout, layer,
-                                                  LogitScaling{c.logit_scaling, c.ssmax_init, c.logit_scale,
-                                                               c.llama4_floor_scale, c.llama4_scale}));
+                                                  LogitScaling{scaled ? c.logit_scaling : "none", c.ssmax_init,
+                                                               c.logit_scale, c.llama4_floor_scale, c.llama4_scale}));
   auto norm_options = torch::nn::LayerNormOptions({c.d_model}).eps(c.layer_norm_eps);
   norm1_ = register_module("norm1", torch::nn::LayerNorm(norm_options));
   norm2_ = register_module("norm2", torch::nn::LayerNorm(norm_options));
@@ -40,9 +44,31 @@ torch::Tensor BlockImpl::forward(torch::Tensor x, const AttentionMask& mask, con
   return layer_norm(norm2_, x + feed_forward(x));
 }
 
+namespace {
+
+// The scheme of `encoding`, or with head groups, a HeadGroups of theirs, for `context`
+// (its served blocks).
+PositionEncoding main_scheme(const EncodingConfig& encoding, const std::vector<HeadGroupConfig>& heads,
+                             const EncodingContext& context) {
+  if (heads.empty()) return make_position_encoding(encoding.name, context, encoding.options);
+  std::vector<PositionEncoding> groups;
+  for (const auto& group : heads) {
+    EncodingContext group_context = context;
+    group_context.scheme = group.encoding.name;
+    group_context.num_heads = group.heads;
+    group_context.model_heads = context.num_heads;
+    groups.push_back(make_position_encoding(group.encoding.name, group_context, group.encoding.options));
+  }
+  return PositionEncoding(std::shared_ptr<PositionEncodingImpl>(std::make_shared<HeadGroupsImpl>(context, groups)));
+}
+
+}  // namespace
+
 EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encoding, int64_t vocab_size,
-                         int64_t num_classes, const EncodingMixConfig& mix)
+                         int64_t num_classes, const EncodingMixConfig& mix, const std::vector<HeadGroupConfig>& heads)
     : config_(model) {
+  TORCH_CHECK(heads.empty() || encoding.name == "none", "encoding_heads replace encoding, which must be none, not '",
+              encoding.name, "'");
   token_embedding_ = register_module(
       "token_embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab_size, model.d_model)
                                                   .padding_idx(kPadToken)));
@@ -68,11 +94,11 @@ EncoderImpl::EncoderImpl(const ModelConfig& model, const EncodingConfig& encodin
       main_context.served.push_back(!LayerMixImpl::mixed_block(l, mix.every));
       mixed_context.served.push_back(LayerMixImpl::mixed_block(l, mix.every));
     }
-    PositionEncoding main = make_position_encoding(encoding.name, main_context, encoding.options);
+    PositionEncoding main = main_scheme(encoding, heads, main_context);
     scheme = PositionEncoding(std::shared_ptr<PositionEncodingImpl>(std::make_shared<LayerMixImpl>(
         context, main, make_position_encoding(mix.encoding.name, mixed_context, mix.encoding.options), mix.every)));
   } else {
-    scheme = make_position_encoding(encoding.name, context, encoding.options);
+    scheme = main_scheme(encoding, heads, context);
   }
   position_encoding_ = register_module("position_encoding", scheme);
   blocks_ = register_module("blocks", torch::nn::ModuleList());
@@ -104,12 +130,15 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& tokens, const torch::Ten
 
   const AttentionMask mask = padding.defined() ? AttentionMask(padding, config_.causal)
                                                : AttentionMask(tokens.size(1), config_.causal, tokens.device());
+  // model.window / model.chunk: the blocks that attend locally share one restricted mask
+  const AttentionMask local_mask = mask.restricted({config_.window, config_.chunk});
   for (int64_t l = 0; l < static_cast<int64_t>(blocks_->size()); ++l) {
     if (request.position_embeddings) x = position_encoding_->embed(x, positions, l);
     AttentionRecord record;
     record.keep_scores = request.score_parts;
     const bool keep = request.attentions || request.score_parts;
-    x = blocks_[l]->as<Block>()->forward(x, mask, positions, *position_encoding_, keep ? &record : nullptr);
+    x = blocks_[l]->as<Block>()->forward(x, local_block(config_, l) ? local_mask : mask, positions,
+                                         *position_encoding_, keep ? &record : nullptr);
     if (request.attentions) out.attentions.push_back(record.probs);
     if (request.score_parts) out.score_parts.push_back(std::move(record));
     if (request.hidden_states) out.hidden_states.push_back(x);

@@ -19,7 +19,7 @@ constexpr int64_t kPadToken = 0;
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& config, int64_t layer);
-  // x: (B, T, D) -> (B, T, D)
+  // x: (B, T, D) -> (B, T, D); mask: restricted to local keys where the block attends locally
   torch::Tensor forward(torch::Tensor x, const AttentionMask& mask, const Positions& positions,
                         PositionEncodingImpl& encoding, AttentionRecord* record);
 
@@ -48,9 +48,12 @@ struct EncoderOutput {
 
 class EncoderImpl : public torch::nn::Module {
  public:
-  // `mix`: some blocks with another scheme (encoding_mix; core/encodings/layer_mix.h)
+  // `mix`: some blocks with another scheme (encoding_mix; core/encodings/layer_mix.h);
+  // `heads`: non-empty, the blocks of `encoding` split their heads into these groups
+  // (encoding_heads; core/encodings/head_groups.h), `encoding` then being none
   EncoderImpl(const ModelConfig& model, const EncodingConfig& encoding, int64_t vocab_size,
-              int64_t num_classes, const EncodingMixConfig& mix = {});
+              int64_t num_classes, const EncodingMixConfig& mix = {},
+              const std::vector<HeadGroupConfig>& heads = {});
 
   // tokens: (B, T) int64; padding: (B, T) bool, true at padding, or undefined when the caller
   // knows that no token is (nothing is read back from the device to find out); segments:

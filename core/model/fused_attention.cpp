@@ -277,7 +277,7 @@ torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, co
   // LibTorch 1.13's custom functions take no undefined tensors: an empty one stands for none
   const auto absent = torch::empty({0}, q.options());
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
-  return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask.padding()), or_absent(relative.query),
+  return FusedAttention::apply(q, k, v, or_absent(bias), or_absent(mask.kernel_mask()), or_absent(relative.query),
                                or_absent(relative.key), or_absent(relative.value), or_absent(relative.offset_query),
                                or_absent(relative.runs), scale, relative.clip, int64_t{0}, mask.causal(),
                                static_cast<int64_t>(dropout.key), static_cast<int64_t>(dropout.threshold),
@@ -292,7 +292,7 @@ torch::Tensor fused_attention_packed(const torch::Tensor& qkv, int64_t heads, do
   check_relative_rows(relative, "fused_attention", q.sizes(), q.size(2));
   const auto absent = torch::empty({0}, qkv.options());
   auto or_absent = [&](const torch::Tensor& t) { return t.defined() ? t : absent; };
-  return FusedAttention::apply(qkv, absent, absent, or_absent(bias), or_absent(mask.padding()),
+  return FusedAttention::apply(qkv, absent, absent, or_absent(bias), or_absent(mask.kernel_mask()),
                                or_absent(relative.query), or_absent(relative.key), or_absent(relative.value),
                                or_absent(relative.offset_query), or_absent(relative.runs), scale, relative.clip, heads,
                                mask.causal(), static_cast<int64_t>(dropout.key), static_cast<int64_t>(dropout.threshold),

@@ -15,8 +15,9 @@ namespace pelab {
 
 // q: (B, H, Tq, Dh), k, v: (B, H, Tk, Dh), any strides with unit stride along Dh; bias:
 // undefined or (B|1, H|1, Tq, Tk), may require grad; mask: padding keys ((B, 1, 1, Tk)
-// additive) and, if causal (Tq = Tk), the keys after each query, which the kernels skip
-// where a whole block of queries cannot see them; relative: a scheme's relative_rows (core/encodings/relative_rows.h), which need
+// additive; under local attention the whole (B|1, 1, T, T) additive mask) and, if causal
+// (Tq = Tk), the keys after each query, which the kernels skip where a whole block of
+// queries cannot see them; relative: a scheme's relative_rows (core/encodings/relative_rows.h), which need
 // Tq = Tk = T and contiguous positions; their tables and offset query may require grad
 // (relative.bias is not read: pass it as `bias`). -> (B, H, Tq, Dh), a view whose memory
 // is (B, Tq, H, Dh), so that out.transpose(1, 2).reshape({B, Tq, H * Dh}) is free.

@@ -151,7 +151,8 @@ class PythonSchemeImpl : public PositionEncodingImpl {
     for (const auto& [key, value] : options.all())
       values[py::str(key)] = std::visit([](const auto& v) -> py::object { return py::cast(v); }, value);
     py::object python_context = module.attr("Context")(context.d_model, context.num_heads, context.num_layers,
-                                                       context.causal, context.scheme, context.served);
+                                                       context.causal, context.scheme, context.served,
+                                                       context.model_heads);
     try {
       instance_ = class_->cls->get()(python_context, values);
     } catch (py::error_already_set& e) {

@@ -70,7 +70,8 @@ Encoder build_model(const RunConfig& config, const Task& task) {
   Encoder model{nullptr};
   // under one lock: several runs may be built at once in one process (the packed runner)
   initialize_with_seed(config.seed, [&] {
-    model = Encoder(config.model, config.encoding, task.vocab_size(), task.num_classes(), config.encoding_mix);
+    model = Encoder(config.model, config.encoding, task.vocab_size(), task.num_classes(), config.encoding_mix,
+                    config.encoding_heads);
   });
   return model;
 }

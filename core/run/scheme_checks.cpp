@@ -47,7 +47,8 @@ struct Checker {
 
   Encoder model(int64_t seed) const {
     torch::manual_seed(seed);
-    Encoder m(config.model, config.encoding, task->vocab_size(), task->num_classes(), config.encoding_mix);
+    Encoder m(config.model, config.encoding, task->vocab_size(), task->num_classes(), config.encoding_mix,
+              config.encoding_heads);
     m->eval();
     return m;
   }

@@ -50,13 +50,20 @@ def option(default, help="", *, min=None, max=None, choices=None):
 class Context:
     """What a scheme knows of the model it is plugged into (C++ EncodingContext)."""
 
-    def __init__(self, d_model, num_heads, num_layers, causal, scheme, served):
+    def __init__(self, d_model, num_heads, num_layers, causal, scheme, served, model_heads=0):
         self.d_model, self.num_heads, self.num_layers = d_model, num_heads, num_layers
         self.causal, self.scheme, self.served = causal, scheme, list(served)
+        # under encoding_heads, the block's heads, of which this scheme serves num_heads; 0: num_heads
+        self.model_heads = model_heads
 
     @property
     def head_dim(self):
-        return self.d_model // self.num_heads
+        return self.d_model // (self.model_heads or self.num_heads)
+
+    @property
+    def attention_width(self):
+        """num_heads x head_dim: the rows of each of q, k, v in qkv_weight (d_model unless under encoding_heads)."""
+        return self.num_heads * self.head_dim
 
     def serves(self, layer):
         """Whether this scheme serves block `layer` (encoding_mix): make per-block parameters only there."""

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 import transformers
 import x_transformers
-from x_transformers.x_transformers import (AlibiPositionalBias, CoPE, RelativePositionBias, RotaryEmbedding,
-                                           apply_rotary_pos_emb)
+from x_transformers.x_transformers import (AlibiPositionalBias, CoPE, PolarEmbedding, RelativePositionBias,
+                                           RotaryEmbedding, apply_polar_pos_emb, apply_rotary_pos_emb)
 
 out_dir = sys.argv[1]
 os.makedirs(out_dir, exist_ok=True)
@@ -111,6 +111,21 @@ def cope_bias(q, k):
 
 
 case("xt_cope", "cope", "{npos_max: 12}", True, "bias", 30, cope_bias, {"table_0": cope.pos_emb})
+
+# --- x-transformers: PoPE (PolarEmbedding, apply_polar_pos_emb): softplus magnitudes, phases
+# p base^(-c/Dh), the keys' learned phase bias, clamped to [-2 pi, 0] (the random bias is
+# partly outside, so the clamp's zero gradients are compared too)
+polar = PolarEmbedding(Dh, H)
+
+
+def pope_scores(q, k):
+    freqs, bias = polar(torch.arange(q.shape[-2]))
+    return apply_polar_pos_emb(q, freqs) @ apply_polar_pos_emb(k, freqs + bias).transpose(-1, -2)
+
+
+case("xt_pope", "pope", "{}", False, "rotated_scores", 30, pope_scores, {"key_bias": polar.learned_bias})
+for stored in ("params", "grads"):  # the peer's (H, 1, Dh) as pelab's (H, Dh)
+    cases["xt_pope"][stored]["key_bias"] = cases["xt_pope"][stored]["key_bias"].reshape(H, Dh)
 
 
 # --- flash-linear-attention's naive references (FoX, PaTH, stick-breaking): whole attention

@@ -1,0 +1,101 @@
+#include "core/kernels/stick_breaking.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace pelab::kernels {
+
+namespace {
+
+// A row's stick below e^-87: every farther weight is below float's smallest normal number.
+constexpr float kNothingLeft = -87.0f;
+
+float dot(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t d = 0; d < n; ++d) sum += a[d] * b[d];
+  return sum;
+}
+
+void add_scaled(float* out, const float* x, float scale, int64_t n) {
+#pragma omp simd
+  for (int64_t d = 0; d < n; ++d) out[d] += scale * x[d];
+}
+
+// log sigmoid(z), stable for large |z|
+float log_sigmoid(float z) { return z >= 0.0f ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z)); }
+float sigmoid(float z) { return z >= 0.0f ? 1.0f / (1.0f + std::exp(-z)) : std::exp(z) / (1.0f + std::exp(z)); }
+
+bool masked(const StickBreakingInputs& in, int64_t b, int64_t i, int64_t j) {
+  return in.mask.data && std::isinf(in.mask.at(b, 0, i)[j]);
+}
+
+// One query row's weights from the nearest key back: keys[n], z[n], weight[n] for the n keys
+// drawn, nearest first (stopping where nothing is left).
+int64_t row_weights(const StickBreakingInputs& in, int64_t b, int64_t h, int64_t i, int64_t Dh,
+                    std::vector<int64_t>& keys, std::vector<float>& z, std::vector<float>& weight) {
+  const float* q = in.q.at(b, h, i);
+  float left = 0.0f;  // log of the stick left by the nearer keys
+  int64_t n = 0;
+  for (int64_t j = in.attend_current ? i : i - 1; j >= 0 && left > kNothingLeft; --j) {
+    if (masked(in, b, i, j)) continue;
+    const float score = in.scale * dot(q, in.k.at(b, h, j), Dh);
+    keys[n] = j;
+    z[n] = score;
+    weight[n] = std::exp(log_sigmoid(score) + left);
+    left += log_sigmoid(-score);
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+void stick_breaking_forward(const AttentionDims& dims, int64_t begin, int64_t end, const StickBreakingInputs& in,
+                            MutableStrided out) {
+  const int64_t T = dims.queries, Dh = dims.head_dim;
+  std::vector<int64_t> keys(T);
+  std::vector<float> z(T), weight(T);
+  for (int64_t pair = begin; pair < end; ++pair) {
+    const int64_t b = pair / dims.heads, h = pair % dims.heads;
+    for (int64_t i = 0; i < T; ++i) {
+      float* o = out.at(b, h, i);
+      for (int64_t d = 0; d < Dh; ++d) o[d] = 0.0f;
+      const int64_t n = row_weights(in, b, h, i, Dh, keys, z, weight);
+      for (int64_t c = 0; c < n; ++c) add_scaled(o, in.v.at(b, h, keys[c]), weight[c], Dh);
+    }
+  }
+}
+
+void stick_breaking_backward(const AttentionDims& dims, int64_t begin, int64_t end, const StickBreakingInputs& in,
+                             Strided grad_out, MutableStrided grad_q, MutableStrided grad_k, MutableStrided grad_v) {
+  const int64_t T = dims.queries, Dh = dims.head_dim;
+  std::vector<int64_t> keys(T);
+  std::vector<float> z(T), weight(T);
+  for (int64_t pair = begin; pair < end; ++pair) {
+    const int64_t b = pair / dims.heads, h = pair % dims.heads;
+    for (int64_t j = 0; j < T; ++j)
+      for (int64_t d = 0; d < Dh; ++d) grad_k.at(b, h, j)[d] = grad_v.at(b, h, j)[d] = 0.0f;
+    for (int64_t i = 0; i < T; ++i) {
+      const float* dout = grad_out.at(b, h, i);
+      const float* q = in.q.at(b, h, i);
+      float* dq = grad_q.at(b, h, i);
+      for (int64_t d = 0; d < Dh; ++d) dq[d] = 0.0f;
+      const int64_t n = row_weights(in, b, h, i, Dh, keys, z, weight);
+      // from the farthest key drawn to the nearest: `farther` = sum of g_j A_ij over the keys beyond
+      float farther = 0.0f;
+      for (int64_t c = n - 1; c >= 0; --c) {
+        const int64_t j = keys[c];
+        const float g = dot(dout, in.v.at(b, h, j), Dh);
+        add_scaled(grad_v.at(b, h, j), dout, weight[c], Dh);
+        const float dz = g * weight[c] * sigmoid(-z[c]) - sigmoid(z[c]) * farther;
+        farther += g * weight[c];
+        add_scaled(dq, in.k.at(b, h, j), in.scale * dz, Dh);
+        add_scaled(grad_k.at(b, h, j), q, in.scale * dz, Dh);
+      }
+    }
+  }
+}
+
+}  // namespace pelab::kernels
