@@ -293,7 +293,7 @@ CATCH_TEST_CASE("path: scores are q_i H_i ... H_(j+1) k_j, values and gradients,
                           Catch::Matchers::Contains("path: the transformations read the block's input"));
 }
 
-CATCH_TEST_CASE("path's fused CPU kernels equal carrying every key through every step, values and gradients",
+CATCH_TEST_CASE("path's fused CPU bias equals carrying every key through every step, values and gradients",
                 "[path][schemes]") {
   for (const int64_t T : {1, 7, 33}) {
     CATCH_CAPTURE(T);
@@ -304,8 +304,10 @@ CATCH_TEST_CASE("path's fused CPU kernels equal carrying every key through every
     const auto raw = torch::randn({B, H, T, Dh}, torch::requires_grad());
     const auto w = raw / raw.norm(2, -1, true);
     const auto beta = (2 * torch::sigmoid(torch::randn({B, H, T}))).requires_grad_();
-    const auto fused = PathImpl::fused_transported_products(q, k, w, beta);
-    const auto reference = PathImpl::transported_products(q, k, w, beta);
+    const double scale = 0.7;
+    const auto fused = PathImpl::bias_of(q, k, w, beta, scale);
+    const auto reference =
+        (PathImpl::transported_products(q, k, w, beta) - torch::matmul(q, k.transpose(-2, -1)).tril()) * scale;
     CATCH_CHECK(torch::allclose(fused, reference, 1e-5, 1e-5));
     const auto r = torch::randn({B, H, T, T});
     const auto g1 = torch::autograd::grad({(fused * r).sum()}, {q, k, raw, beta}, {}, true);

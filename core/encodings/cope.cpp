@@ -2,8 +2,6 @@
 
 #include <ATen/Parallel.h>
 
-#include <mutex>
-
 #include "core/kernels/cope.h"
 
 namespace pelab {
@@ -16,17 +14,18 @@ kernels::MutableStrided mutable_view_of(const torch::Tensor& t) {
   return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
 }
 
-// CoPE's bias by the fused kernels (core/kernels/cope.h), float32 CPU.
+// CoPE's bias by the fused kernels (core/kernels/cope.h), float32 CPU: the logits and the
+// table's products as matrix products, the rest row by row.
 struct CopeBias : torch::autograd::Function<CopeBias> {
   // q, k: (B, H, T, Dh); table: (rows, Dh) -> (B, H, T, T)
-  static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& q_in,
-                               const torch::Tensor& k_in, const torch::Tensor& table_in, int64_t limit, double scale,
+  static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& q,
+                               const torch::Tensor& k, const torch::Tensor& table, int64_t limit, double scale,
                                bool causal) {
-    const auto q = unit_last_stride(q_in), k = unit_last_stride(k_in), table = table_in.contiguous();
+    const auto logits = torch::matmul(q * scale, k.transpose(-2, -1));  // (B, H, T, T)
+    const auto products = torch::matmul(q, table.t());                   // (B, H, T, rows)
     const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     auto bias = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
-    const kernels::CopeInputs in{view_of(q), view_of(k), table.data_ptr<float>(), table.size(0), limit,
-                                 static_cast<float>(scale), causal};
+    const kernels::CopeInputs in{view_of(logits), view_of(products), table.size(0), limit, causal};
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
       kernels::cope_bias_forward(dims, begin, end, in, mutable_view_of(bias));
     });
@@ -41,22 +40,22 @@ struct CopeBias : torch::autograd::Function<CopeBias> {
                                                  torch::autograd::variable_list gradients) {
     const auto saved = context->get_saved_variables();
     const auto &q = saved[0], &k = saved[1], &table = saved[2];
+    const double scale = context->saved_data["scale"].toDouble();
     const auto grad_bias = unit_last_stride(gradients[0]);
+    const auto logits = torch::matmul(q * scale, k.transpose(-2, -1));  // recomputed: nothing T x T was kept
+    const auto products = torch::matmul(q, table.t());
     const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-    const kernels::CopeInputs in{view_of(q), view_of(k), table.data_ptr<float>(), table.size(0),
-                                 context->saved_data["limit"].toInt(),
-                                 static_cast<float>(context->saved_data["scale"].toDouble()),
-                                 context->saved_data["causal"].toBool()};
-    auto grad_q = torch::empty(q.sizes(), q.options()), grad_k = torch::empty(k.sizes(), k.options());
-    auto grad_table = torch::zeros(table.sizes(), table.options());
-    std::mutex sum_shares;
+    const kernels::CopeInputs in{view_of(logits), view_of(products), table.size(0),
+                                 context->saved_data["limit"].toInt(), context->saved_data["causal"].toBool()};
+    auto grad_logits = torch::empty_like(logits), grad_products = torch::empty_like(products);
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
-      auto mine = torch::zeros(table.sizes(), table.options());  // this thread's share of the table's gradient
-      kernels::cope_bias_backward(dims, begin, end, in, view_of(grad_bias), mutable_view_of(grad_q),
-                                  mutable_view_of(grad_k), mine.data_ptr<float>());
-      std::lock_guard<std::mutex> lock(sum_shares);
-      grad_table.add_(mine);
+      kernels::cope_bias_backward(dims, begin, end, in, view_of(grad_bias), mutable_view_of(grad_logits),
+                                  mutable_view_of(grad_products));
     });
+    // logits = scale q k^T, products = q e^T
+    const auto grad_q = torch::matmul(grad_logits, k) * scale + torch::matmul(grad_products, table);
+    const auto grad_k = torch::matmul(grad_logits.transpose(-2, -1), q) * scale;
+    const auto grad_table = torch::matmul(grad_products.reshape({-1, table.size(0)}).t(), q.reshape({-1, q.size(-1)}));
     return {grad_q, grad_k, grad_table, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };

@@ -15,8 +15,8 @@
 // (pelab's) never enters a real token's count and the hook needs no padding mask.
 // The sampled positions are not used (CoPE counts from context): the scheme is shift
 // invariant and a position sampler changes nothing. On the CPU in float32 the bias comes from
-// fused kernels, one query row at a time (core/kernels/cope.h): no (B, H, T, T) intermediate is
-// kept for the backward, only the bias itself is made.
+// fused kernels, one query row at a time (core/kernels/cope.h): the backward keeps q, k and the
+// table, no (B, H, T, T) intermediate.
 #pragma once
 
 #include "core/config/options.h"

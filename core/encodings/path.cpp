@@ -17,20 +17,22 @@ kernels::MutableStrided mutable_view_of(const torch::Tensor& t) {
   return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.dim() == 4 ? t.stride(2) : 1};
 }
 
-// The transported products by the fused kernels (core/kernels/path_transport.h), float32 CPU.
-struct PathTransport : torch::autograd::Function<PathTransport> {
+// The bias by the fused kernels (core/kernels/path_transport.h), float32 CPU.
+struct PathBias : torch::autograd::Function<PathBias> {
   // q, k, w: (B, H, T, Dh); beta: (B, H, T) -> (B, H, T, T)
   static torch::Tensor forward(torch::autograd::AutogradContext* context, const torch::Tensor& q_in,
-                               const torch::Tensor& k_in, const torch::Tensor& w_in, const torch::Tensor& beta_in) {
+                               const torch::Tensor& k_in, const torch::Tensor& w_in, const torch::Tensor& beta_in,
+                               double scale) {
     const auto q = unit_last_stride(q_in), k = unit_last_stride(k_in), w = unit_last_stride(w_in);
     const auto beta = beta_in.contiguous();
     const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     auto products = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
-    const kernels::PathInputs in{view_of(q), view_of(k), view_of(w), view_of(beta)};
+    const kernels::PathInputs in{view_of(q), view_of(k), view_of(w), view_of(beta), static_cast<float>(scale)};
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
       kernels::path_transport_forward(dims, begin, end, in, mutable_view_of(products));
     });
     context->save_for_backward({q, k, w, beta});
+    context->saved_data["scale"] = scale;
     return products;
   }
 
@@ -42,12 +44,13 @@ struct PathTransport : torch::autograd::Function<PathTransport> {
     const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     auto grad_q = torch::empty(q.sizes(), q.options()), grad_k = torch::empty(k.sizes(), k.options()),
          grad_w = torch::empty(w.sizes(), w.options()), grad_beta = torch::empty(beta.sizes(), beta.options());
-    const kernels::PathInputs in{view_of(q), view_of(k), view_of(w), view_of(beta)};
+    const kernels::PathInputs in{view_of(q), view_of(k), view_of(w), view_of(beta),
+                                 static_cast<float>(context->saved_data["scale"].toDouble())};
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
       kernels::path_transport_backward(dims, begin, end, in, view_of(grad_products), mutable_view_of(grad_q),
                                        mutable_view_of(grad_k), mutable_view_of(grad_w), mutable_view_of(grad_beta));
     });
-    return {grad_q, grad_k, grad_w, grad_beta};
+    return {grad_q, grad_k, grad_w, grad_beta, torch::Tensor()};
   }
 };
 
@@ -105,18 +108,18 @@ torch::Tensor PathImpl::transported_products(const torch::Tensor& q, const torch
   return products.tril();  // keys after the query: masked anyway
 }
 
-torch::Tensor PathImpl::fused_transported_products(const torch::Tensor& q, const torch::Tensor& k,
-                                                   const torch::Tensor& w, const torch::Tensor& beta) {
-  if (!q.device().is_cpu() || q.scalar_type() != torch::kFloat32 || k.scalar_type() != torch::kFloat32)
-    return transported_products(q, k, w, beta);
-  return PathTransport::apply(q, k, w, beta);
+torch::Tensor PathImpl::bias_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
+                                const torch::Tensor& beta, double scale) {
+  if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32)
+    return PathBias::apply(q, k, w, beta, scale);
+  const auto plain = torch::matmul(q.to(torch::kFloat32), k.to(torch::kFloat32).transpose(-2, -1)).tril();
+  return ((transported_products(q, k, w, beta) - plain) * scale).to(q.scalar_type());
 }
 
 torch::Tensor PathImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
   TORCH_CHECK(attention.input, "path: the transformations read the block's input, which this caller does not give");
   const auto [w, beta] = transformations(*attention.input, attention.layer);
-  const auto plain = torch::matmul(q.to(torch::kFloat32), k.to(torch::kFloat32).transpose(-2, -1)).tril();
-  return ((fused_transported_products(q, k, w, beta) - plain) * attention_scale()).to(q.scalar_type());
+  return bias_of(q, k, w, beta, attention_scale());
 }
 
 std::vector<ScoreTerm> PathImpl::score_terms(const torch::Tensor& q, const torch::Tensor& k,

@@ -38,10 +38,11 @@ class PathImpl : public PositionEncodingImpl {
   // carrying every key through every step (the reference for the fused form)
   static torch::Tensor transported_products(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
                                             const torch::Tensor& beta);
-  // The same by the fused CPU kernels (core/kernels/path_transport.h) for float32 q and k on the
-  // CPU, one query row at a time (no T x T x Dh memory); elsewhere transported_products
-  static torch::Tensor fused_transported_products(const torch::Tensor& q, const torch::Tensor& k,
-                                                  const torch::Tensor& w, const torch::Tensor& beta);
+  // The bias scale (S - q k^T) below the diagonal (0 on and above it), S the transported
+  // products: by the fused CPU kernels (core/kernels/path_transport.h) for float32 q and k on the
+  // CPU, one query row at a time (no T x T x Dh memory); elsewhere from transported_products
+  static torch::Tensor bias_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
+                               const torch::Tensor& beta, double scale);
 
  private:
   torch::nn::ModuleList directions_{nullptr}, strengths_{nullptr};  // per block: W_w (D -> D), u (D -> H)

@@ -8,29 +8,17 @@ namespace pelab::kernels {
 
 namespace {
 
-float dot(const float* a, const float* b, int64_t n) {
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t d = 0; d < n; ++d) sum += a[d] * b[d];
-  return sum;
-}
-
-void add_scaled(float* out, const float* x, float scale, int64_t n) {
-#pragma omp simd
-  for (int64_t d = 0; d < n; ++d) out[d] += scale * x[d];
-}
-
 // One query row: the gates of every key, the table row r = p (+ L) of every key (clamped), and
-// whether its count was inside the clamp; products[c] = q_i . e[c].
+// whether its count was inside the clamp.
 struct Row {
-  std::vector<float> gate, row, products;
+  std::vector<float> gate, row;
   std::vector<char> inside;
-  explicit Row(int64_t T, int64_t rows) : gate(T), row(T), products(rows), inside(T) {}
+  explicit Row(int64_t T) : gate(T), row(T), inside(T) {}
 };
 
-void compute_row(const CopeInputs& in, int64_t b, int64_t h, int64_t i, int64_t T, int64_t Dh, Row& r) {
-  const float* q = in.q.at(b, h, i);
-  for (int64_t t = 0; t < T; ++t) r.gate[t] = 1.0f / (1.0f + std::exp(-in.scale * dot(q, in.k.at(b, h, t), Dh)));
+void compute_row(const CopeInputs& in, int64_t b, int64_t h, int64_t i, int64_t T, Row& r) {
+  const float* z = in.logits.at(b, h, i);
+  for (int64_t t = 0; t < T; ++t) r.gate[t] = 1.0f / (1.0f + std::exp(-z[t]));
   const float limit = static_cast<float>(in.limit), offset = in.causal ? 0.0f : limit;
   float sum = 0.0f;
   for (int64_t j = i; j >= 0; --j) {  // sum_{t=j..i} g_it
@@ -49,80 +37,69 @@ void compute_row(const CopeInputs& in, int64_t b, int64_t h, int64_t i, int64_t 
     r.inside[j] = sum <= limit;
     r.row[j] = -std::min(sum, limit) + offset;
   }
-  for (int64_t c = 0; c < in.rows; ++c) r.products[c] = dot(q, in.table + c * Dh, Dh);
 }
 
 }  // namespace
 
 void cope_bias_forward(const AttentionDims& dims, int64_t begin, int64_t end, const CopeInputs& in,
                        MutableStrided bias) {
-  const int64_t T = dims.queries, Dh = dims.head_dim;
-  Row r(T, in.rows);
+  const int64_t T = dims.queries;
+  Row r(T);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
     for (int64_t i = 0; i < T; ++i) {
-      compute_row(in, b, h, i, T, Dh, r);
+      compute_row(in, b, h, i, T, r);
+      const float* products = in.products.at(b, h, i);
       float* out = bias.at(b, h, i);
       for (int64_t j = 0; j < T; ++j) {
         const float lower = std::floor(r.row[j]), weight = r.row[j] - lower;
         const auto floor_row = static_cast<int64_t>(lower), ceil_row = static_cast<int64_t>(std::ceil(r.row[j]));
-        out[j] = r.products[ceil_row] * weight + r.products[floor_row] * (1.0f - weight);
+        out[j] = products[ceil_row] * weight + products[floor_row] * (1.0f - weight);
       }
     }
   }
 }
 
 void cope_bias_backward(const AttentionDims& dims, int64_t begin, int64_t end, const CopeInputs& in,
-                        Strided grad_bias, MutableStrided grad_q, MutableStrided grad_k, float* grad_table) {
-  const int64_t T = dims.queries, Dh = dims.head_dim;
-  Row r(T, in.rows);
-  std::vector<float> grad_products(in.rows), grad_count(T), grad_gate(T);
+                        Strided grad_bias, MutableStrided grad_logits, MutableStrided grad_products) {
+  const int64_t T = dims.queries;
+  Row r(T);
+  std::vector<float> grad_count(T);
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t d = 0; d < Dh; ++d) grad_k.at(b, h, t)[d] = 0.0f;
     for (int64_t i = 0; i < T; ++i) {
-      compute_row(in, b, h, i, T, Dh, r);
+      compute_row(in, b, h, i, T, r);
       const float* g = grad_bias.at(b, h, i);
-      std::fill(grad_products.begin(), grad_products.end(), 0.0f);
+      const float* products = in.products.at(b, h, i);
+      float* dproducts = grad_products.at(b, h, i);
+      for (int64_t c = 0; c < in.rows; ++c) dproducts[c] = 0.0f;
       for (int64_t j = 0; j < T; ++j) {
         const float lower = std::floor(r.row[j]), weight = r.row[j] - lower;
         const auto floor_row = static_cast<int64_t>(lower), ceil_row = static_cast<int64_t>(std::ceil(r.row[j]));
-        grad_products[ceil_row] += g[j] * weight;
-        grad_products[floor_row] += g[j] * (1.0f - weight);
+        dproducts[ceil_row] += g[j] * weight;
+        dproducts[floor_row] += g[j] * (1.0f - weight);
         // d bias / d count = the two products' difference (the weight's slope), unless clamped
-        const float slope = r.products[ceil_row] - r.products[floor_row];
+        const float slope = products[ceil_row] - products[floor_row];
         grad_count[j] = r.inside[j] ? g[j] * slope * (j > i ? -1.0f : 1.0f) : 0.0f;  // j > i: count = -sum
       }
-      // counts to gates: key t <= i is in the sums of j = 0 .. t; key t >= i in those of j >= max(t, i + 1)
-      std::fill(grad_gate.begin(), grad_gate.end(), 0.0f);
+      // counts to gates: key t <= i is in the sums of j = 0 .. t; key t > i in those of j >= t;
+      // the query's own key in every one; then through the sigmoid
+      float* dz = grad_logits.at(b, h, i);
       float running = 0.0f;
       for (int64_t t = 0; t <= i; ++t) {
         running += grad_count[t];
-        grad_gate[t] += running;
+        dz[t] = running;
       }
+      for (int64_t t = i + 1; t < T; ++t) dz[t] = 0.0f;
       if (!in.causal) {
         running = 0.0f;
         for (int64_t t = T - 1; t > i; --t) {
           running += grad_count[t];
-          grad_gate[t] += running;
+          dz[t] = running;
         }
-        grad_gate[i] += running;  // g_ii is in every sum for j > i
+        dz[i] += running;
       }
-      const float* q = in.q.at(b, h, i);
-      float* dq = grad_q.at(b, h, i);
-      for (int64_t d = 0; d < Dh; ++d) dq[d] = 0.0f;
-      for (int64_t t = 0; t < T; ++t) {
-        if (grad_gate[t] == 0.0f) continue;
-        const float dz = in.scale * grad_gate[t] * r.gate[t] * (1.0f - r.gate[t]);
-        add_scaled(dq, in.k.at(b, h, t), dz, Dh);
-        add_scaled(grad_k.at(b, h, t), q, dz, Dh);
-      }
-      for (int64_t c = 0; c < in.rows; ++c) {
-        if (grad_products[c] == 0.0f) continue;
-        add_scaled(dq, in.table + c * Dh, grad_products[c], Dh);
-        add_scaled(grad_table + c * Dh, q, grad_products[c], Dh);
-      }
+      for (int64_t t = 0; t < T; ++t) dz[t] *= r.gate[t] * (1.0f - r.gate[t]);
     }
   }
 }

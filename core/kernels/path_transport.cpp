@@ -1,5 +1,6 @@
 #include "core/kernels/path_transport.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace pelab::kernels {
@@ -18,27 +19,72 @@ void add_scaled(float* out, const float* x, float scale, int64_t n) {
   for (int64_t d = 0; d < n; ++d) out[d] += scale * x[d];
 }
 
-// u <- H u = u - beta w (w . u)
-void reflect(float* u, const float* w, float beta, int64_t n) { add_scaled(u, w, -beta * dot(w, u, n), n); }
+// out = H u = u - beta w (w . u), u left as it is
+void reflect_into(float* out, const float* u, const float* w, float beta, int64_t n) {
+  const float c = -beta * dot(w, u, n);
+#pragma omp simd
+  for (int64_t d = 0; d < n; ++d) out[d] = u[d] + c * w[d];
+}
+
+// w . a and w . u in one pass
+void two_dots(const float* w, const float* a, const float* u, int64_t n, float& wa, float& wu) {
+  float sa = 0.0f, su = 0.0f;
+#pragma omp simd reduction(+ : sa, su)
+  for (int64_t d = 0; d < n; ++d) {
+    sa += w[d] * a[d];
+    su += w[d] * u[d];
+  }
+  wa = sa;
+  wu = su;
+}
+
+// out += x a + y b in one pass
+void add_two_scaled(float* out, const float* a, float x, const float* b, float y, int64_t n) {
+#pragma omp simd
+  for (int64_t d = 0; d < n; ++d) out[d] += x * a[d] + y * b[d];
+}
 
 }  // namespace
+
+// Rows are taken kRows at a time: their recurrences are independent, so the CPU overlaps the
+// dot product -> update chains of one row with the others' (each chain alone waits on its
+// reductions), and each key's k, w are loaded once for the group.
+constexpr int64_t kRows = 4;
 
 void path_transport_forward(const AttentionDims& dims, int64_t begin, int64_t end, const PathInputs& in,
                             MutableStrided products) {
   const int64_t T = dims.queries, Dh = dims.head_dim;
-  std::vector<float> u(Dh);
+  std::vector<float> carried(kRows * Dh);  // row r: u of query first + r
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
     const float* beta = in.beta.at(b, h, 0);
-    for (int64_t i = 0; i < T; ++i) {
-      float* row = products.at(b, h, i);
-      const float* q = in.q.at(b, h, i);
-      for (int64_t d = 0; d < Dh; ++d) u[d] = q[d];
-      for (int64_t j = i; j >= 0; --j) {  // u = H_{j+1} ... H_i q_i
-        row[j] = dot(u.data(), in.k.at(b, h, j), Dh);
-        if (j > 0) reflect(u.data(), in.w.at(b, h, j), beta[j], Dh);
+    for (int64_t first = 0; first < T; first += kRows) {
+      const int64_t n = std::min(kRows, T - first);
+      for (int64_t r = 0; r < n; ++r) {
+        const float* q = in.q.at(b, h, first + r);
+        for (int64_t d = 0; d < Dh; ++d) carried[r * Dh + d] = q[d];
       }
-      for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
+      for (int64_t j = first + n - 1; j >= 0; --j) {  // u = H_{j+1} ... H_i q_i
+        const float* k = in.k.at(b, h, j);
+        const float* w = in.w.at(b, h, j);
+        for (int64_t r = std::max<int64_t>(j - first, 0); r < n; ++r) {  // the rows with j <= i
+          float* u = carried.data() + r * Dh;
+          const float* q = in.q.at(b, h, first + r);
+          // scale (S_ij - q_i . k_j) (at j = i, u = q_i and the bias is 0) and w_j . u in one pass
+          float transported = 0.0f, along = 0.0f;
+#pragma omp simd reduction(+ : transported, along)
+          for (int64_t d = 0; d < Dh; ++d) {
+            transported += (u[d] - q[d]) * k[d];
+            along += w[d] * u[d];
+          }
+          products.at(b, h, first + r)[j] = j == first + r ? 0.0f : in.scale * transported;
+          if (j > 0) add_scaled(u, w, -beta[j] * along, Dh);  // u <- H_j u
+        }
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        float* row = products.at(b, h, first + r);
+        for (int64_t j = first + r + 1; j < T; ++j) row[j] = 0.0f;
+      }
     }
   }
 }
@@ -47,8 +93,10 @@ void path_transport_backward(const AttentionDims& dims, int64_t begin, int64_t e
                              Strided grad_products, MutableStrided grad_q, MutableStrided grad_k,
                              MutableStrided grad_w, MutableStrided grad_beta) {
   const int64_t T = dims.queries, Dh = dims.head_dim;
-  std::vector<float> carried(T * Dh);  // row j: u at key j, H_{j+1} ... H_i q_i
-  std::vector<float> adjoint(Dh);      // dL/du at the key being undone
+  // carried[r]: row j holds u of query first + r at key j, H_{j+1} ... H_i q_i
+  std::vector<float> carried(kRows * T * Dh);
+  std::vector<float> adjoint(kRows * Dh);  // row r: dL/du at the key being undone
+  std::vector<float> plain(kRows * Dh);    // row r: dL/dq_i through - q_i . k_j
   for (int64_t pair = begin; pair < end; ++pair) {
     const int64_t b = pair / dims.heads, h = pair % dims.heads;
     const float* beta = in.beta.at(b, h, 0);
@@ -57,35 +105,48 @@ void path_transport_backward(const AttentionDims& dims, int64_t begin, int64_t e
       dbeta[t] = 0.0f;
       for (int64_t d = 0; d < Dh; ++d) grad_k.at(b, h, t)[d] = grad_w.at(b, h, t)[d] = 0.0f;
     }
-    for (int64_t i = 0; i < T; ++i) {
-      const float* g = grad_products.at(b, h, i);
+    for (int64_t first = 0; first < T; first += kRows) {
+      const int64_t n = std::min(kRows, T - first);
+      auto u_at = [&](int64_t r, int64_t j) { return carried.data() + (r * T + j) * Dh; };
       // the forward's u at every key, nearest first
-      float* u = carried.data() + i * Dh;
-      const float* q = in.q.at(b, h, i);
-      for (int64_t d = 0; d < Dh; ++d) u[d] = q[d];
-      for (int64_t j = i; j > 0; --j) {
-        float* next = carried.data() + (j - 1) * Dh;
-        for (int64_t d = 0; d < Dh; ++d) next[d] = carried[j * Dh + d];
-        reflect(next, in.w.at(b, h, j), beta[j], Dh);
+      for (int64_t r = 0; r < n; ++r) {
+        const float* q = in.q.at(b, h, first + r);
+        for (int64_t d = 0; d < Dh; ++d) u_at(r, first + r)[d] = q[d];
+      }
+      for (int64_t j = first + n - 1; j > 0; --j) {
+        const float* w = in.w.at(b, h, j);
+        for (int64_t r = std::max<int64_t>(j - first, 0); r < n; ++r) reflect_into(u_at(r, j - 1), u_at(r, j), w, beta[j], Dh);
       }
       // in reverse, from the farthest key: at key j, undo u_(j-1) = H_j u_j, then S_ij = u_j . k_j
-      for (int64_t d = 0; d < Dh; ++d) adjoint[d] = 0.0f;
-      for (int64_t j = 0; j <= i; ++j) {
-        const float* uj = carried.data() + j * Dh;
-        if (j > 0) {  // the adjoint so far is dL/du_(j-1)
-          const float* w = in.w.at(b, h, j);
-          const float wa = dot(w, adjoint.data(), Dh), wu = dot(w, uj, Dh);
-          float* dw = grad_w.at(b, h, j);
-          add_scaled(dw, adjoint.data(), -beta[j] * wu, Dh);  // d/dw of -beta w (w . u)
-          add_scaled(dw, uj, -beta[j] * wa, Dh);
-          dbeta[j] -= wu * wa;
-          add_scaled(adjoint.data(), w, -beta[j] * wa, Dh);  // H_j^T a = H_j a
+      for (int64_t d = 0; d < n * Dh; ++d) adjoint[d] = plain[d] = 0.0f;
+      for (int64_t j = 0; j < first + n; ++j) {
+        const float* k = in.k.at(b, h, j);
+        const float* w = in.w.at(b, h, j);
+        float* dk = grad_k.at(b, h, j);
+        float* dw = grad_w.at(b, h, j);
+        for (int64_t r = std::max<int64_t>(j - first, 0); r < n; ++r) {
+          const float* uj = u_at(r, j);
+          float* a = adjoint.data() + r * Dh;
+          // the bias at j = i is 0 whatever q and k are
+          const float g = j == first + r ? 0.0f : in.scale * grad_products.at(b, h, first + r)[j];
+          if (j > 0) {  // a is dL/du_(j-1)
+            float wa, wu;
+            two_dots(w, a, uj, Dh, wa, wu);
+            add_two_scaled(dw, a, -beta[j] * wu, uj, -beta[j] * wa, Dh);  // d/dw of -beta w (w . u)
+            dbeta[j] -= wu * wa;
+            add_two_scaled(a, w, -beta[j] * wa, k, g, Dh);  // H_j^T a = H_j a, then S_ij's part
+          } else {
+            add_scaled(a, k, g, Dh);
+          }
+          if (g == 0.0f) continue;
+          add_two_scaled(dk, uj, g, in.q.at(b, h, first + r), -g, Dh);  // (u_j - q_i) g
+          add_scaled(plain.data() + r * Dh, k, -g, Dh);                 // - q_i . k_j
         }
-        add_scaled(adjoint.data(), in.k.at(b, h, j), g[j], Dh);
-        add_scaled(grad_k.at(b, h, j), uj, g[j], Dh);
       }
-      float* dq = grad_q.at(b, h, i);
-      for (int64_t d = 0; d < Dh; ++d) dq[d] = adjoint[d];
+      for (int64_t r = 0; r < n; ++r) {
+        float* dq = grad_q.at(b, h, first + r);
+        for (int64_t d = 0; d < Dh; ++d) dq[d] = adjoint[r * Dh + d] + plain[r * Dh + d];
+      }
     }
   }
 }
