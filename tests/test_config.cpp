@@ -153,10 +153,11 @@ CATCH_TEST_CASE("config errors point at file:line:col", "[config]") {
                                               known_schemes());
   CATCH_CHECK(error_of("unknown_key.yaml") ==
               prefix("unknown_key.yaml") + ":4:3: unknown key 'model.d_modle' in model (did you mean 'd_model'?); allowed keys: activation, "
-                                           "attention_dropout, causal, d_ff, d_model, dropout, embedding_init_std, "
-                                           "embedding_layer_norm, embedding_scale, layer_norm_eps, llama4_floor_scale, llama4_scale, "
-                                           "logit_scale, logit_scaling, norm, num_heads, num_layers, segment_embeddings, "
-                                           "ssmax_init");
+                                           "attention_dropout, causal, chunk, d_ff, d_model, dropout, embedding_init_std, "
+                                           "embedding_layer_norm, embedding_scale, global_every, layer_norm_eps, "
+                                           "llama4_floor_scale, llama4_scale, logit_scale, logit_scaling, logit_scaling_blocks, "
+                                           "norm, num_heads, num_layers, segment_embeddings, "
+                                           "ssmax_init, window");
   CATCH_CHECK(error_of("wrong_type.yaml") ==
               prefix("wrong_type.yaml") + ":6:15: train.batch_size: expected an integer, got 'many'");
   CATCH_CHECK(error_of("out_of_range.yaml") ==
@@ -219,9 +220,9 @@ CATCH_TEST_CASE("command-line overrides (--set) change values, and errors name t
                   known_schemes());
   CATCH_CHECK(error_of("valid.yaml", {"model.widht=3"}) ==
               "--set model.widht=3: unknown key 'model.widht' in model; allowed keys: activation, attention_dropout, "
-              "causal, d_ff, d_model, dropout, embedding_init_std, embedding_layer_norm, embedding_scale, layer_norm_eps, "
-              "llama4_floor_scale, llama4_scale, logit_scale, logit_scaling, norm, num_heads, num_layers, "
-              "segment_embeddings, ssmax_init");
+              "causal, chunk, d_ff, d_model, dropout, embedding_init_std, embedding_layer_norm, embedding_scale, "
+              "global_every, layer_norm_eps, llama4_floor_scale, llama4_scale, logit_scale, logit_scaling, "
+              "logit_scaling_blocks, norm, num_heads, num_layers, segment_embeddings, ssmax_init, window");
   CATCH_CHECK(error_of("valid.yaml", {"noequals"}) ==
               "--set noequals: expected key.path=value, e.g. --set model.d_model=128");
   CATCH_CHECK(error_of("valid.yaml", {"model.d_model.x=1"}) ==

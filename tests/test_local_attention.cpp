@@ -110,7 +110,7 @@ CATCH_TEST_CASE("a local model: a window as long as the input changes nothing, a
     CATCH_CHECK(torch::allclose(before.select(1, t), after.select(1, t)) == (t != 2));
 }
 
-CATCH_TEST_CASE("local attention: fused, unfused and maps agree; global_every's blocks see every key", "[local]") {
+CATCH_TEST_CASE("local attention: fused, unfused and maps agree, and global_every's blocks see every key", "[local]") {
   auto task = default_task("reverse_string", "causal_lm");
   Rng rng(9);
   const Batch batch = task->sample(2, 9, rng);
@@ -237,7 +237,7 @@ CATCH_TEST_CASE("NAPE as head groups equals alibi on the first heads (x-transfor
   }
 }
 
-CATCH_TEST_CASE("hard_alibi: head h sees first_window + h keys, the reference's rule; Hard-ALiBi trains", "[heads]") {
+CATCH_TEST_CASE("hard_alibi: head h sees first_window + h keys by the reference's rule, and Hard-ALiBi trains", "[heads]") {
   const int64_t T = 6, H = 3;
   for (bool causal : {false, true}) {
     EncodingContext context{32, H, 1, causal};
@@ -248,6 +248,9 @@ CATCH_TEST_CASE("hard_alibi: head h sees first_window + h keys, the reference's 
     const auto positions = contiguous_positions(1, T);
     const auto bias = scheme.score_bias(q, q, {positions, 0, w, b});
     CATCH_REQUIRE(bias.sizes() == torch::IntArrayRef({1, H, T, T}));
+    // by token index: positions with gaps give the same windows
+    const auto gapped = torch::tensor({0, 5, 9, 20, 21, 40}, torch::kInt64).view({1, T});
+    CATCH_CHECK(torch::equal(scheme.score_bias(q, q, {Positions(gapped, gapped), 0, w, b}), bias));
     // the reference: for head i, mask_head[:, j..T, 0..T-j] = 0 for j in 0..i, else finfo.min
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < T; ++i)

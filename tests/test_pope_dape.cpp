@@ -80,7 +80,7 @@ CATCH_TEST_CASE("pope: q'.k' = sum_c softplus(q_c) softplus(k_c) cos((p_q - p_k)
   CATCH_CHECK(torch::allclose(torch::matmul(qs, ks.transpose(-2, -1)), scores, 1e-4, 1e-5));
 }
 
-CATCH_TEST_CASE("dape: A + B + f([A, B]) per (query, key) pair over the heads, values and gradients", "[dape]") {
+CATCH_TEST_CASE("dape: A + B + f(A, B) per query-key pair over the heads, values and gradients", "[dape]") {
   const int64_t B = 2, H = 2, Dh = 4, T = 5;
   for (bool causal : {false, true}) {
     CATCH_CAPTURE(causal);

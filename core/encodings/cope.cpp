@@ -2,17 +2,12 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/encodings/kernel_views.h"
 #include "core/kernels/cope.h"
 
 namespace pelab {
 
 namespace {
-
-torch::Tensor unit_last_stride(const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
-kernels::Strided view_of(const torch::Tensor& t) { return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)}; }
-kernels::MutableStrided mutable_view_of(const torch::Tensor& t) {
-  return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
-}
 
 // CoPE's bias by the fused kernels (core/kernels/cope.h), float32 CPU: the logits and the
 // table's products as matrix products, the rest row by row.
@@ -25,9 +20,9 @@ struct CopeBias : torch::autograd::Function<CopeBias> {
     const auto products = torch::matmul(q, table.t());                   // (B, H, T, rows)
     const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     auto bias = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
-    const kernels::CopeInputs in{view_of(logits), view_of(products), table.size(0), limit, causal};
+    const kernels::CopeInputs in{kernel_view(logits), kernel_view(products), table.size(0), limit, causal};
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
-      kernels::cope_bias_forward(dims, begin, end, in, mutable_view_of(bias));
+      kernels::cope_bias_forward(dims, begin, end, in, mutable_kernel_view(bias));
     });
     context->save_for_backward({q, k, table});
     context->saved_data["limit"] = limit;
@@ -45,12 +40,12 @@ struct CopeBias : torch::autograd::Function<CopeBias> {
     const auto logits = torch::matmul(q * scale, k.transpose(-2, -1));  // recomputed: nothing T x T was kept
     const auto products = torch::matmul(q, table.t());
     const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-    const kernels::CopeInputs in{view_of(logits), view_of(products), table.size(0),
+    const kernels::CopeInputs in{kernel_view(logits), kernel_view(products), table.size(0),
                                  context->saved_data["limit"].toInt(), context->saved_data["causal"].toBool()};
     auto grad_logits = torch::empty_like(logits), grad_products = torch::empty_like(products);
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
-      kernels::cope_bias_backward(dims, begin, end, in, view_of(grad_bias), mutable_view_of(grad_logits),
-                                  mutable_view_of(grad_products));
+      kernels::cope_bias_backward(dims, begin, end, in, kernel_view(grad_bias), mutable_kernel_view(grad_logits),
+                                  mutable_kernel_view(grad_products));
     });
     // logits = scale q k^T, products = q e^T
     const auto grad_q = torch::matmul(grad_logits, k) * scale + torch::matmul(grad_products, table);

@@ -6,7 +6,9 @@
 // finfo.min; a finite value keeps a padding query whose window holds only padding finite).
 // Bidirectional: |query - key| < first_window + h. The paper's model is this on some heads
 // and NoPE on the rest: encoding_heads [{num_heads: m, name: hard_alibi}, {num_heads: H - m, name: none}]
-// (configs/hybrids/hard_alibi.yaml). Offsets are in positions (model.window counts tokens).
+// (configs/hybrids/hard_alibi.yaml). Offsets are by token index, as model.window's (the
+// reference's positions are its indices): positions are not read, and a position sampler's
+// gaps do not close the windows.
 #pragma once
 
 #include "core/encodings/position_encoding.h"

@@ -2,20 +2,12 @@
 
 #include <ATen/Parallel.h>
 
+#include "core/encodings/kernel_views.h"
 #include "core/kernels/path_transport.h"
 
 namespace pelab {
 
 namespace {
-
-torch::Tensor unit_last_stride(const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
-
-kernels::Strided view_of(const torch::Tensor& t) {  // (B, H, R, C) or (B, H, T) (row stride 1)
-  return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.dim() == 4 ? t.stride(2) : 1};
-}
-kernels::MutableStrided mutable_view_of(const torch::Tensor& t) {
-  return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.dim() == 4 ? t.stride(2) : 1};
-}
 
 // The bias by the fused kernels (core/kernels/path_transport.h), float32 CPU.
 struct PathBias : torch::autograd::Function<PathBias> {
@@ -27,9 +19,9 @@ struct PathBias : torch::autograd::Function<PathBias> {
     const auto beta = beta_in.contiguous();
     const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     auto products = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
-    const kernels::PathInputs in{view_of(q), view_of(k), view_of(w), view_of(beta), static_cast<float>(scale)};
+    const kernels::PathInputs in{kernel_view(q), kernel_view(k), kernel_view(w), kernel_view(beta), static_cast<float>(scale)};
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
-      kernels::path_transport_forward(dims, begin, end, in, mutable_view_of(products));
+      kernels::path_transport_forward(dims, begin, end, in, mutable_kernel_view(products));
     });
     context->save_for_backward({q, k, w, beta});
     context->saved_data["scale"] = scale;
@@ -44,11 +36,11 @@ struct PathBias : torch::autograd::Function<PathBias> {
     const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
     auto grad_q = torch::empty(q.sizes(), q.options()), grad_k = torch::empty(k.sizes(), k.options()),
          grad_w = torch::empty(w.sizes(), w.options()), grad_beta = torch::empty(beta.sizes(), beta.options());
-    const kernels::PathInputs in{view_of(q), view_of(k), view_of(w), view_of(beta),
+    const kernels::PathInputs in{kernel_view(q), kernel_view(k), kernel_view(w), kernel_view(beta),
                                  static_cast<float>(context->saved_data["scale"].toDouble())};
     at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
-      kernels::path_transport_backward(dims, begin, end, in, view_of(grad_products), mutable_view_of(grad_q),
-                                       mutable_view_of(grad_k), mutable_view_of(grad_w), mutable_view_of(grad_beta));
+      kernels::path_transport_backward(dims, begin, end, in, kernel_view(grad_products), mutable_kernel_view(grad_q),
+                                       mutable_kernel_view(grad_k), mutable_kernel_view(grad_w), mutable_kernel_view(grad_beta));
     });
     return {grad_q, grad_k, grad_w, grad_beta, torch::Tensor()};
   }

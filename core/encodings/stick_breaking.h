@@ -26,7 +26,7 @@ class StickBreakingImpl : public PositionEncodingImpl {
   // scores: (B, H, Tq, Tk); masked: (B|1, 1, Tq|1, Tk) bool or undefined -> (B, H, Tq, Tk)
   torch::Tensor attention_weights(const torch::Tensor& scores, const torch::Tensor& masked,
                                   const AttentionContext& attention) override;
-  // float32 on the CPU: the fused kernel (core/model/stick_breaking_attention.h), which keeps no
+  // float32 on the CPU: the fused kernels (core/kernels/stick_breaking.h), which keep no
   // (B, H, T, T) tensor; elsewhere undefined (attention_weights on the scores)
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& key_mask, const AttentionContext& attention) override;
