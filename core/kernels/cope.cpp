@@ -16,9 +16,14 @@ struct Row {
   explicit Row(int64_t T) : gate(T), row(T), inside(T) {}
 };
 
+// The keys a row's bias is computed for: causal, those up to the query (the others are masked;
+// their bias is e[0]'s product, as the reference's count 0 there); else every key.
+int64_t keys_of_row(const CopeInputs& in, int64_t i, int64_t T) { return in.causal ? i + 1 : T; }
+
 void compute_row(const CopeInputs& in, int64_t b, int64_t h, int64_t i, int64_t T, Row& r) {
   const float* z = in.logits.at(b, h, i);
-  for (int64_t t = 0; t < T; ++t) r.gate[t] = 1.0f / (1.0f + std::exp(-z[t]));
+  const int64_t keys = keys_of_row(in, i, T);
+  for (int64_t t = 0; t < keys; ++t) r.gate[t] = 1.0f / (1.0f + std::exp(-z[t]));
   const float limit = static_cast<float>(in.limit), offset = in.causal ? 0.0f : limit;
   float sum = 0.0f;
   for (int64_t j = i; j >= 0; --j) {  // sum_{t=j..i} g_it
@@ -27,12 +32,7 @@ void compute_row(const CopeInputs& in, int64_t b, int64_t h, int64_t i, int64_t 
     r.row[j] = std::min(sum, limit) + offset;
   }
   sum = 0.0f;
-  for (int64_t j = i + 1; j < T; ++j) {
-    if (in.causal) {  // masked: the reference's count is 0
-      r.inside[j] = 0;
-      r.row[j] = 0.0f;
-      continue;
-    }
+  for (int64_t j = i + 1; j < keys; ++j) {  // bidirectional only
     sum += r.gate[j] + (j == i + 1 ? r.gate[i] : 0.0f);  // sum_{t=i..j} g_it
     r.inside[j] = sum <= limit;
     r.row[j] = -std::min(sum, limit) + offset;
@@ -51,11 +51,13 @@ void cope_bias_forward(const AttentionDims& dims, int64_t begin, int64_t end, co
       compute_row(in, b, h, i, T, r);
       const float* products = in.products.at(b, h, i);
       float* out = bias.at(b, h, i);
-      for (int64_t j = 0; j < T; ++j) {
+      const int64_t keys = keys_of_row(in, i, T);
+      for (int64_t j = 0; j < keys; ++j) {
         const float lower = std::floor(r.row[j]), weight = r.row[j] - lower;
         const auto floor_row = static_cast<int64_t>(lower), ceil_row = static_cast<int64_t>(std::ceil(r.row[j]));
         out[j] = products[ceil_row] * weight + products[floor_row] * (1.0f - weight);
       }
+      for (int64_t j = keys; j < T; ++j) out[j] = products[0];  // causal: masked keys
     }
   }
 }
@@ -73,7 +75,9 @@ void cope_bias_backward(const AttentionDims& dims, int64_t begin, int64_t end, c
       const float* products = in.products.at(b, h, i);
       float* dproducts = grad_products.at(b, h, i);
       for (int64_t c = 0; c < in.rows; ++c) dproducts[c] = 0.0f;
-      for (int64_t j = 0; j < T; ++j) {
+      const int64_t keys = keys_of_row(in, i, T);
+      for (int64_t j = keys; j < T; ++j) dproducts[0] += g[j];  // causal: the masked keys' e[0]
+      for (int64_t j = 0; j < keys; ++j) {
         const float lower = std::floor(r.row[j]), weight = r.row[j] - lower;
         const auto floor_row = static_cast<int64_t>(lower), ceil_row = static_cast<int64_t>(std::ceil(r.row[j]));
         dproducts[ceil_row] += g[j] * weight;
@@ -99,7 +103,7 @@ void cope_bias_backward(const AttentionDims& dims, int64_t begin, int64_t end, c
         }
         dz[i] += running;
       }
-      for (int64_t t = 0; t < T; ++t) dz[t] *= r.gate[t] * (1.0f - r.gate[t]);
+      for (int64_t t = 0; t < keys; ++t) dz[t] *= r.gate[t] * (1.0f - r.gate[t]);
     }
   }
 }
