@@ -310,4 +310,14 @@ CATCH_TEST_CASE("attention-term statistics of a hand-computed layer", "[analysis
   const auto padded = score_term_statistics({layer}, {}, torch::tensor({false, true}).view({1, 2}), false);
   CATCH_CHECK(padded.mean_abs[0][0][0].item<double>() == Approx(1.0));
   CATCH_CHECK(std::isnan(padded.correlation[0][0][0].item<double>()));  // one pair: no spread
+  // a window of 1 token scores the diagonal only: (1 + 2) / 2; so does a bias that masks the
+  // other pairs (hard_alibi's -1e9), whose own mean is then 0
+  const auto windowed = score_term_statistics({layer}, {}, torch::Tensor(), false, {LocalAttention{1, 0}});
+  CATCH_CHECK(windowed.mean_abs[0][0][0].item<double>() == Approx(1.5));
+  CATCH_CHECK(windowed.mean_abs[0][0][1].item<double>() == Approx(0.75));  // (0.5 + 1) / 2
+  AttentionRecord hard = layer;
+  hard.bias_terms = {{"position bias", torch::tensor({{0.0, -1e9}, {-1e9, 0.0}}).view({1, 1, 2, 2})}};
+  const auto masked = score_term_statistics({hard}, {}, torch::Tensor(), false);
+  CATCH_CHECK(masked.mean_abs[0][0][0].item<double>() == Approx(1.5));
+  CATCH_CHECK(masked.mean_abs[0][0][1].item<double>() == Approx(0.0));
 }

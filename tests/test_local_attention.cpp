@@ -187,6 +187,8 @@ CATCH_TEST_CASE("local attention settings: checked, written only when set, read 
   CATCH_CHECK_THROWS_WITH(tiny_config({"model.window=4", "model.chunk=4"}),
                           ContainsText("model.chunk: give window (a sliding window) or chunk (blocks), not both"));
   CATCH_CHECK_THROWS_WITH(tiny_config({"model.global_every=4"}), ContainsText("set window or chunk"));
+  CATCH_CHECK_THROWS_WITH(tiny_config({"model.window=4", "model.global_every=1"}),
+                          ContainsText("1 makes every block global"));
   CATCH_CHECK_THROWS_WITH(tiny_config({"model.window=4", "model.logit_scaling=llama4",
                                        "model.logit_scaling_blocks=global"}),
                           ContainsText("set window or chunk, and global_every"));
@@ -212,6 +214,8 @@ CATCH_TEST_CASE("encoding_heads: checked, written only when set, read back", "[h
                           ContainsText("encoding_heads: the groups have 3 heads; model.num_heads is 4"));
   CATCH_CHECK_THROWS_WITH(tiny_config({"encoding.name=rope", head_groups({{2, "alibi"}, {2, "none"}})}),
                           ContainsText("the head groups replace encoding; leave encoding at none (it is 'rope')"));
+  CATCH_CHECK_THROWS_WITH(tiny_config({"encoding_heads=[{name: alibi}, {num_heads: 4, name: none}]"}),
+                          ContainsText("every head group needs num_heads"));
   CATCH_CHECK_THROWS_WITH(tiny_config({head_groups({{2, "nonesuch"}, {2, "none"}})}),
                           ContainsText("unknown encoding 'nonesuch'"));
   CATCH_CHECK_THROWS_WITH(tiny_config({head_groups({{2, "xpos"}, {2, "none"}})}),

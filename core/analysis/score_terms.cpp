@@ -44,7 +44,7 @@ std::vector<ScoreTerm> layer_score_terms(const AttentionRecord& layer, const Att
 
 ScoreTermStatistics score_term_statistics(const std::vector<AttentionRecord>& layers,
                                           const std::vector<AttentionRecord>& content, const torch::Tensor& padding,
-                                          bool causal) {
+                                          bool causal, const std::vector<LocalAttention>& local) {
   ScoreTermStatistics out;
   if (layers.empty()) return out;
   TORCH_CHECK(content.empty() || content.size() == layers.size(), "score terms: ", content.size(),
@@ -60,8 +60,9 @@ ScoreTermStatistics score_term_statistics(const std::vector<AttentionRecord>& la
     scored = scored & real.view({B, 1, T, 1}) & real.view({B, 1, 1, T});
   }
   if (causal) scored = scored & torch::ones({T, T}, f64.dtype(torch::kBool)).tril();
-  const auto weight = scored.to(torch::kFloat64);
-  const auto pairs = weight.sum({0, 2, 3});  // (1)
+  TORCH_CHECK(local.empty() || static_cast<int64_t>(local.size()) == L, "score terms: ", local.size(),
+              " local restrictions for ", L, " layers");
+  torch::Tensor weight, pairs;  // the current layer's scored pairs: (B, H, T, T) float64, (H)
   // per head over (B, T, T): the weighted mean of x (B, H, T, T) -> (H)
   auto mean = [&](const torch::Tensor& x) { return (x * weight).sum({0, 2, 3}) / pairs; };
 
@@ -79,6 +80,12 @@ ScoreTermStatistics score_term_statistics(const std::vector<AttentionRecord>& la
   for (int64_t l = 0; l < L; ++l) {
     std::vector<torch::Tensor> values;  // (B, H, T, T) float64 on the CPU
     for (const auto& term : per_layer[l]) values.push_back(term.value.detach().to(torch::kCPU, torch::kFloat64).expand({B, H, T, T}));
+    auto layer_scored = scored.expand({B, H, T, T});
+    if (!local.empty() && local[l].any())
+      layer_scored = layer_scored & AttentionMask(T, false, torch::kCPU).restricted(local[l]).additive().isfinite();
+    for (const auto& v : values) layer_scored = layer_scored & (v > kMaskingBias);
+    weight = layer_scored.to(torch::kFloat64);
+    pairs = weight.sum({0, 2, 3});
     auto scores = torch::zeros({B, H, T, T}, f64);
     for (const auto& v : values) scores = scores + v;
     out.scores_mean_abs[l] = mean(scores.abs());

@@ -39,11 +39,17 @@ struct ScoreTermStatistics {
 // into four terms when q, k were not rotated), or nullptr (q.k stays one term).
 std::vector<ScoreTerm> layer_score_terms(const AttentionRecord& layer, const AttentionRecord* content);
 
-// Statistics over the scored (query, key) pairs: neither is padding and, causally, the key
-// is not after the query. layers: a forward's score_parts; content: the score_parts of the
-// forward without position embeddings, or empty; padding: (B, T) bool or undefined.
+// A bias at or below this masks its pair as the mask would (hard_alibi's -1e9 outside a
+// head's window): such pairs are not scored.
+constexpr double kMaskingBias = -1e8;
+
+// Statistics over the scored (query, key) pairs: neither is padding, causally the key is not
+// after the query, the pair is inside the layer's local restriction (`local`, one per layer, or
+// empty: none) and no term masks it (kMaskingBias). layers: a forward's score_parts; content:
+// the score_parts of the forward without position embeddings, or empty; padding: (B, T) bool
+// or undefined.
 ScoreTermStatistics score_term_statistics(const std::vector<AttentionRecord>& layers,
                                           const std::vector<AttentionRecord>& content, const torch::Tensor& padding,
-                                          bool causal);
+                                          bool causal, const std::vector<LocalAttention>& local = {});
 
 }  // namespace pelab

@@ -172,6 +172,7 @@ ModelConfig read_model(YamlReader r) {
   m.window = r.get_int("window", m.window, 0, 1 << 30);
   m.chunk = r.get_int("chunk", m.chunk, 0, 1 << 30);
   m.global_every = r.get_int("global_every", m.global_every, 0, 1 << 16);
+  if (m.global_every == 1) r.fail_at("global_every", "1 makes every block global; give 2 or more, or 0 (every block local)");
   m.logit_scaling_blocks = r.get_choice("logit_scaling_blocks", m.logit_scaling_blocks, {"all", "global"});
   if (m.window > 0 && m.chunk > 0) r.fail_at("chunk", "give window (a sliding window) or chunk (blocks), not both");
   const bool local = m.window > 0 || m.chunk > 0;
@@ -335,6 +336,7 @@ std::vector<HeadGroupConfig> read_head_groups(YamlReader& r, const Catalog& sche
     HeadGroupConfig group;
     group.encoding = read_named_section<EncodingConfig>(
         entry, "encoding", schemes, "none", [&](const CatalogEntry& e, YamlReader& reader, EncodingConfig&) {
+          if (!reader.has("num_heads")) reader.fail_at("name", "every head group needs num_heads (its heads)");
           group.heads = reader.get_int("num_heads", 0, 1, model.num_heads);
           if (e.causal_only && !model.causal)
             reader.fail_at("name", "'" + e.name + "' is defined for causal attention only; set model.causal: true");

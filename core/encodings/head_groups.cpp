@@ -19,6 +19,7 @@ HeadGroupsImpl::HeadGroupsImpl(const EncodingContext& context, std::vector<Posit
                 "encoding_heads: '", groups_.front()->context().scheme, "' and '", scheme.context().scheme,
                 "' scale the scores differently (", attention_scale(), " and ", scheme.attention_scale(),
                 "); group schemes with the same attention scale");
+    TORCH_CHECK(scheme.context().num_heads >= 1, "encoding_heads: group ", g, " has no heads");
     heads_.push_back(scheme.context().num_heads);
     first_head_.push_back(first);
     first += heads_.back();

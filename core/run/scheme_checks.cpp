@@ -130,8 +130,12 @@ SchemeCheck no_future_leak(const Checker& c) {
   check.measured = "logits before t " + scientific(leak);
   if (!check.passed) check.note = "outputs at position t change with the tokens after t";
   // ... while a bidirectional model sees them (the check can fail)
-  const auto& entry = find_entry(scheme_registry(), c.config.encoding.name, "position encoding");
-  if (!entry.info.causal_only) {
+  // (causal-only schemes have no bidirectional model: the encoding's, the mixed one's, a head group's)
+  bool causal_only = find_entry(scheme_registry(), c.config.encoding.name, "position encoding").info.causal_only ||
+                     find_entry(scheme_registry(), c.config.encoding_mix.encoding.name, "position encoding").info.causal_only;
+  for (const auto& group : c.config.encoding_heads)
+    causal_only = causal_only || find_entry(scheme_registry(), group.encoding.name, "position encoding").info.causal_only;
+  if (!causal_only) {
     Checker bidirectional(c.config, {false, c.setting.randomized, c.setting.require_absolute});
     Encoder seeing = bidirectional.model(c.config.seed);
     const double seen = max_abs_difference(bidirectional.run(seeing, b).logits.narrow(1, 0, t + 1),

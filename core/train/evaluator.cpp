@@ -262,8 +262,12 @@ AttentionMaps Evaluator::attention_maps(int64_t length, int64_t examples, const 
   request.score_parts = true;
   const Inspection inspection = inspect(batch.tokens, batch.padding, positions, batch.segments, method, request);
   AttentionMaps maps;
+  std::vector<LocalAttention> local;  // model.window / model.chunk, in the blocks that attend locally
+  for (int64_t l = 0; l < config_.model.num_layers; ++l)
+    local.push_back(local_block(config_.model, l) ? LocalAttention{config_.model.window, config_.model.chunk}
+                                                  : LocalAttention{});
   maps.terms = score_term_statistics(inspection.output.score_parts, inspection.content, batch.padding,
-                                     config_.model.causal);
+                                     config_.model.causal, local);
   maps.length = length;
   maps.method = method;
   maps.step = step_;
