@@ -44,6 +44,15 @@ std::string own_name(const std::string& name) {
   return name.rfind(prefix, 0) == 0 ? "position_encoding." + name.substr(prefix.size()) : name;
 }
 
+// config's model with its encoding_heads (encoding none), seeded as model_for seeds, in eval mode.
+Encoder grouped_model(const RunConfig& config, const Task& task) {
+  torch::manual_seed(config.seed);
+  Encoder model(config.model, EncodingConfig{}, task.vocab_size(), task.num_classes(), EncodingMixConfig{},
+                config.encoding_heads);
+  model->eval();
+  return model;
+}
+
 }  // namespace
 
 CATCH_TEST_CASE("local attention masks: a sliding window and chunks, causal and bidirectional, by hand", "[local]") {
@@ -285,9 +294,7 @@ CATCH_TEST_CASE("every scheme as the only head group equals the scheme alone, va
     Encoder alone = model_for(config, mode.variant, *task);
     if (alone->encoding().adds_to_residual()) continue;  // refused in a group (the test above)
     config.encoding_heads = {HeadGroupConfig{config.model.num_heads, {mode.variant.scheme, mode.variant.options}}};
-    torch::manual_seed(config.seed);
-    Encoder grouped(config.model, EncodingConfig{}, task->vocab_size(), task->num_classes(), EncodingMixConfig{}, config.encoding_heads);
-    grouped->eval();
+    Encoder grouped = grouped_model(config, *task);
     // the same parameters (the group's scheme registers its own under group_0.)
     auto alone_parameters = alone->named_parameters();
     {
@@ -319,15 +326,15 @@ CATCH_TEST_CASE("every scheme in a head group beside NoPE heads: each head as it
   for (const auto& mode : in_each_mode(all_scheme_variants())) {
     CATCH_CAPTURE(mode.label());
     RunConfig config = tiny_config_in_mode(mode.causal);
-    if (model_for(config, mode.variant, *task)->encoding().adds_to_residual()) continue;
-    if (std::abs(model_for(config, mode.variant, *task)->encoding().attention_scale() -
-                 1.0 / std::sqrt(double(config.model.d_model / config.model.num_heads))) > 1e-12)
+    Encoder alone_model = model_for(config, mode.variant, *task);
+    const auto& alone = alone_model->encoding();
+    if (alone.adds_to_residual()) continue;
+    if (std::abs(alone.attention_scale() - 1.0 / std::sqrt(double(config.model.d_model / config.model.num_heads))) >
+        1e-12)
       continue;  // scaled apart from NoPE (deberta, tupe): refused beside none
     config.encoding_heads = {HeadGroupConfig{2, {mode.variant.scheme, mode.variant.options}},
                              HeadGroupConfig{2, {"none", {}}}};
-    torch::manual_seed(config.seed);
-    Encoder model(config.model, EncodingConfig{}, task->vocab_size(), task->num_classes(), EncodingMixConfig{}, config.encoding_heads);
-    model->eval();
+    Encoder model = grouped_model(config, *task);
     ForwardRequest request;
     request.attentions = true;
     request.score_parts = true;

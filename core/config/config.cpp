@@ -455,15 +455,20 @@ void emit_value(YAML::Emitter& out, const OptionValue& v) {
 }
 
 // `extra`: keys of the section's own after the name (task.format, encoding_mix.every)
+// A scheme's or task's options as keys of the mapping being written.
+void emit_options(YAML::Emitter& out, const OptionValues& options) {
+  for (const auto& [k, v] : options.all()) {
+    out << YAML::Key << k << YAML::Value;
+    emit_value(out, v);
+  }
+}
+
 void emit_named(YAML::Emitter& out, const std::string& key, const std::string& name,
                 const OptionValues& options, const std::vector<std::pair<std::string, std::string>>& extra = {}) {
   out << YAML::Key << key << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << name;
   for (const auto& [k, v] : extra) out << YAML::Key << k << YAML::Value << v;
-  for (const auto& [k, v] : options.all()) {
-    out << YAML::Key << k << YAML::Value;
-    emit_value(out, v);
-  }
+  emit_options(out, options);
   out << YAML::EndMap;
 }
 
@@ -522,10 +527,7 @@ std::string to_yaml(const RunConfig& c) {
     for (const auto& group : c.encoding_heads) {
       out << YAML::BeginMap << YAML::Key << "num_heads" << YAML::Value << group.heads << YAML::Key << "name"
           << YAML::Value << group.encoding.name;
-      for (const auto& [k, v] : group.encoding.options.all()) {
-        out << YAML::Key << k << YAML::Value;
-        emit_value(out, v);
-      }
+      emit_options(out, group.encoding.options);
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;

@@ -137,27 +137,19 @@ torch::Tensor HeadGroupsImpl::value_term(const torch::Tensor& probs, const Atten
 }
 
 bool HeadGroupsImpl::has_value_term() const {
-  for (const auto& scheme : groups_)
-    if (scheme->has_value_term()) return true;
-  return false;
+  return any_group([&](const PositionEncodingImpl& scheme) { return scheme.has_value_term(); });
 }
 
 bool HeadGroupsImpl::has_value_term_at(int64_t layer) const {
-  for (const auto& scheme : groups_)
-    if (scheme->has_value_term_at(layer)) return true;
-  return false;
+  return any_group([&](const PositionEncodingImpl& scheme) { return scheme.has_value_term_at(layer); });
 }
 
 bool HeadGroupsImpl::replaces_softmax() const {
-  for (const auto& scheme : groups_)
-    if (scheme->replaces_softmax()) return true;
-  return false;
+  return any_group([&](const PositionEncodingImpl& scheme) { return scheme.replaces_softmax(); });
 }
 
 bool HeadGroupsImpl::replaces_softmax_at(int64_t layer) const {
-  for (const auto& scheme : groups_)
-    if (scheme->replaces_softmax_at(layer)) return true;
-  return false;
+  return any_group([&](const PositionEncodingImpl& scheme) { return scheme.replaces_softmax_at(layer); });
 }
 
 torch::Tensor HeadGroupsImpl::attention_weights(const torch::Tensor& scores, const torch::Tensor& masked,
@@ -179,9 +171,7 @@ torch::Tensor HeadGroupsImpl::attention_weights(const torch::Tensor& scores, con
 }
 
 bool HeadGroupsImpl::supports_extrapolation() const {
-  for (const auto& scheme : groups_)
-    if (scheme->supports_extrapolation()) return true;
-  return false;
+  return any_group([&](const PositionEncodingImpl& scheme) { return scheme.supports_extrapolation(); });
 }
 
 void HeadGroupsImpl::set_extrapolation(const Extrapolation& extrapolation) {
@@ -193,9 +183,7 @@ void HeadGroupsImpl::set_extrapolation(const Extrapolation& extrapolation) {
 }
 
 bool HeadGroupsImpl::shift_invariant() const {
-  for (const auto& scheme : groups_)
-    if (!scheme->shift_invariant()) return false;
-  return true;
+  return !any_group([&](const PositionEncodingImpl& scheme) { return !scheme.shift_invariant(); });
 }
 
 std::vector<PositionTable> HeadGroupsImpl::position_tables() const {

@@ -43,6 +43,13 @@ class HeadGroupsImpl : public PositionEncodingImpl {
  private:
   // t: (B|1, H, ...) -> the group's heads, (B|1, heads of g, ...)
   torch::Tensor heads_of(const torch::Tensor& t, int64_t g) const { return t.narrow(1, first_head_[g], heads_[g]); }
+  // Whether `holds` is true of some group's scheme.
+  template <typename Predicate>
+  bool any_group(Predicate holds) const {
+    for (const auto& scheme : groups_)
+      if (holds(*scheme)) return true;
+    return false;
+  }
   // q or k as rotate returned them, (B, H, T, width) -> group g's heads at the width its own
   // rotate gave (rotate pads the narrower groups with zeros)
   torch::Tensor rotated_heads(const torch::Tensor& t, int64_t g) const {

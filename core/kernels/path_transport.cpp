@@ -3,21 +3,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/kernels/row_math.h"
+
 namespace pelab::kernels {
 
 namespace {
-
-float dot(const float* a, const float* b, int64_t n) {
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t d = 0; d < n; ++d) sum += a[d] * b[d];
-  return sum;
-}
-
-void add_scaled(float* out, const float* x, float scale, int64_t n) {
-#pragma omp simd
-  for (int64_t d = 0; d < n; ++d) out[d] += scale * x[d];
-}
 
 // out = H u = u - beta w (w . u), u left as it is
 void reflect_into(float* out, const float* u, const float* w, float beta, int64_t n) {

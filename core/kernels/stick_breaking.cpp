@@ -4,24 +4,14 @@
 #include <limits>
 #include <vector>
 
+#include "core/kernels/row_math.h"
+
 namespace pelab::kernels {
 
 namespace {
 
 // A row's stick below e^-87: every farther weight is below float's smallest normal number.
 constexpr float kNothingLeft = -87.0f;
-
-float dot(const float* a, const float* b, int64_t n) {
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t d = 0; d < n; ++d) sum += a[d] * b[d];
-  return sum;
-}
-
-void add_scaled(float* out, const float* x, float scale, int64_t n) {
-#pragma omp simd
-  for (int64_t d = 0; d < n; ++d) out[d] += scale * x[d];
-}
 
 // log sigmoid(z), stable for large |z|; log sigmoid(-z) = log sigmoid(z) - z
 float log_sigmoid(float z) { return z >= 0.0f ? -std::log1p(std::exp(-z)) : z - std::log1p(std::exp(z)); }

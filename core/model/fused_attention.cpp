@@ -8,23 +8,12 @@
 #include <mutex>
 
 #include "core/encodings/heads_layout.h"
+#include "core/encodings/kernel_views.h"
 #include "core/kernels/attention.h"
 
 namespace pelab {
 
 namespace {
-
-// t: a 4-D view with unit stride along its last dimension (copied when it has none).
-torch::Tensor unit_last_stride(const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
-
-// (B|1, H|1, R|1, C) -> the kernel's view; a dimension of size 1 broadcasts (stride 0).
-kernels::Strided strided_view(const torch::Tensor& t) {
-  if (!t.defined()) return {};
-  TORCH_CHECK(t.dim() == 4 && t.stride(3) == 1, "fused_attention: expected a 4-D view with unit last stride, got ",
-              t.sizes(), " strides ", t.strides());
-  auto stride = [&](int64_t d) { return t.size(d) == 1 ? 0 : t.stride(d); };
-  return {t.data_ptr<float>(), stride(0), stride(1), stride(2)};
-}
 
 // bias or mask as a float32 4-D view with unit last stride, checked against (B, H, Tq, Tk).
 torch::Tensor additive_table(const torch::Tensor& t, const char* what, int64_t B, int64_t H, int64_t Tq, int64_t Tk) {
@@ -79,16 +68,16 @@ kernels::AttentionInputs kernel_inputs(const torch::Tensor& q, const torch::Tens
                                        const std::vector<torch::Tensor>& rows, const torch::Tensor& offset_query,
                                        int64_t clip, const torch::Tensor& runs, bool causal,
                                        const kernels::AttentionDropout& dropout) {
-  return {strided_view(q),
-          strided_view(k),
-          strided_view(v),
+  return {kernel_view(q),
+          kernel_view(k),
+          kernel_view(v),
           static_cast<float>(scale),
-          strided_view(bias),
-          strided_view(mask),
+          kernel_view(bias),
+          kernel_view(mask),
           table_view(rows[kQueryRows]),
           table_view(rows[kKeyRows]),
           table_view(rows[kValueRows]),
-          offset_query.numel() > 0 ? strided_view(offset_query) : kernels::Strided{},
+          offset_query.numel() > 0 ? kernel_view(offset_query) : kernels::Strided{},
           clip,
           runs.numel() > 0 ? runs.data_ptr<int32_t>() : nullptr,
           run_count(runs),
@@ -199,9 +188,6 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
     } else {
       grad_q = empty_heads_last(q), grad_k = empty_heads_last(k), grad_v = empty_heads_last(v);
     }
-    auto mutable_view = [](const torch::Tensor& t) {
-      return kernels::MutableStrided{t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2)};
-    };
     // The bias's gradient, shaped like its 4-D table (B|1, H|1, Tq|1, Tk): a table that
     // broadcasts gets the sum over the cells sharing each element, accumulated by each thread
     // into a zeroed table of its own (the first to finish hands over its table as the result)
@@ -221,9 +207,9 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
       const auto my_bias = bias_broadcasts ? torch::zeros(bias_table_sizes, q.options()) : grad_bias;
       auto pointer = [](const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; };
       kernels::AttentionGradients grad;
-      grad.q = mutable_view(grad_q);
-      grad.k = mutable_view(grad_k);
-      grad.v = mutable_view(grad_v);
+      grad.q = mutable_kernel_view(grad_q);
+      grad.k = mutable_kernel_view(grad_k);
+      grad.v = mutable_kernel_view(grad_v);
       if (my_bias.defined()) {
         auto stride = [&](int64_t d) { return my_bias.size(d) == 1 ? 0 : my_bias.stride(d); };
         grad.bias = {my_bias.data_ptr<float>(), stride(0), stride(1), stride(2)};
@@ -232,7 +218,7 @@ struct FusedAttention : torch::autograd::Function<FusedAttention> {
       grad.query_rows = pointer(mine[kQueryRows]);
       grad.key_rows = pointer(mine[kKeyRows]);
       grad.value_rows = pointer(mine[kValueRows]);
-      kernels::attention_backward(dims, begin, end, in, probs.data_ptr<float>(), strided_view(grad_out), grad);
+      kernels::attention_backward(dims, begin, end, in, probs.data_ptr<float>(), kernel_view(grad_out), grad);
       std::lock_guard<std::mutex> lock(sum_shares);
       for (int r = 0; r < kRelativeInputs; ++r)
         if (mine[r].defined()) grad_rows[r].add_(mine[r]);
