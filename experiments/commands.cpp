@@ -216,7 +216,7 @@ int command_list(std::ostream& out, std::ostream& err, bool yaml, const std::vec
          "|i - j| < W); 0: every key (default)\n"
       << "  model.chunk C      each query sees the keys of its own block of C tokens (Llama 4); 0: none (default); "
          "not with window\n"
-      << "  model.global_every N: with window or chunk, blocks N-1, 2N-1, ... attend globally (Command A: 4); "
+      << "  model.global_every N: with window or chunk, blocks N-1, 2N-1, ... attend globally (N >= 2; Command A: 4); "
          "0: every block local (default)\n"
       << "  model.logit_scaling_blocks all | global: model.logit_scaling in every block (default), or only in "
          "the global ones (Llama 4's temperature on its NoPE layers)\n\n"
