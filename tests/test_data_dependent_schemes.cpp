@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "core/encodings/cope.h"
 #include "core/encodings/fox.h"
 #include "core/encodings/path.h"
 #include "core/encodings/stick_breaking.h"
@@ -227,6 +228,50 @@ CATCH_TEST_CASE("stick-breaking's fused CPU kernel equals the weights on the sco
   // what the fused kernel is not for: other dtypes fall back to the weights on the scores
   auto scheme = make_position_encoding("stick_breaking", EncodingContext{8, 1, 1, true},
                                        test::scheme_variant("stick_breaking", {}).options);
+  const auto positions = contiguous_positions(1, 4);
+  const torch::Tensor unused;
+  const auto q64 = torch::randn({1, 1, 4, 8}, torch::kFloat64);
+  CATCH_CHECK_FALSE(scheme->attend(q64, q64, q64, {}, AttentionContext{positions, 0, unused, unused}).defined());
+}
+
+CATCH_TEST_CASE("cope's fused CPU attention equals the softmax over its unfused bias, values and gradients",
+                "[cope][schemes]") {
+  const int64_t B = 2, H = 2, Dh = 4;
+  for (const bool causal : {true, false})
+    for (const int64_t T : {int64_t{23}, int64_t{300}})  // 300: query rows in three blocks
+      for (const int64_t npos : {int64_t{3}, int64_t{64}})  // 3: counts reach the clamp
+        for (const LocalAttention local : {LocalAttention{}, LocalAttention{9, 0}}) {
+          CATCH_CAPTURE(causal, T, npos, local.window);
+          auto padding = torch::zeros({B, T}, torch::kBool);
+          padding[1].narrow(0, T - 7, 7).fill_(true);
+          const AttentionMask mask = AttentionMask(padding, causal).restricted(local);
+          auto scheme = make_position_encoding(
+              "cope", EncodingContext{H * Dh, H, 1, causal},
+              test::scheme_variant("cope", {{"npos_max", npos}, {"init", std::string("normal")}}).options);
+          auto& cope = *std::dynamic_pointer_cast<CopeImpl>(scheme.ptr());
+          torch::manual_seed(npos + T + causal);
+          const auto q = (torch::randn({B, H, T, Dh}) * 2).requires_grad_();
+          const auto k = torch::randn({B, H, T, Dh}).requires_grad_(), v = torch::randn({B, H, T, Dh}).requires_grad_();
+          const auto table = scheme->named_parameters()["table_0"];
+          const auto positions = contiguous_positions(B, T);
+          const torch::Tensor unused;
+          const AttentionContext at{positions, 0, unused, unused};
+          const auto scores = torch::matmul(q, k.transpose(-2, -1)) * cope.attention_scale() +
+                              cope.unfused_bias(q, k, table) + mask.additive();
+          const auto expected = torch::matmul(torch::softmax(scores, -1), v);
+          const auto got = scheme->attend(q, k, v, mask.kernel_mask(), at);
+          CATCH_REQUIRE(got.defined());
+          CATCH_CHECK(torch::allclose(got, expected, 1e-5, 1e-5));
+          const auto r = torch::randn({B, H, T, Dh});
+          const auto want = torch::autograd::grad({(expected * r).sum()}, {q, k, v, table});
+          const auto have = torch::autograd::grad({(got * r).sum()}, {q, k, v, table});
+          for (size_t g = 0; g < want.size(); ++g) {  // to float precision of the largest (the table's sums B H T^2 terms)
+            CATCH_CAPTURE(g);
+            CATCH_CHECK((have[g] - want[g]).abs().max().item<double>() <= 2e-5 * want[g].abs().max().item<double>());
+          }
+        }
+  // other dtypes are left to the hooks
+  auto scheme = make_position_encoding("cope", EncodingContext{8, 1, 1, true}, test::scheme_variant("cope", {}).options);
   const auto positions = contiguous_positions(1, 4);
   const torch::Tensor unused;
   const auto q64 = torch::randn({1, 1, 4, 8}, torch::kFloat64);

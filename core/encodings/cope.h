@@ -14,9 +14,11 @@
 // npos_max - 1. Either way p_ij sums gates of tokens between i and j only, so right padding
 // (pelab's) never enters a real token's count and the hook needs no padding mask.
 // The sampled positions are not used (CoPE counts from context): the scheme is shift
-// invariant and a position sampler changes nothing. On the CPU in float32 the bias comes from
-// fused kernels, one query row at a time (core/kernels/cope.h): the backward keeps q, k and the
-// table, no (B, H, T, T) intermediate.
+// invariant and a position sampler changes nothing. On the CPU in float32 fused kernels run the
+// whole attention a block of query rows at a time (`attend`; core/kernels/cope.h): nothing
+// (B, H, T, T) is made, and a row's counts are computed only out to the first key they clamp
+// at (every farther key is clamped too). Where attention needs the bias itself (maps, logit
+// scaling, attention dropout) the bias comes from the same row code.
 #pragma once
 
 #include "core/config/options.h"
@@ -38,6 +40,9 @@ class CopeImpl : public PositionEncodingImpl {
     return {{"content-position", score_bias(q, k, attention)}};
   }
 
+  // The whole attention by the fused kernels (float32 CPU), without (B, H, T, T) tensors; else undefined
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& key_mask, const AttentionContext& attention) override;
   // The contextual positions p_ij of q, k: (B, H, T, Dh) -> (B, H, T, T), clamped to the table.
   torch::Tensor contextual_positions(const torch::Tensor& q, const torch::Tensor& k) const;
   // The bias from the (B, H, T, T) tensors above, as autograd sees them: the reference for the

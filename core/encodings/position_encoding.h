@@ -196,7 +196,8 @@ class PositionEncodingImpl : public torch::nn::Module {
   RelativeRows checked_relative_rows(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention);
 
   // Optional, for speed and memory: the whole attention output computed by the scheme's own
-  // fused kernel (stick-breaking's on the CPU), without (B, H, T, T) tensors. q, k, v: (B, H,
+  // fused kernel (stick-breaking's and CoPE's on the CPU), without (B, H, T, T) tensors; asked
+  // before the other hooks, which attention then does not call. q, k, v: (B, H,
   // T, Dh) after rotate; key_mask: what is masked besides the causal rule (context().causal),
   // additive (B|1, 1, T|1, T) with -inf at masked keys, or undefined -> (B, H, T, Dh), or
   // undefined (the default) to let attention compute it from the hooks. Called only where

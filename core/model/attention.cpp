@@ -89,24 +89,27 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   const bool softmax = !encoding.replaces_softmax_at(layer_);  // else the scheme's weights (stick-breaking)
   // a scheme may widen q and k past v (pope: 2 Dh): the fused kernel and SDPA take one head size
   const bool one_head_size = q.size(-1) == v.size(-1);
-  const bool fusable = !record && !scaled && softmax && one_head_size && fused_attention_supports(q) &&
-                       !sdpa_on_cpu.load();
-  const auto relative = fusable ? encoding.checked_relative_rows(q, k, hooks) : RelativeRows();
   const bool value_term = encoding.has_value_term_at(layer_);
+  // a scheme's own kernel (stick-breaking's and CoPE's on the CPU): the whole output, no
+  // (B, H, T, T) tensor; asked first, and the scheme's other hooks are then not called
+  const torch::Tensor own = !record && !scaled && dropout_rate == 0.0 && !value_term && !sdpa_on_cpu.load()
+                                ? encoding.attend(q, k, v, mask.kernel_mask(), hooks)
+                                : torch::Tensor();
+  const bool fusable = !own.defined() && !record && !scaled && softmax && one_head_size &&
+                       fused_attention_supports(q) && !sdpa_on_cpu.load();
+  const auto relative = fusable ? encoding.checked_relative_rows(q, k, hooks) : RelativeRows();
   const bool fused = fusable && (relative.defined() || !value_term);
-  const auto bias = relative.defined() ? relative.bias : encoding.score_bias(q, k, hooks);
+  const auto bias = own.defined() ? torch::Tensor()
+                    : relative.defined() ? relative.bias
+                                         : encoding.score_bias(q, k, hooks);
   // GPUs (LibTorch >= 2): SDPA's fused kernels, the kernel chosen by pelab's rule
   // (core/model/sdpa_backend.h); only where no map is kept and the scheme has no value term
-  const bool sdpa_allowed = TORCH_VERSION_MAJOR >= 2 && !fused && !record && !value_term && !scaled && softmax &&
-                            one_head_size && (!q.device().is_cpu() || sdpa_on_cpu.load());
+  const bool sdpa_allowed = TORCH_VERSION_MAJOR >= 2 && !own.defined() && !fused && !record && !value_term &&
+                            !scaled && softmax && one_head_size && (!q.device().is_cpu() || sdpa_on_cpu.load());
   const bool only_causal = mask.only_causal() && !bias.defined();
   const SdpaBackend sdpa_backend =
       sdpa_allowed ? choose_sdpa_backend({q.is_cuda(), q.scalar_type(), bias.defined() || (mask.any() && !only_causal), Dh})
                    : SdpaBackend::unfused;
-  // a scheme's own kernel (stick-breaking's on the CPU): the whole output, no (B, H, T, T) tensor
-  const torch::Tensor own = !fused && !record && !scaled && dropout_rate == 0.0 && !bias.defined() && !value_term
-                                ? encoding.attend(q, k, v, mask.kernel_mask(), hooks)
-                                : torch::Tensor();
   torch::Tensor context;  // (B, H, T, Dh)
   if (own.defined()) {
     context = own;
