@@ -9,6 +9,7 @@
 #include "core/encodings/cope.h"
 #include "core/encodings/fox.h"
 #include "core/encodings/path.h"
+#include "core/encodings/path_chunks.h"
 #include "core/encodings/stick_breaking.h"
 #include "core/encodings/registry.h"
 #include "core/model/attention_mask.h"
@@ -338,26 +339,191 @@ CATCH_TEST_CASE("path: scores are q_i H_i ... H_(j+1) k_j, values and gradients,
                           Catch::Matchers::Contains("path: the transformations read the block's input"));
 }
 
-CATCH_TEST_CASE("path's fused CPU bias equals carrying every key through every step, values and gradients",
+namespace {
+
+// Random PaTH inputs of (B, H, T, Dh): q, k, raw and beta leaves, w = raw / |raw|, beta in (0, 2)
+struct RandomPath {
+  torch::Tensor q, k, raw, w, beta;
+};
+RandomPath random_path(int64_t B, int64_t H, int64_t T, int64_t Dh) {
+  RandomPath r;
+  r.q = torch::randn({B, H, T, Dh}, torch::requires_grad());
+  r.k = torch::randn({B, H, T, Dh}, torch::requires_grad());
+  r.raw = torch::randn({B, H, T, Dh}, torch::requires_grad());
+  r.w = r.raw / r.raw.norm(2, -1, true);
+  r.beta = (2 * torch::sigmoid(torch::randn({B, H, T}))).requires_grad_();
+  return r;
+}
+
+// bias(q, k, w, beta, scale) against carrying every key through every step: values, and the
+// gradients of q, k, raw and beta
+template <class Bias>
+void check_bias_against_reference(const Bias& bias, int64_t T, int64_t Dh) {
+  const int64_t B = 2, H = 3;
+  const auto in = random_path(B, H, T, Dh);
+  const double scale = 0.7;
+  const auto got = bias(in.q, in.k, in.w, in.beta, scale);
+  const auto reference =
+      (PathImpl::transported_products(in.q, in.k, in.w, in.beta) - torch::matmul(in.q, in.k.transpose(-2, -1)).tril()) *
+      scale;
+  CATCH_CHECK(got.sizes() == reference.sizes());
+  CATCH_CHECK(torch::allclose(got, reference, 1e-4, 1e-5));
+  const auto r = torch::randn({B, H, T, T});
+  const auto g1 = torch::autograd::grad({(got * r).sum()}, {in.q, in.k, in.raw, in.beta}, {}, true);
+  const auto g2 = torch::autograd::grad({(reference * r).sum()}, {in.q, in.k, in.raw, in.beta});
+  for (size_t i = 0; i < g1.size(); ++i) CATCH_CHECK(torch::allclose(g1[i], g2[i], 1e-3, 1e-4));
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("path's CPU bias equals carrying every key through every step, values and gradients",
                 "[path][schemes]") {
-  for (const int64_t T : {1, 7, 33}) {
+  for (const int64_t T : {1, 7, 33, 70}) {  // the row kernels, then chunks of 32 (the last one padded)
     CATCH_CAPTURE(T);
     torch::manual_seed(T);
-    const int64_t B = 2, H = 3, Dh = 5;
-    const auto q = torch::randn({B, H, T, Dh}, torch::requires_grad());
-    const auto k = torch::randn({B, H, T, Dh}, torch::requires_grad());
-    const auto raw = torch::randn({B, H, T, Dh}, torch::requires_grad());
-    const auto w = raw / raw.norm(2, -1, true);
-    const auto beta = (2 * torch::sigmoid(torch::randn({B, H, T}))).requires_grad_();
-    const double scale = 0.7;
-    const auto fused = PathImpl::bias_of(q, k, w, beta, scale);
+    check_bias_against_reference(PathImpl::bias_of, T, 5);
+  }
+}
+
+CATCH_TEST_CASE("path's chunked form equals carrying every key through every step, values and gradients",
+                "[path][schemes]") {
+  // T not a multiple of the chunk (padding), one chunk, chunks of 1 (no inside part), Dh above
+  // and below the chunk, and a longer sequence where errors of the triangular solves would add up
+  struct Case {
+    int64_t T, Dh, chunk;
+  };
+  for (const auto [T, Dh, chunk] : {Case{1, 5, 4}, Case{7, 5, 4}, Case{7, 5, 64}, Case{9, 3, 1}, Case{33, 5, 8},
+                                    Case{30, 2, 16}, Case{150, 8, 32}}) {
+    CATCH_CAPTURE(T, Dh, chunk);
+    torch::manual_seed(T + chunk);
+    check_bias_against_reference(
+        [chunk = chunk](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w, const torch::Tensor& beta,
+                        double scale) { return PathImpl::chunked_bias(q, k, w, beta, scale, chunk); },
+        T, Dh);
+  }
+  CATCH_CHECK_THROWS_WITH(PathImpl::chunked_bias(torch::zeros({1, 1, 2, 2}), torch::zeros({1, 1, 2, 2}),
+                                                 torch::zeros({1, 1, 2, 2}), torch::zeros({1, 1, 2}), 1.0, 0),
+                          Catch::Matchers::Contains("path: the chunk size must be positive"));
+}
+
+CATCH_TEST_CASE("path's chunked CPU kernels equal carrying every key through every step, values and gradients",
+                "[path][schemes]") {
+  struct Case {
+    int64_t T, Dh, chunk;
+  };
+  for (const auto [T, Dh, chunk] : {Case{1, 4, 64}, Case{7, 5, 3}, Case{8, 3, 4}, Case{9, 3, 1}, Case{33, 5, 8},
+                                    Case{30, 2, 16}, Case{100, 8, 16}, Case{130, 16, 64}}) {
+    CATCH_CAPTURE(T, Dh, chunk);
+    torch::manual_seed(T * chunk);
+    const int64_t B = 2, H = 2;
+    const auto in = random_path(B, H, T, Dh);
+    const auto &q = in.q, &k = in.k, &beta = in.beta;
+    const auto w = in.w.detach().requires_grad_();  // a leaf: the kernels' gradient is w's own
+    const double scale = 0.6;
     const auto reference =
         (PathImpl::transported_products(q, k, w, beta) - torch::matmul(q, k.transpose(-2, -1)).tril()) * scale;
-    CATCH_CHECK(torch::allclose(fused, reference, 1e-5, 1e-5));
+    const auto fused = path_chunks::bias_forward(q.detach(), k.detach(), w.detach(), beta.detach(), scale, chunk);
+    CATCH_CHECK(torch::allclose(fused, reference, 1e-4, 1e-5));
+    // the gradient of sum(bias * r); r above the diagonal must not matter (masked keys)
     const auto r = torch::randn({B, H, T, T});
-    const auto g1 = torch::autograd::grad({(fused * r).sum()}, {q, k, raw, beta}, {}, true);
-    const auto g2 = torch::autograd::grad({(reference * r).sum()}, {q, k, raw, beta});
-    for (size_t i = 0; i < g1.size(); ++i) CATCH_CHECK(torch::allclose(g1[i], g2[i], 1e-4, 1e-5));
+    const auto want = torch::autograd::grad({(reference * r).sum()}, {q, k, w, beta});
+    const auto got = path_chunks::bias_backward(q.detach(), k.detach(), w.detach(), beta.detach(),
+                                                r + torch::ones({T, T}).triu() * 100, scale, chunk);
+    for (size_t i = 0; i < got.size(); ++i) {
+      CATCH_CAPTURE(i);
+      CATCH_CHECK(torch::allclose(got[i], want[i], 1e-3, 1e-4));
+    }
+  }
+}
+
+CATCH_TEST_CASE("path's own CPU attention equals softmax of the transported scores, values and gradients",
+                "[path][schemes]") {
+  struct Case {
+    int64_t T, Dh, chunk;
+    bool padding, band;
+  };
+  for (const auto [T, Dh, chunk, padding, band] : {Case{1, 4, 32, false, false}, Case{7, 5, 3, true, false},
+                                                   Case{9, 3, 1, false, true}, Case{33, 5, 8, true, true},
+                                                   Case{70, 8, 32, true, false}, Case{130, 16, 64, false, false}}) {
+    CATCH_CAPTURE(T, Dh, chunk, padding, band);
+    torch::manual_seed(T * chunk + 1);
+    const int64_t B = 2, H = 2;
+    const auto in = random_path(B, H, T, Dh);
+    const auto &q = in.q, &k = in.k, &beta = in.beta;
+    const auto w = in.w.detach().requires_grad_();
+    const auto v = torch::randn({B, H, T, Dh}, torch::requires_grad());
+    const double scale = 0.6;
+    // padding: the last two keys of batch element 1 masked, (B, 1, 1, T); band: keys more than
+    // 3 back masked, (1, 1, T, T)
+    torch::Tensor mask;
+    if (padding) {
+      mask = torch::zeros({B, 1, 1, T});
+      mask[1].narrow(-1, std::max<int64_t>(T - 2, 1), std::min<int64_t>(2, T - 1)).fill_(-INFINITY);
+    }
+    if (band) {
+      const auto i = torch::arange(T).view({T, 1}), j = torch::arange(T).view({1, T});
+      const auto far = torch::where(i - j > 3, torch::full({}, -INFINITY), torch::zeros({})).view({1, 1, T, T});
+      mask = mask.defined() ? mask + far : far;
+    }
+    const auto causal = torch::ones({T, T}, torch::kBool).triu(1);
+    auto logits = (PathImpl::transported_products(q, k, w, beta) * scale).masked_fill(causal, -INFINITY);
+    if (mask.defined()) logits = logits + mask;
+    const auto reference = torch::matmul(torch::softmax(logits, -1), v);
+    const auto [out, lse] = path_chunks::attention_forward(q.detach(), k.detach(), v.detach(), w.detach(), beta.detach(),
+                                                           mask, scale, chunk);
+    CATCH_CHECK(torch::allclose(out, reference, 1e-4, 1e-5));
+    CATCH_CHECK(torch::allclose(lse, torch::logsumexp(logits, -1), 1e-4, 1e-5));
+    const auto r = torch::randn({B, H, T, Dh});
+    const auto want = torch::autograd::grad({(reference * r).sum()}, {q, k, v, w, beta});
+    const auto got = path_chunks::attention_backward(q.detach(), k.detach(), v.detach(), w.detach(), beta.detach(),
+                                                     mask, out, lse, r, scale, chunk);
+    for (size_t i = 0; i < got.size(); ++i) {
+      CATCH_CAPTURE(i);
+      CATCH_CHECK(torch::allclose(got[i], want[i], 1e-3, 1e-4));
+    }
+  }
+  // a query whose every key is masked attends to nothing: 0, as the fused kernels give
+  const auto none_seen = torch::full({1, 1, 1, 2}, -INFINITY);
+  const auto x = torch::randn({1, 1, 2, 3});
+  const auto [out, lse] = path_chunks::attention_forward(x, x, x, x / x.norm(2, -1, true), torch::ones({1, 1, 2}),
+                                                         none_seen, 1.0, 32);
+  CATCH_CHECK(out.abs().max().item<float>() == 0.0f);
+  CATCH_CHECK(std::isinf(lse[0][0][0].item<float>()));
+}
+
+CATCH_TEST_CASE("path's attend hook runs its own attention from 64 tokens on, as the bias would give",
+                "[path][schemes]") {
+  const int64_t B = 2, H = 2, Dh = 4, D = H * Dh;
+  auto scheme = make_position_encoding("path", EncodingContext{D, H, 1, true}, test::scheme_variant("path", {}).options);
+  const torch::Tensor unused;
+  for (const int64_t T : {int64_t{63}, int64_t{100}}) {
+    CATCH_CAPTURE(T);
+    torch::manual_seed(T);
+    auto padding = torch::zeros({B, T}, torch::kBool);
+    padding[1].narrow(0, T - 7, 7).fill_(true);
+    const AttentionMask mask(padding, true);
+    const auto q = torch::randn({B, H, T, Dh}, torch::requires_grad()), k = torch::randn({B, H, T, Dh}, torch::requires_grad());
+    const auto v = torch::randn({B, H, T, Dh}, torch::requires_grad());
+    const auto x = torch::randn({B, T, D});
+    const auto positions = contiguous_positions(B, T);
+    const AttentionContext at{positions, 0, unused, unused, &x};
+    const auto got = scheme->attend(q, k, v, mask.kernel_mask(), at);
+    CATCH_CHECK(got.defined() == (T >= 64));  // below: the bias and the fused attention
+    if (!got.defined()) continue;
+    const auto scores = torch::matmul(q, k.transpose(-2, -1)) * scheme->attention_scale() + scheme->score_bias(q, k, at) +
+                        mask.additive();
+    const auto expected = torch::matmul(torch::softmax(scores, -1), v);
+    CATCH_CHECK(torch::allclose(got, expected, 1e-4, 1e-5));
+    const auto r = torch::randn({B, H, T, Dh});
+    std::vector<torch::Tensor> inputs = {q, k, v};
+    for (const auto& p : scheme->parameters()) inputs.push_back(p);
+    const auto want = torch::autograd::grad({(expected * r).sum()}, inputs, {}, /*retain_graph=*/true, false, true);
+    const auto have = torch::autograd::grad({(got * r).sum()}, inputs, {}, true, false, true);
+    for (size_t g = 0; g < want.size(); ++g) {
+      CATCH_CAPTURE(g);
+      if (!want[g].defined()) continue;  // the other blocks' projections
+      CATCH_CHECK(torch::allclose(have[g], want[g], 1e-3, 1e-4));
+    }
   }
 }
 

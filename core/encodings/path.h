@@ -6,8 +6,14 @@
 // x_t the block's attention input. Expressed as a bias on the plain scores, so that everything
 // downstream (fused attention, maps, score terms) is unchanged:
 //   bias_ij = scale * (q_i^T H_i ... H_{j+1} k_j - q_i . k_j)
-// On the CPU in float32 by fused kernels, one query row at a time (core/kernels/path_transport.h);
-// elsewhere by carrying every key through H_1, H_2, ... once (T steps of (B, H, T, Dh) work).
+// Computed by the paper's chunked (UT-transform) form: inside chunks a triangular solve, between
+// them matrix products with each chunk's whole transport. On the CPU in float32 from 64 tokens
+// on, the whole attention (attend) by kernels that take one (batch, head) pair at a time
+// (core/encodings/path_chunks.h), with no (B, H, T, T) tensor; the bias (for maps, logit
+// scaling, dropout, and below 64 tokens) by the same kernels, or by the row kernels of
+// core/kernels/path_transport.h below 64; elsewhere (the GPU) the bias by the same form in
+// batched torch operations (chunked_bias). transported_products, carrying every key through
+// every step, is the reference the tests compare them all with.
 // Causal only, as in the paper. The reference layer's short convolution on w and its low-rank
 // W_w are left out (token mixing and a parametrization, not the position encoding). Option
 // direction_bias (default true, as runs made before it): W_w has a bias, which the reference's
@@ -29,6 +35,10 @@ class PathImpl : public PositionEncodingImpl {
 
   // q, k: (B, H, T, Dh) -> (B, H, T, T); 0 above the diagonal (masked keys)
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
+  // The whole attention on the CPU in float32 (path_chunks::attention_forward: no (B, H, T, T)
+  // tensor); elsewhere undefined (attention then adds score_bias)
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& key_mask, const AttentionContext& attention) override;
   std::vector<ScoreTerm> score_terms(const torch::Tensor& q, const torch::Tensor& k,
                                      const AttentionContext& attention) override;
   // The transformations of block `layer` for inputs x (B, T, D): w (B, H, T, Dh) unit vectors
@@ -38,9 +48,14 @@ class PathImpl : public PositionEncodingImpl {
   // carrying every key through every step (the reference for the fused form)
   static torch::Tensor transported_products(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
                                             const torch::Tensor& beta);
+  // The same bias by the chunked (UT-transform) form of the paper: inside chunks of `chunk`
+  // tokens a triangular solve, between chunks matrix products with each chunk's whole transport
+  // (Dh x Dh), n = T / chunk steps of (B, H, T, Dh) work; torch operations, so any device
+  static torch::Tensor chunked_bias(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
+                                    const torch::Tensor& beta, double scale, int64_t chunk = 64);
   // The bias scale (S - q k^T) below the diagonal (0 on and above it), S the transported
-  // products: by the fused CPU kernels (core/kernels/path_transport.h) for float32 q and k on the
-  // CPU, one query row at a time (no T x T x Dh memory); elsewhere from transported_products
+  // products: by the CPU kernels for float32 q and k on the CPU (nothing T x T kept for the
+  // backward), elsewhere by chunked_bias
   static torch::Tensor bias_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
                                const torch::Tensor& beta, double scale);
 

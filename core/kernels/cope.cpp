@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/kernels/row_math.h"     // softmax_in_place
 #include "core/kernels/vector_math.h"  // exp_nonpositive
 
 namespace pelab::kernels {
@@ -197,24 +198,8 @@ void cope_attention_rows_forward(const CopeRowBlock& block, float* z, int64_t st
   for (int64_t c = 0; c < block.count; ++c) {
     float* row = z + c * stride;
     const int64_t keys = row_scores(block, c, row, r, row);  // in place: z_j is read before s_j is written
-    float largest = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < keys; ++j) largest = std::max(largest, row[j]);
     std::fill(row + keys, row + width, 0.0f);
-    if (largest == -std::numeric_limits<float>::infinity()) {  // every key masked: no weight, and
-      std::fill(row, row + keys, 0.0f);                          // the backward's exp(s - lse) is 0
-      lse[c] = std::numeric_limits<float>::infinity();
-      continue;
-    }
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < keys; ++j) {
-      row[j] = exp_nonpositive(row[j] - largest);
-      sum += row[j];
-    }
-    const float inverse = 1.0f / sum;
-#pragma omp simd
-    for (int64_t j = 0; j < keys; ++j) row[j] *= inverse;
-    lse[c] = largest + std::log(sum);
+    lse[c] = softmax_in_place(row, keys);
   }
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/kernels/row_math.h"
+#include "core/kernels/row_math.h"  // and exp_nonpositive
 
 namespace pelab::kernels {
 
@@ -138,6 +138,39 @@ void path_transport_backward(const AttentionDims& dims, int64_t begin, int64_t e
         for (int64_t d = 0; d < Dh; ++d) dq[d] = adjoint[r * Dh + d] + plain[r * Dh + d];
       }
     }
+  }
+}
+
+void path_softmax_rows(float* logits, int64_t ld, int64_t first, int64_t count, int64_t zero_end, const float* mask,
+                       int64_t mask_stride, float* lse) {
+  for (int64_t i = first; i < first + count; ++i) {
+    float* row = logits + i * ld;
+    const int64_t keys = i + 1;
+    if (mask) {
+      const float* m = mask + i * mask_stride;
+#pragma omp simd
+      for (int64_t j = 0; j < keys; ++j) row[j] += m[j];
+    }
+    lse[i] = softmax_in_place(row, keys);
+    std::fill(row + keys, row + std::max(keys, zero_end), 0.0f);
+  }
+}
+
+void path_softmax_rows_backward(float* probabilities, float* grad, int64_t ld, int64_t first, int64_t count,
+                                int64_t zero_end, const float* mask, int64_t mask_stride, const float* lse,
+                                const float* delta) {
+  for (int64_t i = first; i < first + count; ++i) {
+    float *p = probabilities + i * ld, *g = grad + i * ld;
+    const int64_t keys = i + 1;
+    const float row_lse = lse[i], row_delta = delta[i];
+    const float* m = mask ? mask + i * mask_stride : nullptr;
+#pragma omp simd
+    for (int64_t j = 0; j < keys; ++j) {
+      p[j] = exp_nonpositive(p[j] + (m ? m[j] : 0.0f) - row_lse);
+      g[j] = p[j] * (g[j] - row_delta);
+    }
+    std::fill(p + keys, p + std::max(keys, zero_end), 0.0f);
+    std::fill(g + keys, g + std::max(keys, zero_end), 0.0f);
   }
 }
 
