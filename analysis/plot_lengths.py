@@ -27,8 +27,8 @@ selected, so --step, --sampler and --sampler-max-length do not apply to it.
 Rows are selected as `pelab report` selects them: each run's final step, its own sampler and
 the most samples at each length, unless --step, --sampler (any max length of it unless
 --sampler-max-length) or --samples say otherwise; --learned F leaves out the points beyond
-training of a run whose mean accuracy at its training lengths (per token, or per sequence with
---learned-metric sequence) is below F. Writes FILE.png (default:
+training of a run whose accuracy at its longest training length (per token, or per sequence
+with --learned-metric sequence) is below F. Writes FILE.png (default:
 SWEEP_DIR/lengths.png for one sweep, else lengths.png here) and the plotted numbers as FILE.csv. Reads only the documented
 schema: sweep.h5 and the run files it indexes. --metric loss plots the evaluation loss in nats per
 scored token (as `pelab report --metric loss`), for text runs in bits per byte (loss / ln 2,
@@ -67,7 +67,7 @@ def collect(runs, args, key, chance_key, scale, facet=None):
                                                                 train_min=np.inf, train_max=0, not_learned=0))
         g["train_min"] = min(g["train_min"], run["train_min_length"])
         g["train_max"] = max(g["train_max"], run["train_max_length"])
-        learned = args.learned is None or in_distribution_accuracy(run, selected, args.learned_metric) >= args.learned
+        learned = args.learned is None or judged_accuracy(run, selected, args.learned_metric) >= args.learned
         g["not_learned"] += not learned
         for length, row in selected.items():
             if not learned and length > run["train_max_length"]:
@@ -79,14 +79,13 @@ def collect(runs, args, key, chance_key, scale, facet=None):
     return groups, left_out
 
 
-def in_distribution_accuracy(run, selected, metric):
-    """The mean accuracy (metric: "token" or "sequence") over the selected lengths within the
+def judged_accuracy(run, selected, metric):
+    """The accuracy (metric: "token" or "sequence") at the longest selected length within the
     run's training lengths, as pelab report judges --learned; inf (learned) when no length there
     was evaluated."""
     key = "per_sequence_accuracy" if metric == "sequence" else "per_token_accuracy"
-    within = [row[key] for length, row in selected.items()
-              if run["train_min_length"] <= length <= run["train_max_length"]]
-    return float(np.mean(within)) if within else np.inf
+    within = [length for length in selected if run["train_min_length"] <= length <= run["train_max_length"]]
+    return float(selected[max(within)][key]) if within else np.inf
 
 
 def flatten(tree, prefix=""):
@@ -148,7 +147,7 @@ def main():
                         help="the position sampler evaluation used (default: each run's own)")
     parser.add_argument("--sampler-max-length", type=int, help="that sampler's max length (default: any)")
     parser.add_argument("--learned", type=float, help="a run below this accuracy (a fraction, in --learned-metric) at its "
-                        "training lengths has not learned its task: its points beyond training are left out (pelab "
+                        "longest training length has not learned its task: its points beyond training are left out (pelab "
                         "report --learned)")
     parser.add_argument("--learned-metric", choices=["token", "sequence"], default="token",
                         help="what --learned judges: per-token or per-sequence accuracy (default token)")

@@ -227,14 +227,15 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--metric", report.metric, "token | sequence | loss")->capture_default_str()
       ->check(CLI::IsMember({"token", "sequence", "loss"}));
   report_cmd->add_option("--aggregate", report.aggregate, "over seeds: mean (+- std), median [interquartile "
-                         "range], median-ci (median [95% bootstrap interval]), max (the best seed [the worst])")
+                         "range], median-ci (median [the order-statistic interval that holds it with 95%, from 6 seeds]), max "
+                         "(the best seed [the worst])")
       ->capture_default_str()->check(CLI::IsMember({"mean", "median", "median-ci", "max"}));
   report_cmd->add_option("--pool", report.pool, "axis keys pooled with the seeds, e.g. train.learning_rate (with "
                          "--aggregate max: the best over seeds and learning rates, as Ruoss et al. report)")
       ->delimiter(',');
   report_cmd->add_option("--learned", report.learned, "a run below this accuracy (a fraction, in --learned-metric) "
-                         "at its training lengths has not learned its task: flagged, its values beyond training "
-                         "left out")
+                         "at its longest training length has not learned its task: flagged, its values beyond "
+                         "training left out")
       ->check(CLI::NonNegativeNumber);
   report_cmd->add_option("--learned-metric", report.learned_metric, "what --learned judges: per-token or "
                          "per-sequence (exact-match) accuracy")

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <set>
 #include <sstream>
 
@@ -44,7 +43,9 @@ struct Line {
 struct Aggregate {
   double value = NAN;  // what the cell shows: the mean, median or max
   double mean = NAN, std = 0, median = NAN, q1 = NAN, q3 = NAN, min = NAN, max = NAN;
-  double ci_low = NAN, ci_high = NAN;  // the median's 95% bootstrap interval (n >= 2)
+  double ci_low = NAN, ci_high = NAN;  // the median's order-statistic interval (n >= 2)
+  size_t rank = 0;                     //   [x_(rank), x_(n+1-rank)]
+  double coverage = NAN;               //   holding the median with this probability
   size_t n = 0;
   size_t successes = 0;
 };
@@ -63,12 +64,28 @@ double mean_of(const std::vector<double>& values) {
   return values.empty() ? NAN : sum / values.size();
 }
 
-// With n <= 5 values a resample's median is the smallest (or the largest) value more than 2.5%
-// of the time (n = 5: 5.8%), so the percentile bootstrap's 95% interval is the values' range.
-// The range holds the median of a continuous distribution unless every value falls on one
-// side of it: with probability 1 - 2^(1-n), in percent.
-constexpr size_t kRangeIntervalMaxN = 5;
-double range_coverage(size_t n) { return 100.0 * (1.0 - std::pow(2.0, 1.0 - double(n))); }
+// The median's distribution-free interval of order statistics: of n sorted values, [x_(k),
+// x_(n+1-k)] holds the median of the (continuous) distribution they were drawn from unless k
+// or more fall on one side of it: with probability 1 - 2 P(Binomial(n, 1/2) <= k - 1). The
+// interval is the narrowest with at least 95%: the largest such k; from 6 values on there is
+// one (n = 6: the range, 96.9%), below 6 none, and the range (k = 1) is given with what it
+// holds (1 - 2^(1-n): n = 5, 93.8%; n = 2, 50%).
+double order_statistic_coverage(size_t n, size_t k) {
+  double tail = 0, choose = 1;  // P(Binomial(n, 1/2) <= k - 1), C(n, i) built up
+  for (size_t i = 0; i < k; ++i) {
+    tail += choose;
+    choose = choose * double(n - i) / double(i + 1);
+  }
+  return 1.0 - 2.0 * tail / std::pow(2.0, double(n));
+}
+
+size_t order_statistic_rank(size_t n) {
+  size_t k = 1;
+  while (k + 1 <= n / 2 && order_statistic_coverage(n, k + 1) >= 0.95) ++k;
+  return k;
+}
+
+constexpr size_t kIntervalMinN = 6;  // the fewest values whose interval holds the median with 95%
 
 Aggregate aggregate_of(std::vector<double> values, const ReportArguments& a) {
   Aggregate g;
@@ -85,19 +102,10 @@ Aggregate aggregate_of(std::vector<double> values, const ReportArguments& a) {
   g.min = values.front();
   g.max = values.back();
   if (g.n >= 2) {
-    // the median's 95% percentile-bootstrap interval: 2000 resamples of the values, seeded, so
-    // that a report repeats
-    std::mt19937_64 rng(20261126);
-    std::uniform_int_distribution<size_t> pick(0, g.n - 1);
-    std::vector<double> medians, resample(g.n);
-    for (int b = 0; b < 2000; ++b) {
-      for (auto& x : resample) x = values[pick(rng)];
-      std::sort(resample.begin(), resample.end());
-      medians.push_back(quantile(resample, 0.5));
-    }
-    std::sort(medians.begin(), medians.end());
-    g.ci_low = quantile(medians, 0.025);
-    g.ci_high = quantile(medians, 0.975);
+    g.rank = order_statistic_rank(g.n);
+    g.ci_low = values[g.rank - 1];
+    g.ci_high = values[g.n - g.rank];
+    g.coverage = order_statistic_coverage(g.n, g.rank);
   }
   const bool loss = a.metric == "loss";
   const bool median = a.aggregate == "median" || a.aggregate == "median-ci";
@@ -408,20 +416,23 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
     if (report.rows.empty()) ++without_rows;
     for (const auto& [method, by_length] : report.rows) {
       const std::string group = without_seed(report.overrides, a.pool);
-      // in-distribution: the mean accuracy at the evaluated lengths within training, per token (the
-      // per-run file's column) and in the measure --learned-metric judges
-      double in_range_sum = 0, judged_sum = 0;
-      int64_t in_range = 0;
+      // in-distribution: the mean per-token accuracy at the evaluated lengths within training (the
+      // per-run file's column); --learned judges the longest of them (normally the longest
+      // training length, the hardest: a mean would let an easy short length carry a run), in
+      // the measure --learned-metric names
+      double in_range_sum = 0, judged_accuracy = NAN;
+      int64_t in_range = 0, judged_length = -1;
       for (const auto& [length, row] : by_length)
         if (length >= report.train_min_length && length <= report.train_max_length) {
           in_range_sum += row.per_token_accuracy, ++in_range;
-          judged_sum += a.learned_metric == "sequence" ? row.per_sequence_accuracy : row.per_token_accuracy;
+          judged_length = length;  // by_length ascends
+          judged_accuracy = a.learned_metric == "sequence" ? row.per_sequence_accuracy : row.per_token_accuracy;
         }
       const double in_distribution = in_range ? in_range_sum / in_range : NAN;
-      const double judged_accuracy = in_range ? judged_sum / in_range : NAN;
       const bool judged = a.learned >= 0 && in_range > 0;
       const bool learned = !judged || judged_accuracy >= a.learned;
-      if (!learned) not_learned.push_back(fmt::format("{} [{}] {:.1f}%", report.id, method, 100 * judged_accuracy));
+      if (!learned)
+        not_learned.push_back(fmt::format("{} [{}] {:.1f}% at {}", report.id, method, 100 * judged_accuracy, judged_length));
       // every value as the shortest text that reads back to the same double: a report of this
       // file gives this report's table to the digit
       for (const auto& [length, row] : by_length)
@@ -502,9 +513,9 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   const bool several_methods = std::any_of(lines.begin(), lines.end(), [&](const Line& l) { return l.method != lines.front().method; });
 
   std::set<std::string> untrained_schemes;  // the schemes named by rows' untrained texts
-  std::set<size_t> range_intervals;          // median-ci: the n (2-5) whose interval is the range
+  std::map<size_t, std::pair<size_t, double>> intervals;  // median-ci: per n, the rank and coverage
   auto note_interval = [&](const Aggregate& g) {
-    if (a.aggregate == "median-ci" && g.n >= 2 && g.n <= kRangeIntervalMaxN) range_intervals.insert(g.n);
+    if (a.aggregate == "median-ci" && g.n >= 2) intervals[g.n] = {g.rank, g.coverage};
   };
   // the number of values in each cell: shown once in the notes where it is the same everywhere
   std::set<size_t> cell_ns;
@@ -520,16 +531,16 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   std::vector<std::vector<std::string>> table;
   std::ostringstream csv;
   csv << "group,method,train_min_length,train_max_length,length,beyond_training,metric,aggregate,value,mean,std,"
-         "median,q1,q3,min,max,seeds,success_threshold,success_share,chance,untrained,ci_low,ci_high\n";
+         "median,q1,q3,min,max,seeds,success_threshold,success_share,chance,untrained,ci_low,ci_high,ci_coverage\n";
   auto csv_row = [&](const Line& line, const std::string& length, bool beyond, const Aggregate& g, double chance,
                      bool untrained) {
     csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{},"
-                       "{:.6g},{:.6g}\n",
+                       "{:.6g},{:.6g},{:.6g}\n",
                        line.group, line.method, line.train_min, line.train_max, length, beyond ? 1 : 0, a.metric,
                        a.aggregate, g.value, g.mean, g.std, g.median, g.q1, g.q3, g.min, g.max, g.n,
                        a.success >= 0 ? fmt::format("{}", a.success) : "",
                        a.success >= 0 ? fmt::format("{:.6g}", double(g.successes) / g.n) : "", chance,
-                       untrained ? 1 : 0, g.ci_low, g.ci_high);
+                       untrained ? 1 : 0, g.ci_low, g.ci_high, g.coverage);
   };
   for (const auto& line : lines) {
     std::vector<std::string> cells = {several_methods ? line.group + " [" + line.method + "]" : line.group,
@@ -583,7 +594,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   const std::string n = one_n ? fmt::format(" (n = {} in every cell)", *cell_ns.begin())
                                : a.success >= 0 ? std::string(" (n: the k/n)") : std::string(" (n)");
   const std::string how = a.aggregate == "median"      ? "median [interquartile range] over " + over + n
-                          : a.aggregate == "median-ci" ? "median [95% bootstrap interval] over " + over + n
+                          : a.aggregate == "median-ci" ? "median [order-statistic interval] over " + over + n
                           : a.aggregate == "max"       ? (loss ? "best (lowest) [highest] of the " + over + n
                                                                : "best of the " + over + " [worst]" + n)
                                                        : "mean +- std over " + over + n;
@@ -615,17 +626,25 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
                                         : "chance: the best input-independent prediction");
   if (a.learned >= 0)
     notes.push_back(fmt::format("{} run(s) had not learned their training range ({} accuracy below {}% at "
-                                "the training lengths): their values beyond it are left out{}",
+                                "the longest training length evaluated): their values beyond it are left out{}",
                                 not_learned.size(), a.learned_metric == "sequence" ? "per-sequence" : "per-token",
                                 100 * a.learned,
                                 not_learned.empty() ? "" : " (" + join(not_learned) + ")"));
-  if (!range_intervals.empty()) {
-    std::vector<std::string> coverage;
-    for (size_t n : range_intervals) coverage.push_back(fmt::format("n = {}: {:g}%", n, range_coverage(n)));
-    notes.push_back(fmt::format("with {} or fewer values (seeds{}) the bootstrap interval is their range [min, max]; "
-                                "values drawn from one continuous distribution put its median there with "
-                                "probability 1 - 2^(1-n), under 95% ({})",
-                                kRangeIntervalMaxN, a.pool.empty() ? "" : " x pooled keys", join(coverage)));
+  if (!intervals.empty()) {
+    std::vector<std::string> each;
+    bool below = false;
+    for (const auto& [n, interval] : intervals) {
+      each.push_back(fmt::format("n = {}: [x_({}), x_({})], {:.1f}%", n, interval.first, n + 1 - interval.first,
+                                 100 * interval.second));
+      below = below || n < kIntervalMinN;
+    }
+    notes.push_back(fmt::format("the interval: of the n values (seeds{}) sorted, [x_(k), x_(n+1-k)] with the largest k "
+                                "that holds the median of their distribution with probability at least 95%{} ({})",
+                                a.pool.empty() ? "" : " x pooled keys",
+                                below ? fmt::format("; below {} values no interval does, and the range is given "
+                                                    "with what it holds", kIntervalMinN)
+                                      : "",
+                                join(each)));
   }
   if (!untrained_schemes.empty())
     notes.push_back(fmt::format("!: some seed used position-table rows ({}) that no training step updated; which "

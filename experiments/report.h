@@ -16,8 +16,8 @@ struct ReportArguments {
   std::string out_dir;             // where report.{csv,md} and report_runs.csv go (default: the
                                    //   sweep directory when one is given alone; else none)
   std::string metric = "token";      // token | sequence | loss
-  std::string aggregate = "mean";    // mean (+- std) | median [interquartile range] | median-ci [95%
-                                     //   bootstrap interval] | max [min..max]
+  std::string aggregate = "mean";    // mean (+- std) | median [interquartile range] | median-ci
+                                     //   [order-statistic interval, >= 95% from 6 seeds] | max [min..max]
   double success = -1;               // >= 0: per cell, the share of seeds at or above this accuracy
                                      //   (a fraction; loss: at or below)
   std::string format = "text";       // what is printed: text | markdown | csv | latex
@@ -25,9 +25,10 @@ struct ReportArguments {
   std::vector<std::string> pool;     // axis keys pooled with the seeds (a line's samples: seeds x
                                      //   their values), e.g. train.learning_rate: max then gives
                                      //   Ruoss et al.'s best over seeds and learning rates
-  double learned = -1;               // >= 0: a run whose accuracy at its training lengths (in
-                                     //   learned_metric) is below this (a fraction) has not learned
-                                     //   its task: flagged, and its values beyond training left out
+  double learned = -1;               // >= 0: a run whose accuracy at its longest evaluated training
+                                     //   length (in learned_metric) is below this (a fraction) has
+                                     //   not learned its task: flagged, its values beyond training
+                                     //   left out
   std::string learned_metric = "token";  // what --learned judges: "token" or "sequence" accuracy
   // Which of a run's evaluation rows (pelab eval adds rows under other settings): the method
   // (empty: each method a line), the step (-1: the final one), the sampler (empty: the

@@ -215,13 +215,13 @@ assert list(read("step2.csv")) == [("task=reverse_string min_length=1 max_length
 print("report matches numpy:", sum(len(g["cells"]) for g in groups.values()), "cells")
 PY
 
-echo "== the report's per-run file, the median's bootstrap interval, pooled keys, runs not learned"
+echo "== the report's per-run file, the median's order-statistic interval, pooled keys, runs not learned"
 "$PELAB" report eval-out --aggregate median-ci --format csv > ci.csv
 "$PELAB" report eval-out --aggregate median-ci > ci.txt
-grep -F "with 5 or fewer values (seeds) the bootstrap interval is their range [min, max]; values drawn from one continuous distribution put its median there with probability 1 - 2^(1-n), under 95% (n = " ci.txt > /dev/null
+grep -F "the interval: of the n values (seeds) sorted, [x_(k), x_(n+1-k)] with the largest k that holds the median of their distribution with probability at least 95%" ci.txt > /dev/null
 "$PELAB" report eval-out --pool task.name --aggregate max --format csv > pooled.csv
 "$PELAB" report eval-out --learned 0.99 | tee learned.txt
-grep -q "12 run(s) had not learned their training range (per-token accuracy below 99% at the training lengths)" learned.txt
+grep -q "12 run(s) had not learned their training range (per-token accuracy below 99% at the longest training length evaluated)" learned.txt
 fails_with 2 "--learned is a share of accuracy, at most 1" "$PELAB" report eval-out --learned 2
 "$PELAB" report eval-out --learned 0.99 --format csv > learned99.csv
 "$PELAB" report eval-out --learned 0 --format csv > learned0.csv
@@ -245,11 +245,24 @@ for r in runs:
             and int(x["length"]) <= train_max and int(x["length"]) >= int(x["train_min_length"])]
     assert abs(float(r["in_distribution_token_accuracy"]) - np.mean(same)) < 1e-6
 ci = {(r["group"], r["length"]): r for r in csv.DictReader(open("ci.csv"))}
-for r in ci.values():  # the median inside its interval, the interval inside the values' range
+from math import comb
+def coverage(n, k):  # P(the median of the distribution lies in [x_(k), x_(n+1-k)])
+    return 1 - 2 * sum(comb(n, i) for i in range(k)) / 2 ** n
+checked = 0
+for r in ci.values():  # the interval: the k-th smallest and largest of the cell's values
     assert float(r["ci_low"]) <= float(r["median"]) <= float(r["ci_high"]), r
-    assert float(r["min"]) - 1e-9 <= float(r["ci_low"]) and float(r["ci_high"]) <= float(r["max"]) + 1e-9, r
-    if 2 <= int(r["seeds"]) <= 5:  # too few for a 95% interval: the bootstrap gives their range
-        assert (r["ci_low"], r["ci_high"]) == (r["min"], r["max"]), r
+    if r["length"] == "beyond":
+        continue
+    values = sorted(100 * float(x["per_token_accuracy"]) for x in runs
+                    if x["group"] == r["group"] and x["length"] == r["length"])
+    n = len(values)
+    assert n == int(r["seeds"]), (r, n)
+    k = max([1] + [k for k in range(1, n // 2 + 1) if coverage(n, k) >= 0.95])
+    assert abs(float(r["ci_low"]) - values[k - 1]) < 1e-4 and abs(float(r["ci_high"]) - values[n - k]) < 1e-4, (r, k)
+    assert abs(float(r["ci_coverage"]) - coverage(n, k)) < 1e-5, r
+    checked += 1
+assert checked > 0
+assert abs(coverage(6, 1) - 0.96875) < 1e-12 and coverage(6, 2) < 0.95 and coverage(9, 2) >= 0.95  # by hand
 # the two tasks pooled: two groups (the training ranges) of 6 runs each
 pooled = [r for r in csv.DictReader(open("pooled.csv")) if r["length"] == "3"]
 assert sorted(r["group"] for r in pooled) == ["min_length=1 max_length=3", "min_length=2 max_length=6"], pooled
@@ -263,19 +276,19 @@ assert cells("learned99.csv", "1") == []
 assert cells("learned99.csv", "0") == cells("ci.csv", "0") and len(cells("ci.csv", "0")) == 6
 print("per-run file, intervals, pooling and --learned check out")
 PY
-# --learned-metric sequence judges the exact match at the training lengths: a threshold between
-# a run's per-sequence and per-token means there tells the two judgments apart
+# --learned judges each run at its longest evaluated training length; --learned-metric sequence
+# the exact match there: a threshold between a run's per-sequence and per-token accuracy at that
+# length tells the two judgments apart
 threshold=$($py - <<'PY'
 import csv
-import numpy as np
 rows = list(csv.DictReader(open("eval-out/report_runs.csv")))
-within = {}
+longest = {}  # run -> (length, per-sequence, per-token) at its longest length within training
 for r in rows:
-    if int(r["train_min_length"]) <= int(r["length"]) <= int(r["train_max_length"]):
-        within.setdefault(r["run"], []).append((float(r["per_sequence_accuracy"]), float(r["per_token_accuracy"])))
-means = [np.mean(v, axis=0) for v in within.values()]
-seq, token = max(means, key=lambda m: m[1] - m[0])
-assert token - seq > 0.01, means
+    length = int(r["length"])
+    if int(r["train_min_length"]) <= length <= int(r["train_max_length"]) and length > longest.get(r["run"], (0,))[0]:
+        longest[r["run"]] = (length, float(r["per_sequence_accuracy"]), float(r["per_token_accuracy"]))
+_, seq, token = max(longest.values(), key=lambda m: m[2] - m[1])
+assert token - seq > 0.01, longest
 print((seq + token) / 2)
 PY
 )
@@ -291,16 +304,45 @@ threshold = float(os.environ["THRESHOLD"])
 def judged(folder):
     runs = {}
     for r in csv.DictReader(open(f"{folder}/report_runs.csv")):
-        runs.setdefault(r["run"], dict(learned=r["learned"], within=[]))
+        runs.setdefault(r["run"], dict(learned=r["learned"], within={}))
         if int(r["train_min_length"]) <= int(r["length"]) <= int(r["train_max_length"]):
-            runs[r["run"]]["within"].append((float(r["per_sequence_accuracy"]), float(r["per_token_accuracy"])))
+            runs[r["run"]]["within"][int(r["length"])] = (float(r["per_sequence_accuracy"]),
+                                                          float(r["per_token_accuracy"]))
     return runs
 by_sequence, by_token = judged("seq-learned"), judged("token-learned")
+mean_differs = False  # some run the old rule (the mean over the training lengths) judged otherwise
 for run, r in by_sequence.items():
-    assert r["learned"] == str(int(np.mean([s for s, _ in r["within"]]) >= threshold)), run
-    assert by_token[run]["learned"] == str(int(np.mean([t for _, t in r["within"]]) >= threshold)), run
+    seq, token = r["within"][max(r["within"])]  # at the longest training length
+    assert r["learned"] == str(int(seq >= threshold)), run
+    assert by_token[run]["learned"] == str(int(token >= threshold)), run
+    mean_differs |= (np.mean([t for _, t in r["within"].values()]) >= threshold) != (token >= threshold)
 assert any(r["learned"] != by_token[run]["learned"] for run, r in by_sequence.items())
+print("the longest training length decides; the mean would have judged a run otherwise:", mean_differs)
 print("--learned-metric picks what --learned judges, whatever the table's metric")
+PY
+
+echo "== --learned by hand: the longest training length decides, not the mean over the training lengths"
+# run a: 100% at 10, 80% at 20 (the mean, 90%, would pass 0.85); run b: 70% at 10, 95% at 20
+header="run,group,overrides,task,seed,method,length,beyond_training,per_token_accuracy,per_sequence_accuracy,loss,chance_token_accuracy,chance_sequence_accuracy,chance_loss,samples,train_min_length,train_max_length,train_steps,in_distribution_token_accuracy,learned,untrained,condition,condition_value"
+{
+  echo "$header"
+  for row in "a,0,10,0,1.0" "a,0,20,0,0.8" "a,0,40,1,0.6" "b,1,10,0,0.7" "b,1,20,0,0.95" "b,1,40,1,0.5"; do
+    IFS=, read -r id seed length beyond acc <<< "$row"
+    echo "$id,g,encoding.name=none seed=$seed,reverse_string,$seed,none,$length,$beyond,$acc,0.5,0.1,0.5,0.001,0.69,100,10,20,100,,,,,"
+  done
+} > hand_runs.csv
+"$PELAB" report hand_runs.csv --learned 0.85 --format csv --out hand > hand.csv
+"$PELAB" report hand_runs.csv --learned 0.85 > hand.txt
+grep -qF "1 run(s) had not learned their training range (per-token accuracy below 85% at the longest training length evaluated): their values beyond it are left out (a [none] 80.0% at 20)" hand.txt
+$py - <<'PY'
+import csv
+import glob
+learned = {r["run"]: r["learned"] for r in csv.DictReader(open(glob.glob("hand/report*_runs.csv")[0]))}
+assert learned == {"a": "0", "b": "1"}, learned
+cells = {r["length"]: r for r in csv.DictReader(open("hand.csv"))}
+assert cells["40"]["seeds"] == "1" and abs(float(cells["40"]["mean"]) - 50.0) < 1e-9, cells["40"]  # b's only
+assert cells["20"]["seeds"] == "2" and abs(float(cells["20"]["mean"]) - 87.5) < 1e-9, cells["20"]  # both, within training
+print("--learned by hand checks out")
 PY
 
 echo "== plots: lengths per group, the evaluation curve"

@@ -45,9 +45,9 @@ status=0
 cat paper.txt
 test "$status" = 1   # 154 runs not trained: listed, exit 1
 grep -qF "best of the seeds x train.learning_rate [worst]" paper.txt
-grep -q "run(s) had not learned their training range (per-token accuracy below 90% at the training lengths)" paper.txt
+grep -q "run(s) had not learned their training range (per-token accuracy below 90% at the longest training length evaluated)" paper.txt
 "$PELAB" report small --aggregate median-ci > median.txt || true
-grep -q "median \[95% bootstrap interval\] over seeds" median.txt
+grep -q "median \[order-statistic interval\] over seeds" median.txt
 test "$(tail -n +2 small/report_aggregate-median-ci_runs.csv | wc -l)" = 22   # 11 runs x 2 lengths
 # the script: a part (--only) trained in one process, its per-run file shipped to RUOSS_DOCS, the
 # tables made from it; the per-run file gives pelab report's table to the digit
