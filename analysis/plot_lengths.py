@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Length-generalization plot of a sweep: accuracy (or loss) against test length, one line per group
 of runs (the sweep's axis values but the seed) with its mean and min-max spread over seeds,
-each group's training max length (dotted) and chance level (dashed) drawn, and the points
-whose evaluation used position-table rows training never updated circled in red.
+each group's training max length (dotted), chance level (dashed) and, for tasks whose outputs
+rearrange the input, the position-free baseline (dash-dot: the input's most frequent symbol at
+every output slot) drawn, and the points whose evaluation used position-table rows training
+never updated circled in red.
 
   /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
       [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N]
@@ -50,6 +52,10 @@ from runfile import (condition_values, evaluation_settings, group_label, load, p
                      sweep_runs, task_name)
 
 
+# the position-free baseline's column per metric (tasks whose outputs rearrange the input)
+FREE_KEYS = {"token": "position_free_token_accuracy", "sequence": "position_free_sequence_accuracy"}
+
+
 def collect(runs, args, key, chance_key, scale, facet=None):
     """({group label: dict(values, chance: {length: [per seed]}, untrained: lengths, train_min,
     train_max, not_learned: runs below --learned)} of the rows each run's selection gives, [ids of
@@ -63,7 +69,7 @@ def collect(runs, args, key, chance_key, scale, facet=None):
             left_out.append(r["id"])
             continue
         overrides = {k: v for k, v in r["overrides"].items() if k != facet}
-        g = groups.setdefault(group_label(overrides), dict(values={}, chance={}, untrained=set(),
+        g = groups.setdefault(group_label(overrides), dict(values={}, chance={}, free={}, untrained=set(),
                                                                 train_min=np.inf, train_max=0, not_learned=0))
         g["train_min"] = min(g["train_min"], run["train_min_length"])
         g["train_max"] = max(g["train_max"], run["train_max_length"])
@@ -74,6 +80,9 @@ def collect(runs, args, key, chance_key, scale, facet=None):
                 continue  # generalization of what was not learned (pelab report --learned)
             g["values"].setdefault(length, []).append(scale * row[key])
             g["chance"].setdefault(length, []).append(scale * row[chance_key])
+            free = row.get(FREE_KEYS.get(args.metric), float("nan"))  # the position-free baseline
+            if np.isfinite(free):
+                g["free"].setdefault(length, []).append(scale * free)
             if row["untrained"]:
                 g["untrained"].add(length)
     return groups, left_out
@@ -247,7 +256,8 @@ def main():
         fig.suptitle(heading, fontsize=11)
         fig.tight_layout(rect=(0, 0, 0.8, 0.95))
         fig.legend(handles=list(legend.values()), fontsize=8, loc="upper left", bbox_to_anchor=(0.805, 0.93))
-    header = ["group", "length", "beyond_training", "mean", "std", "min", "max", "seeds", "chance", "untrained"]
+    header = ["group", "length", "beyond_training", "mean", "std", "min", "max", "seeds", "chance", "untrained",
+              "position_free"]
     save_figure_and_csv(fig, out, ([args.facet] if args.facet else []) + header, rows,
                         layout=len(panels) == 1 and not args.facet)
     return 0
@@ -277,6 +287,11 @@ def plot_panel(ax, groups, styles, args, loss, legend):
         for length, c in g["chance"].items():
             chances.setdefault(length, []).append(np.mean(c))
     shared_chance = all(max(c) - min(c) <= 1e-9 for c in chances.values())
+    frees = {}  # length -> each group's position-free baseline there (the groups that have one)
+    for g in groups.values():
+        for length, c in g["free"].items():
+            frees.setdefault(length, []).append(np.mean(c))
+    shared_free = all(len(c) == len(groups) and max(c) - min(c) <= 1e-9 for c in frees.values())
     rows, untrained_points = [], []
     for name, g in groups.items():
         lengths = sorted(g["values"])
@@ -291,7 +306,11 @@ def plot_panel(ax, groups, styles, args, loss, legend):
             ax.plot(lengths, chance, linestyle="--", color=line.get_color())
         untrained_points += [(L, np.mean(g["values"][L])) for L in sorted(g["untrained"])]
         rows += [[name, L, int(L > g["train_max"]), np.mean(v), sample_std(v), min(v), max(v), len(v), c,
-                  int(L in g["untrained"])] for L, v, c in zip(lengths, values, chance)]
+                  int(L in g["untrained"]), np.mean(g["free"][L]) if L in g["free"] else ""]
+                 for L, v, c in zip(lengths, values, chance)]
+        if g["free"] and not shared_free:
+            free_lengths = sorted(g["free"])
+            ax.plot(free_lengths, [np.mean(g["free"][L]) for L in free_lengths], linestyle="-.", color=line.get_color())
     if shared_chance:
         lengths = sorted(chances)
         chance_line, = ax.plot(lengths, [chances[L][0] for L in lengths], "k--", label="chance")
@@ -299,6 +318,15 @@ def plot_panel(ax, groups, styles, args, loss, legend):
     else:
         legend.setdefault("chance (each group's colour)",
                           Line2D([], [], color="0.4", linestyle="--", label="chance (in each group's colour)"))
+    if frees and shared_free:
+        lengths = sorted(frees)
+        free_line, = ax.plot(lengths, [frees[L][0] for L in lengths], "k-.",
+                             label="position-free (the input's most frequent symbol)")
+        legend.setdefault("position-free", free_line)
+    elif frees:
+        legend.setdefault("position-free (each group's colour)",
+                          Line2D([], [], color="0.4", linestyle="-.",
+                                 label="position-free, the input's most frequent symbol (in each group's colour)"))
     if not shared_range:
         legend.setdefault("training max", Line2D([], [], color="0.4", linestyle=":",
                                                  label="training max length (in each group's colour)"))

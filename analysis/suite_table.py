@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The table of a suite (configs/suites/): tasks x schemes, each cell the accuracy beyond the
 training lengths (the mean over a run's test lengths longer than its longest training length,
-then over seeds), beside each task's input-independent baseline on the same examples; and a
+then over seeds), beside each task's baseline on the same examples (the stronger of the input-independent and,
+where the task's outputs rearrange its input, the position-free one); and a
 heatmap of the same numbers.
 
   /usr/bin/python3 analysis/suite_table.py runs/suites/cpu [--metric token|sequence]
@@ -49,7 +50,11 @@ def cells(runs, metric):
             continue
         c = out.setdefault((task_name(run), scheme), dict(beyond=[], baseline=[], at_train_max=[], lengths=set()))
         c["beyond"].append(float(np.mean([row[key] for row in beyond.values()])))
-        c["baseline"].append(float(np.mean([row[chance_key] for row in beyond.values()])))
+        # the stronger of the input-independent and the position-free baseline (where the task has one)
+        free_key = {"token": "position_free_token_accuracy", "sequence": "position_free_sequence_accuracy"}[metric]
+        c["baseline"].append(float(np.mean([max(row[chance_key], row.get(free_key, float("nan")))
+                                            if np.isfinite(row.get(free_key, float("nan"))) else row[chance_key]
+                                            for row in beyond.values()])))
         c["at_train_max"].append(rows[train_max][key])
         c["lengths"].update(beyond)
     return out

@@ -17,6 +17,7 @@ class DuplicateStringTask : public Seq2SeqTask {
   Example generate(int64_t length, Rng& rng) const override;
   int64_t output_length(int64_t length) const override { return 2 * length; }
   bool outputs_are_input_symbols() const override { return true; }
+  bool outputs_rearrange_input() const override { return true; }
 };
 
 }  // namespace pelab

@@ -1,5 +1,7 @@
 #include "data/task.h"
 
+#include <algorithm>
+
 #include "core/encodings/host_to_device.h"
 
 #include <stdexcept>
@@ -14,6 +16,7 @@ Batch Batch::to(torch::Device device) const {
   b.scored = host_to_device(scored, device);
   b.segments = host_to_device(segments, device);
   if (positions.defined()) b.positions = host_to_device(positions, device);
+  if (position_free.defined()) b.position_free = host_to_device(position_free, device);
   return b;
 }
 
@@ -29,6 +32,7 @@ Batch Batch::padded(int64_t extra) const {
   b.scored = pad_with(scored, 0);
   b.segments = pad_with(segments, 0);
   if (positions.defined()) b.positions = pad_with(positions, 0);
+  if (position_free.defined()) b.position_free = pad_with(position_free, 0);
   return b;
 }
 
@@ -157,6 +161,18 @@ Batch Seq2SeqTask::encode(const std::vector<Example>& examples) const {
     for (int64_t t = 0; t < n_in; ++t) positions.select(1, first + t).fill_(input_positions[t]);
     for (int64_t k = 0; k < n_out; ++k) positions.select(1, output_start + k).fill_(output_positions[k]);
     batch.positions = positions;
+  }
+  if (outputs_rearrange_input()) {
+    auto free = torch::zeros({B, T}, torch::kInt64);
+    auto pf = free.accessor<int64_t, 2>();
+    for (int64_t b = 0; b < B; ++b) {
+      const auto& input = examples[b].input;
+      std::vector<int64_t> counts(input_symbols_, 0);
+      for (int64_t s : input) ++counts[s];
+      const int64_t majority = std::max_element(counts.begin(), counts.end()) - counts.begin();  // the first of a tie
+      for (int64_t k = 0; k < n_out; ++k) pf[b][first + n_in + k] = majority;
+    }
+    batch.position_free = free;
   }
   batch.tokens = tokens;
   batch.padding = torch::zeros({B, T}, torch::kBool);

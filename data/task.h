@@ -26,6 +26,9 @@ struct Batch {
   torch::Tensor scored;    // (B, T) bool, positions that carry loss and accuracy
   torch::Tensor segments;  // (B, T) int64: 0 on the input, 1 on the output (placeholders or separator + output)
   torch::Tensor positions;  // (B, T) int64 task-given positions (addition positions: abacus), or undefined
+  // (B, T) int64 class ids: at each scored position what a model without positions predicts at
+  // best (Seq2SeqTask::outputs_rearrange_input: the input's most frequent symbol), or undefined
+  torch::Tensor position_free;
   int64_t length = 0;      // the task's input length
 
   Batch to(torch::Device device) const;
@@ -125,6 +128,12 @@ class Seq2SeqTask : public Task {
   virtual int64_t input_length(int64_t length) const { return length; }
   // True when output class c is input symbol c (the output copies or rearranges input symbols).
   virtual bool outputs_are_input_symbols() const { return false; }
+  // True when the outputs rearrange (or repeat) the input symbols (copy, reverse, sort,
+  // duplicate, odds first): a model without positions sees its output slots alike, so its best
+  // is one symbol at every slot, the input's most frequent (the smallest of a tie); encode then
+  // gives it as Batch::position_free, the position-free baseline (about 57% for uniform bits
+  // at length 30, above the input-independent 50%).
+  virtual bool outputs_rearrange_input() const { return false; }
   int64_t input_symbols() const { return input_symbols_; }
   // The token that stands for output class c in causal_lm sequences.
   int64_t output_token(int64_t output_class) const;

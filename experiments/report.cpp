@@ -38,6 +38,8 @@ struct Line {
                                                            //   that has not learned: within training only)
   std::vector<int64_t> summary_lengths;  // beyond training, and evaluated for every seed
   std::vector<double> summary;           // per seed: the mean over summary_lengths
+  std::map<int64_t, std::vector<double>> free;  // the position-free baseline per test length, over
+                                                //   seeds (tasks that have one; not for the loss)
 };
 
 struct Aggregate {
@@ -181,6 +183,16 @@ std::map<std::string, std::map<int64_t, EvalResult>> selected_rows(const RunReco
   return rows;
 }
 
+// The position-free baseline in the metric (%), NaN where the task has none or for the loss
+double position_free_of(const EvalResult& e, const std::string& metric) {
+  if (metric == "token") return 100 * e.position_free_token_accuracy;
+  if (metric == "sequence") return 100 * e.position_free_sequence_accuracy;
+  return NAN;
+}
+
+// A per-run file's number that may be empty (NaN)
+std::string optional_number(double x) { return std::isfinite(x) ? fmt::format("{}", x) : std::string(); }
+
 double metric_of(const EvalResult& e, const std::string& metric, bool chance) {
   if (metric == "token") return 100 * (chance ? e.chance_token_accuracy : e.per_token_accuracy);
   if (metric == "sequence") return 100 * (chance ? e.chance_sequence_accuracy : e.per_sequence_accuracy);
@@ -222,8 +234,9 @@ constexpr const char* kPerRunColumns[] = {
     "run", "group", "overrides", "task", "seed", "method", "length", "beyond_training", "per_token_accuracy",
     "per_sequence_accuracy", "loss", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss", "samples",
     "train_min_length", "train_max_length", "train_steps", "in_distribution_token_accuracy", "learned", "untrained",
-    "condition", "condition_value"};
-const std::set<std::string> kAddedPerRunColumns = {"task", "seed", "untrained", "condition", "condition_value"};
+    "condition", "condition_value", "position_free_token_accuracy", "position_free_sequence_accuracy"};
+const std::set<std::string> kAddedPerRunColumns = {"task", "seed", "untrained", "condition", "condition_value",
+                                                   "position_free_token_accuracy", "position_free_sequence_accuracy"};
 
 bool is_per_run_file(const std::string& path) { return std::filesystem::path(path).extension() == ".csv"; }
 
@@ -266,6 +279,9 @@ std::vector<ReportRun> runs_of_per_run_file(const std::string& path, const Repor
       row.chance_sequence_accuracy = std::stod(field("chance_sequence_accuracy"));
       row.chance_loss = std::stod(field("chance_loss"));
       row.samples = std::stoll(field("samples"));
+      for (auto [name, value] : {std::pair{"position_free_token_accuracy", &row.position_free_token_accuracy},
+                                 std::pair{"position_free_sequence_accuracy", &row.position_free_sequence_accuracy}})
+        if (!added_field(name).empty()) *value = std::stod(added_field(name));
       row.untrained = added_field("untrained");
       row.condition = added_field("condition");
       if (!row.condition.empty()) row.condition_value = std::stod(field("condition_value"));
@@ -436,7 +452,7 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       // every value as the shortest text that reads back to the same double: a report of this
       // file gives this report's table to the digit
       for (const auto& [length, row] : by_length)
-        per_run << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", report.id,
+        per_run << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", report.id,
                                quoted_csv(group), quoted_csv(report.overrides), report.task, report.seed, row.method,
                                length,
                                length > report.train_max_length ? 1 : 0, row.per_token_accuracy,
@@ -445,7 +461,9 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
                                report.train_max_length, report.train_steps,
                                in_range ? fmt::format("{}", in_distribution) : "",
                                judged ? (learned ? "1" : "0") : "", quoted_csv(row.untrained), row.condition,
-                               row.condition.empty() ? std::string() : fmt::format("{}", row.condition_value));
+                               row.condition.empty() ? std::string() : fmt::format("{}", row.condition_value),
+                               optional_number(row.position_free_token_accuracy),
+                               optional_number(row.position_free_sequence_accuracy));
       auto line = std::find_if(lines.begin(), lines.end(),
                                [&](const Line& l) { return l.group == group && l.method == method; });
       if (line == lines.end()) {
@@ -462,6 +480,8 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
         seed[length] = metric_of(row, a.metric, false);
         line->values[length].push_back(seed[length]);
         line->chance[length].push_back(metric_of(row, a.metric, true));
+        const double free = position_free_of(row, a.metric);
+        if (std::isfinite(free)) line->free[length].push_back(free);
         if (!row.untrained.empty()) line->untrained[length].insert(row.untrained);
       }
       line->seeds.push_back(seed);
@@ -501,15 +521,23 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       return loss ? vx < vy : vx > vy;
     });
   }
-  // one chance line when every group has the same chance levels (one task), else one per group
-  bool one_chance = true;
-  std::map<int64_t, double> shared_chance;
-  for (const auto& line : lines)
-    for (const auto& [length, values] : line.chance) {
-      const double c = mean_of(values);
-      auto [it, inserted] = shared_chance.emplace(length, c);
-      one_chance = one_chance && (inserted || std::abs(it->second - c) < 1e-9);
+  // one chance line when every group has the same chance levels (one task), else one per group;
+  // the same for the position-free baseline (of the groups that have one: all or none)
+  auto shared_level = [&](std::map<int64_t, std::vector<double>> Line::*level, std::map<int64_t, double>& shared) {
+    bool one = true;
+    for (const auto& line : lines) {
+      one = one && (line.*level).empty() == (lines.front().*level).empty();
+      for (const auto& [length, values] : line.*level) {
+        const double c = mean_of(values);
+        auto [it, inserted] = shared.emplace(length, c);
+        one = one && (inserted || std::abs(it->second - c) < 1e-9);
+      }
     }
+    return one;
+  };
+  std::map<int64_t, double> shared_chance, shared_free;
+  const bool one_chance = shared_level(&Line::chance, shared_chance);
+  const bool one_free = shared_level(&Line::free, shared_free);
   const bool several_methods = std::any_of(lines.begin(), lines.end(), [&](const Line& l) { return l.method != lines.front().method; });
 
   std::set<std::string> untrained_schemes;  // the schemes named by rows' untrained texts
@@ -531,28 +559,31 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
   std::vector<std::vector<std::string>> table;
   std::ostringstream csv;
   csv << "group,method,train_min_length,train_max_length,length,beyond_training,metric,aggregate,value,mean,std,"
-         "median,q1,q3,min,max,seeds,success_threshold,success_share,chance,untrained,ci_low,ci_high,ci_coverage\n";
+         "median,q1,q3,min,max,seeds,success_threshold,success_share,chance,untrained,ci_low,ci_high,ci_coverage,"
+         "position_free\n";
   auto csv_row = [&](const Line& line, const std::string& length, bool beyond, const Aggregate& g, double chance,
-                     bool untrained) {
+                     bool untrained, double free) {
     csv << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g},{},"
-                       "{:.6g},{:.6g},{:.6g}\n",
+                       "{:.6g},{:.6g},{:.6g},{}\n",
                        line.group, line.method, line.train_min, line.train_max, length, beyond ? 1 : 0, a.metric,
                        a.aggregate, g.value, g.mean, g.std, g.median, g.q1, g.q3, g.min, g.max, g.n,
                        a.success >= 0 ? fmt::format("{}", a.success) : "",
                        a.success >= 0 ? fmt::format("{:.6g}", double(g.successes) / g.n) : "", chance,
-                       untrained ? 1 : 0, g.ci_low, g.ci_high, g.coverage);
+                       untrained ? 1 : 0, g.ci_low, g.ci_high, g.coverage,
+                       std::isfinite(free) ? fmt::format("{:.6g}", free) : std::string());
   };
   for (const auto& line : lines) {
     std::vector<std::string> cells = {several_methods ? line.group + " [" + line.method + "]" : line.group,
                                       fmt::format("{}-{}", line.train_min, line.train_max)};
-    std::vector<std::string> chance_cells = {"  chance", ""};
-    double beyond_chance = 0;
+    std::vector<std::string> chance_cells = {"  chance", ""}, free_cells = {"  position-free", ""};
+    double beyond_chance = 0, beyond_free = 0;
     int64_t beyond_lengths = 0;
     for (int64_t L : lengths) {
       auto found = line.values.find(L);
       if (found == line.values.end()) {
         cells.push_back("");
         chance_cells.push_back("");
+        free_cells.push_back("");
         continue;
       }
       const Aggregate g = aggregate_of(found->second, a);
@@ -568,24 +599,31 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
       }
       cells.push_back(cell);
       chance_cells.push_back(metric_cell(chance, loss));
-      if (in_summary) beyond_chance += chance, ++beyond_lengths;
-      csv_row(line, std::to_string(L), L > line.train_max, g, chance, untrained != line.untrained.end());
+      const auto free_values = line.free.find(L);
+      const double free = free_values == line.free.end() ? NAN : mean_of(free_values->second);
+      free_cells.push_back(std::isfinite(free) ? metric_cell(free, loss) : "");
+      if (in_summary) beyond_chance += chance, beyond_free += free, ++beyond_lengths;
+      csv_row(line, std::to_string(L), L > line.train_max, g, chance, untrained != line.untrained.end(), free);
     }
     const Aggregate summary = aggregate_of(line.summary, a);
     note_interval(summary);
     cells.push_back(format_cell(summary, a, show_n));
     chance_cells.push_back(beyond_lengths ? metric_cell(beyond_chance / beyond_lengths, loss) : "");
-    if (summary.n > 0) csv_row(line, "beyond", true, summary, beyond_chance / beyond_lengths, false);
+    const double free_beyond = beyond_lengths ? beyond_free / beyond_lengths : NAN;
+    free_cells.push_back(std::isfinite(free_beyond) ? metric_cell(free_beyond, loss) : "");
+    if (summary.n > 0) csv_row(line, "beyond", true, summary, beyond_chance / beyond_lengths, false, free_beyond);
     table.push_back(cells);
     if (!one_chance) table.push_back(chance_cells);
+    if (!one_free && !line.free.empty()) table.push_back(free_cells);
   }
-  if (one_chance && !lines.empty()) {
-    std::vector<std::string> chance_cells = {"chance", ""};
-    for (int64_t L : lengths)
-      chance_cells.push_back(shared_chance.count(L) ? metric_cell(shared_chance[L], loss) : "");
-    chance_cells.push_back("");
-    table.push_back(chance_cells);
-  }
+  auto shared_row = [&](const std::string& name, std::map<int64_t, double>& shared) {
+    std::vector<std::string> row = {name, ""};
+    for (int64_t L : lengths) row.push_back(shared.count(L) ? metric_cell(shared[L], loss) : "");
+    row.push_back("");
+    table.push_back(row);
+  };
+  if (one_chance && !lines.empty()) shared_row("chance", shared_chance);
+  if (one_free && !shared_free.empty()) shared_row("position-free", shared_free);
 
   const std::string what = a.metric == "token"      ? "per-token accuracy (%)"
                            : a.metric == "sequence" ? "per-sequence accuracy (%)"
@@ -624,6 +662,10 @@ int command_report(const ReportArguments& a, std::ostream& out, std::ostream& er
                                           "frequent target, per position where the task scores positions apart; "
                                           "where whole sequences repeat, the most frequent one can score more)"
                                         : "chance: the best input-independent prediction");
+  if (!shared_free.empty() || std::any_of(lines.begin(), lines.end(), [](const Line& l) { return !l.free.empty(); }))
+    notes.push_back("position-free: what a model without positions gets on the same examples, whose output slots "
+                    "it cannot tell apart: the input's most frequent symbol at every slot; a scheme generalizes only "
+                    "above the stronger of it and chance");
   if (a.learned >= 0)
     notes.push_back(fmt::format("{} run(s) had not learned their training range ({} accuracy below {}% at "
                                 "the longest training length evaluated): their values beyond it are left out{}",

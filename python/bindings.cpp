@@ -169,6 +169,8 @@ py::dict evaluation_row(const EvalResult& r) {
   d[schema::kChanceTokenAccuracy] = r.chance_token_accuracy;
   d[schema::kChanceSequenceAccuracy] = r.chance_sequence_accuracy;
   d[schema::kChanceLoss] = r.chance_loss;
+  d[schema::kPositionFreeTokenAccuracy] = r.position_free_token_accuracy;
+  d[schema::kPositionFreeSequenceAccuracy] = r.position_free_sequence_accuracy;
   d[schema::kEvalStep] = r.step;
   d[schema::kEvalSampler] = r.sampler;
   d[schema::kEvalPositionsMaxLength] = r.positions_max_length;

@@ -239,6 +239,11 @@ for r in runs:
              and e["sampler"].asstr()[k] == "contiguous"][0]
         for key in ("per_token_accuracy", "per_sequence_accuracy", "loss", "chance_token_accuracy"):
             assert abs(float(r[key]) - e[key][i]) < 1e-6, (r["run"], key)
+        free = e["position_free_token_accuracy"][i]  # reverse_string has one, parity_check none
+        if r["task"] == "reverse_string":
+            assert abs(float(r["position_free_token_accuracy"]) - free) < 1e-6 and free > 0.4, (r["run"], free)
+        else:
+            assert r["position_free_token_accuracy"] == "" and np.isnan(free), (r["run"], free)
         train_max = int(e.attrs["train_max_length"])
     assert r["beyond_training"] == str(int(int(r["length"]) > train_max))
     same = [float(x["per_token_accuracy"]) for x in runs if x["run"] == r["run"]
@@ -323,17 +328,20 @@ PY
 
 echo "== --learned by hand: the longest training length decides, not the mean over the training lengths"
 # run a: 100% at 10, 80% at 20 (the mean, 90%, would pass 0.85); run b: 70% at 10, 95% at 20
-header="run,group,overrides,task,seed,method,length,beyond_training,per_token_accuracy,per_sequence_accuracy,loss,chance_token_accuracy,chance_sequence_accuracy,chance_loss,samples,train_min_length,train_max_length,train_steps,in_distribution_token_accuracy,learned,untrained,condition,condition_value"
+# (the position-free baseline: a's 0.6 / 0.55 / 0.56 at 10 / 20 / 40, b's 0.62 / 0.57 / 0.58)
+header="run,group,overrides,task,seed,method,length,beyond_training,per_token_accuracy,per_sequence_accuracy,loss,chance_token_accuracy,chance_sequence_accuracy,chance_loss,samples,train_min_length,train_max_length,train_steps,in_distribution_token_accuracy,learned,untrained,condition,condition_value,position_free_token_accuracy,position_free_sequence_accuracy"
 {
   echo "$header"
-  for row in "a,0,10,0,1.0" "a,0,20,0,0.8" "a,0,40,1,0.6" "b,1,10,0,0.7" "b,1,20,0,0.95" "b,1,40,1,0.5"; do
-    IFS=, read -r id seed length beyond acc <<< "$row"
-    echo "$id,g,encoding.name=none seed=$seed,reverse_string,$seed,none,$length,$beyond,$acc,0.5,0.1,0.5,0.001,0.69,100,10,20,100,,,,,"
+  for row in "a,0,10,0,1.0,0.6" "a,0,20,0,0.8,0.55" "a,0,40,1,0.6,0.56" "b,1,10,0,0.7,0.62" "b,1,20,0,0.95,0.57" "b,1,40,1,0.5,0.58"; do
+    IFS=, read -r id seed length beyond acc free <<< "$row"
+    echo "$id,g,encoding.name=none seed=$seed,reverse_string,$seed,none,$length,$beyond,$acc,0.5,0.1,0.5,0.001,0.69,100,10,20,100,,,,,,$free,0"
   done
 } > hand_runs.csv
 "$PELAB" report hand_runs.csv --learned 0.85 --format csv --out hand > hand.csv
 "$PELAB" report hand_runs.csv --learned 0.85 > hand.txt
 grep -qF "1 run(s) had not learned their training range (per-token accuracy below 85% at the longest training length evaluated): their values beyond it are left out (a [none] 80.0% at 20)" hand.txt
+grep -q "^| position-free |  | 61.0 | 56.0 | 58.0 |  |$" <("$PELAB" report hand_runs.csv --learned 0.85 --format markdown)
+grep -qF "position-free: what a model without positions gets on the same examples" hand.txt
 $py - <<'PY'
 import csv
 import glob
@@ -342,7 +350,10 @@ assert learned == {"a": "0", "b": "1"}, learned
 cells = {r["length"]: r for r in csv.DictReader(open("hand.csv"))}
 assert cells["40"]["seeds"] == "1" and abs(float(cells["40"]["mean"]) - 50.0) < 1e-9, cells["40"]  # b's only
 assert cells["20"]["seeds"] == "2" and abs(float(cells["20"]["mean"]) - 87.5) < 1e-9, cells["20"]  # both, within training
-print("--learned by hand checks out")
+# the position-free baseline over the same runs as the cell: at 20 both (56%), at 40 b's alone
+assert abs(float(cells["20"]["position_free"]) - 56.0) < 1e-9 and abs(float(cells["40"]["position_free"]) - 58.0) < 1e-9
+assert abs(float(cells["beyond"]["position_free"]) - 58.0) < 1e-9, cells["beyond"]
+print("--learned and the position-free baseline by hand check out")
 PY
 
 echo "== plots: lengths per group, the evaluation curve"

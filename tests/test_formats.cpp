@@ -231,6 +231,52 @@ CATCH_TEST_CASE("the chance level of 26 uniform symbols is 1/26, not the in-samp
   CATCH_CHECK(chance.score().loss == Approx(std::log(26.0)).margin(0.02));
 }
 
+CATCH_TEST_CASE("the position-free baseline: the input's most frequent symbol at every output slot, by hand",
+                "[formats][metrics]") {
+  auto task = test::default_task("reverse_string");
+  auto& seq2seq = dynamic_cast<Seq2SeqTask&>(*task);
+  for (const auto format : {TaskFormat::Encoder, TaskFormat::CausalLM}) {
+    CATCH_CAPTURE(format_name(format));
+    seq2seq.set_format(format);
+    // 0 1 1 -> 1 1 0: the majority 1, 2 of 3 right; 1 0 0 -> 0 0 1: 0, 2 of 3; 0 0 0 -> 0 0 0: all 3
+    const auto batch = seq2seq.encode({{{0, 1, 1}, {1, 1, 0}, {}}, {{1, 0, 0}, {0, 0, 1}, {}}, {{0, 0, 0}, {0, 0, 0}, {}}});
+    CATCH_REQUIRE(batch.position_free.defined());
+    const auto scored = batch.scored;
+    CATCH_CHECK(torch::equal(batch.position_free.masked_select(scored),
+                             torch::tensor({1, 1, 1, 0, 0, 0, 0, 0, 0}, torch::kInt64)));
+    PositionFreeLevel level;
+    level.add(batch);
+    CATCH_CHECK(level.score().token_accuracy == Approx(7.0 / 9));
+    CATCH_CHECK(level.score().sequence_accuracy == Approx(1.0 / 3));  // only 0 0 0 whole
+  }
+  // a tie: 0 1 -> 1 0, the smaller symbol 0 at both slots
+  const auto tie = seq2seq.encode({{{0, 1}, {1, 0}, {}}});
+  CATCH_CHECK(torch::equal(tie.position_free.masked_select(tie.scored), torch::tensor({0, 0}, torch::kInt64)));
+  // a task whose outputs do not rearrange the input has none
+  Rng rng(3);
+  CATCH_CHECK_FALSE(test::default_task("parity_check")->sample(4, 5, rng).position_free.defined());
+  PositionFreeLevel none;
+  none.add(test::default_task("parity_check")->sample(4, 5, rng));
+  CATCH_CHECK(std::isnan(none.score().token_accuracy));
+}
+
+CATCH_TEST_CASE("evaluation rows carry the position-free baseline: 57.2% for uniform bits at length 30",
+                "[formats][trainer]") {
+  // E[max(c, 30 - c)] / 30, c ~ Binomial(30, 1/2): 0.5722; at length 40, 0.5627
+  auto config = test::tiny_config({"eval.lengths=[30, 40]", "eval.samples=2000", "eval.batch_size=500"});
+  auto task = test::default_task("reverse_string");
+  Trainer trainer(config, build_model(config, *task), *task, torch::kCPU);
+  const auto results = trainer.evaluator().evaluate();
+  CATCH_REQUIRE(results.size() == 2u);
+  CATCH_CHECK(results[0].position_free_token_accuracy == Approx(0.5722).margin(0.006));
+  CATCH_CHECK(results[1].position_free_token_accuracy == Approx(0.5627).margin(0.006));
+  CATCH_CHECK(results[0].chance_token_accuracy < results[0].position_free_token_accuracy - 0.04);
+  auto parity_config = test::tiny_config({"task.name=parity_check", "eval.lengths=[5]", "eval.samples=100"});
+  auto parity = make_task(parity_config.task.name, parity_config.task.options, parity_config.task.format);
+  Trainer parity_trainer(parity_config, build_model(parity_config, *parity), *parity, torch::kCPU);
+  CATCH_CHECK(std::isnan(parity_trainer.evaluator().evaluate()[0].position_free_token_accuracy));
+}
+
 CATCH_TEST_CASE("evaluation rows carry the chance level of their length", "[formats][trainer]") {
   auto config = test::tiny_config({"eval.lengths=[1, 12]", "eval.samples=2000", "eval.batch_size=500"});
   auto task = test::default_task("reverse_string");  // binary alphabet

@@ -139,6 +139,8 @@ void hdf5::write_evaluation_rows(H5::Group& group, const std::vector<EvalResult>
   write_column(group, s::kChanceTokenAccuracy, rows, &EvalResult::chance_token_accuracy);
   write_column(group, s::kChanceSequenceAccuracy, rows, &EvalResult::chance_sequence_accuracy);
   write_column(group, s::kChanceLoss, rows, &EvalResult::chance_loss);
+  write_column(group, s::kPositionFreeTokenAccuracy, rows, &EvalResult::position_free_token_accuracy);
+  write_column(group, s::kPositionFreeSequenceAccuracy, rows, &EvalResult::position_free_sequence_accuracy);
   write_column(group, s::kEvalStep, rows, &EvalResult::step);
   write_column(group, s::kEvalSampler, rows, &EvalResult::sampler);
   write_column(group, s::kEvalPositionsMaxLength, rows, &EvalResult::positions_max_length);
@@ -175,6 +177,10 @@ std::vector<EvalResult> hdf5::read_evaluation_rows(const H5::Group& group) {
   read_column(group, s::kChanceTokenAccuracy, rows, &EvalResult::chance_token_accuracy);
   read_column(group, s::kChanceSequenceAccuracy, rows, &EvalResult::chance_sequence_accuracy);
   read_column(group, s::kChanceLoss, rows, &EvalResult::chance_loss);
+  if (group.exists(s::kPositionFreeTokenAccuracy)) {  // absent before: NaN
+    read_column(group, s::kPositionFreeTokenAccuracy, rows, &EvalResult::position_free_token_accuracy);
+    read_column(group, s::kPositionFreeSequenceAccuracy, rows, &EvalResult::position_free_sequence_accuracy);
+  }
   read_column(group, s::kEvalStep, rows, &EvalResult::step);
   read_column(group, s::kEvalSampler, rows, &EvalResult::sampler);
   read_column(group, s::kEvalPositionsMaxLength, rows, &EvalResult::positions_max_length);

@@ -2,6 +2,8 @@
 // curve and the evaluation rows. The trainer fills them in, the run file stores them.
 #pragma once
 
+#include <cmath>  // NAN
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +34,10 @@ struct EvalResult {
   double chance_token_accuracy = 0;
   double chance_sequence_accuracy = 0;
   double chance_loss = 0;
+  // The position-free baseline on the same examples (Batch::position_free: the input's most
+  // frequent symbol at every output slot), NaN where the task has none (or in older files)
+  double position_free_token_accuracy = NAN;
+  double position_free_sequence_accuracy = NAN;
   // The task's evaluation condition and its value (passkey: depth, flip_flop: p_ignore; from
   // eval.depths / eval.p_ignore), or "" (and 0): the training distribution.
   std::string condition;

@@ -54,6 +54,10 @@ constexpr const char* kPerSequenceAccuracy = "per_sequence_accuracy";
 constexpr const char* kChanceTokenAccuracy = "chance_token_accuracy";        // the best input-independent
 constexpr const char* kChanceSequenceAccuracy = "chance_sequence_accuracy";  //   prediction on the same
 constexpr const char* kChanceLoss = "chance_loss";                          //   examples (metrics.h)
+// the position-free baseline on the same examples (NaN: the task has none; absent in files
+// written before 2026-12-03, read as NaN)
+constexpr const char* kPositionFreeTokenAccuracy = "position_free_token_accuracy";
+constexpr const char* kPositionFreeSequenceAccuracy = "position_free_sequence_accuracy";
 // (kLoss is also an evaluation dataset) and the settings a row was made under:
 constexpr const char* kEvalStep = "step";                   // int64: the training step evaluated
 constexpr const char* kEvalSampler = "sampler";             // string: the position sampler used

@@ -381,6 +381,14 @@ std::string format_evaluation_table(const std::vector<EvalResult>& results, int6
   }
   for (size_t i = 0; i < untrained.size(); ++i)
     out += fmt::format("!{}: used position-table rows that no training step updated: {}\n", i + 1, untrained[i]);
+  std::vector<std::string> free;  // the position-free baseline, where the task has one
+  for (const auto& r : results)
+    if (std::isfinite(r.position_free_token_accuracy) && r.method == results.front().method)
+      free.push_back(fmt::format("{} {:.2f}% ({:.2f}%)", r.length, 100.0 * r.position_free_token_accuracy,
+                                 100.0 * r.position_free_sequence_accuracy));
+  if (!free.empty())
+    out += "position-free baseline (the input's most frequent symbol at every output slot), token (seq) acc by "
+           "length: " + join(free, ", ") + "\n";
   return out;
 }
 

@@ -144,6 +144,7 @@ EvalResult Evaluator::evaluate_length(int64_t length, int64_t samples, const std
   r.sequence_length = task_.sequence_length(length);
   const int64_t examples = task_.evaluation_size(length, samples);
   ChanceLevel chance(task_.num_classes(), task_.chance_per_position());
+  PositionFreeLevel position_free;
   AttentionSummaryAccumulator attention;
   ForwardRequest request;
   request.attentions = statistics && config_.analysis.attention_statistics;
@@ -165,6 +166,7 @@ EvalResult Evaluator::evaluate_length(int64_t length, int64_t samples, const std
     scored += s.scored_tokens;
     correct_sequences += s.correct_sequences;
     chance.add(batch);
+    position_free.add(batch);
     done += n;
   }
   extrapolation.reset();
@@ -177,6 +179,9 @@ EvalResult Evaluator::evaluate_length(int64_t length, int64_t samples, const std
   r.chance_token_accuracy = c.token_accuracy;
   r.chance_sequence_accuracy = c.sequence_accuracy;
   r.chance_loss = c.loss;
+  const PositionFreeScore free = position_free.score();
+  r.position_free_token_accuracy = free.token_accuracy;
+  r.position_free_sequence_accuracy = free.sequence_accuracy;
   r.attention = attention.summary();
   return r;
 }

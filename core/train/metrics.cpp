@@ -31,6 +31,24 @@ BatchScore score_batch(const torch::Tensor& logits, const Batch& batch, bool rea
   return s;
 }
 
+void PositionFreeLevel::add(const Batch& batch) {
+  if (!batch.position_free.defined()) return;
+  defined_ = true;
+  const auto scored = batch.scored.to(torch::kCPU);
+  const auto hit = (batch.position_free.to(torch::kCPU) == batch.targets.to(torch::kCPU)) & scored;
+  const auto right = hit | ~scored;
+  correct_ += hit.sum().item<int64_t>();
+  scored_ += scored.sum().item<int64_t>();
+  correct_sequences_ += right.all(1).sum().item<int64_t>();
+  sequences_ += scored.size(0);
+}
+
+PositionFreeScore PositionFreeLevel::score() const {
+  if (!defined_) return {};
+  return {static_cast<double>(correct_) / std::max<int64_t>(1, scored_),
+          static_cast<double>(correct_sequences_) / std::max<int64_t>(1, sequences_)};
+}
+
 void ChanceLevel::add(const Batch& batch) {
   targets_.push_back(batch.targets.cpu());
   scored_.push_back(batch.scored.cpu());

@@ -1,6 +1,8 @@
 // Loss and accuracy on the scored positions of a batch.
 #pragma once
 
+#include <cmath>  // NAN
+
 #include <torch/torch.h>
 
 #include "data/task.h"
@@ -41,6 +43,21 @@ struct ChanceScore {
 // set itself without the optimism of picking the mode on the scored targets: the mode of the
 // even rows scores the odd rows and the other way round (a position the fitting rows never
 // score takes their mode over all positions); the entropy gets the Miller-Madow correction.
+// The position-free baseline of an evaluation set: the share of scored targets, and of
+// sequences, that Batch::position_free gets right; NaN where no batch carries one.
+struct PositionFreeScore {
+  double token_accuracy = NAN, sequence_accuracy = NAN;
+};
+class PositionFreeLevel {
+ public:
+  void add(const Batch& batch);
+  PositionFreeScore score() const;
+
+ private:
+  bool defined_ = false;
+  int64_t correct_ = 0, scored_ = 0, correct_sequences_ = 0, sequences_ = 0;
+};
+
 class ChanceLevel {
  public:
   ChanceLevel(int64_t num_classes, bool per_position) : num_classes_(num_classes), per_position_(per_position) {}

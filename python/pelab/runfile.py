@@ -39,8 +39,10 @@ EVALUATION_DATASETS = ["method", "length", "sequence_length", "samples", "loss",
                        "per_sequence_accuracy", "chance_token_accuracy", "chance_sequence_accuracy", "chance_loss",
                        "step", "sampler", "positions_max_length", "untrained"]
 # the task's evaluation condition (passkey: depth; flip_flop: p_ignore) and its value; files
-# written before 2026-12-02 lack them and read as "" and 0 (no condition)
-OPTIONAL_EVALUATION_DATASETS = {"condition": "", "condition_value": 0.0}
+# written before 2026-12-02 lack them and read as "" and 0 (no condition); the position-free
+# baseline (NaN where the task has none), absent before 2026-12-03 and read as NaN
+OPTIONAL_EVALUATION_DATASETS = {"condition": "", "condition_value": 0.0, "position_free_token_accuracy": float("nan"),
+                                "position_free_sequence_accuracy": float("nan")}
 EVALUATION_ATTRS = ["train_min_length", "train_max_length", "task_format", "protocol", "train_steps", "run_sampler",
                     "run_positions_max_length"]
 ATTENTION_STATISTICS = ["mean_distance", "entropy", "diagonal", "first", "last"]  # evaluation/attention/*
@@ -412,7 +414,8 @@ def parse_overrides(text):
 # the columns of a per-run file (pelab report's report_runs.csv) read as numbers
 _PER_RUN_INTEGERS = {"length", "beyond_training", "samples", "train_min_length", "train_max_length", "train_steps"}
 _PER_RUN_FLOATS = {"per_token_accuracy", "per_sequence_accuracy", "loss", "chance_token_accuracy",
-                   "chance_sequence_accuracy", "chance_loss", "in_distribution_token_accuracy"}
+                   "chance_sequence_accuracy", "chance_loss", "in_distribution_token_accuracy",
+                   "position_free_token_accuracy", "position_free_sequence_accuracy"}
 
 
 def per_run_file(path):
@@ -436,6 +439,9 @@ def per_run_file(path):
             row = {k: (int(v) if k in _PER_RUN_INTEGERS else float(v) if k in _PER_RUN_FLOATS and v != "" else v)
                    for k, v in line.items()}
             row.setdefault("untrained", "")
+            for k in ("position_free_token_accuracy", "position_free_sequence_accuracy"):  # none: NaN
+                if row.get(k, "") == "":
+                    row[k] = float("nan")
             r = runs.get(row["run"])
             if r is None:
                 r = runs[row["run"]] = dict(
