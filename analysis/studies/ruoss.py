@@ -175,8 +175,14 @@ def plot(summaries, path):
     """One panel per task: per encoding, the paper's measure over the learned runs as bars (plain,
     randomized) and over every run as crosses, the best rate's median with its interval as a dot
     and whisker; the baseline dashed."""
-    fig, axes = plt.subplots(1, len(summaries), figsize=(1.2 + 5.2 * len(summaries), 3.6), squeeze=False)
-    for ax, (task, summary) in zip(axes[0], summaries.items()):
+    # a grid of two columns at a size the page shows readably (a strip of four panels was
+    # 2747 x 386 pixels, its type too small once scaled to the page)
+    columns = min(2, len(summaries))
+    rows = (len(summaries) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(5.0 * columns, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(summaries):]:
+        ax.set_visible(False)
+    for ax, (task, summary) in zip(axes.flat, summaries.items()):
         cells = summary["cells"]
         x = np.arange(len(ENCODINGS))
         for offset, sampler, color in [(-0.2, "contiguous", "tab:blue"), (0.2, "randomized", "tab:orange")]:
@@ -197,7 +203,7 @@ def plot(summaries, path):
                    label=f"{name}: paper's measure, learned runs")
             whiskers = np.nan_to_num([(medians - low)[drawn], (high - medians)[drawn]])  # one seed: none
             ax.errorbar(x[drawn] + offset, medians[drawn], yerr=whiskers,
-                        fmt="o", color=color, markersize=4, capsize=2, label="median [95% CI], best rate")
+                        fmt="o", color=color, markersize=4, capsize=2, label="median [interval], best rate")
         chance = [c["chance"] for c in cells.values() if "chance" in c]
         if chance:
             ax.axhline(np.mean(chance), color="k", linestyle="--", linewidth=1, label="input-independent baseline")
@@ -206,10 +212,11 @@ def plot(summaries, path):
         ax.set_title(f"{task} ({summary['steps']:,} steps)", fontsize=10)
         ax.set_ylabel("per-token accuracy beyond training (%)", fontsize=8)
     legend = {}  # every panel's entries, once each (a panel with nothing learned draws only the baseline)
-    for ax in axes[0]:
+    for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             legend.setdefault(label, handle)
-    fig.legend(legend.values(), legend.keys(), fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.legend(legend.values(), legend.keys(), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     print(f"wrote {path}")
