@@ -168,9 +168,18 @@ def main():
     parser.add_argument("--filter", metavar="KEY=V[,V...]", action="append", default=[],
                         help="keep the runs whose config KEY is one of the values (repeatable)")
     parser.add_argument("--log-x", action="store_true", help="test lengths on a logarithmic axis")
+    parser.add_argument("--label", action="append", default=[], metavar="GROUP => WORDS",
+                        help="name the group labelled GROUP (from its axis values) WORDS in the legend and the CSV "
+                             "(repeatable)")
     parser.add_argument("--out", help="PNG to write (default SWEEP_DIR/lengths.png for one sweep, else "
                                       "lengths.png here); the CSV goes beside it")
     args = parser.parse_args()
+    args.words = {}  # --label: group label -> words
+    for text in args.label:
+        if " => " not in text:
+            parser.error(f"--label {text!r}: expected 'GROUP => WORDS'")
+        group, words = text.split(" => ", 1)
+        args.words[group.strip()] = words.strip()
     key = {"token": "per_token_accuracy", "sequence": "per_sequence_accuracy", "loss": "loss"}[args.metric]
     chance_key = {"token": "chance_token_accuracy", "sequence": "chance_sequence_accuracy",
                   "loss": "chance_loss"}[args.metric]
@@ -299,13 +308,14 @@ def plot_panel(ax, groups, styles, args, loss, legend):
         chance = [np.mean(g["chance"][L]) for L in lengths]
         seeds = max(len(v) for v in values)
         learned = f", {seeds - g['not_learned']} learned" if g["not_learned"] else ""
-        line = plot_mean_and_spread(ax, lengths, values, f"{name} (n={seeds}{learned})", **styles[name])
+        line = plot_mean_and_spread(ax, lengths, values, f"{args.words.get(name, name)} (n={seeds}{learned})",
+                                    **styles[name])
         legend.setdefault(name, line)  # labelled with the first panel's seed count
         ax.axvline(g["train_max"], color=line.get_color(), linestyle=":")
         if not shared_chance:
             ax.plot(lengths, chance, linestyle="--", color=line.get_color())
         untrained_points += [(L, np.mean(g["values"][L])) for L in sorted(g["untrained"])]
-        rows += [[name, L, int(L > g["train_max"]), np.mean(v), sample_std(v), min(v), max(v), len(v), c,
+        rows += [[args.words.get(name, name), L, int(L > g["train_max"]), np.mean(v), sample_std(v), min(v), max(v), len(v), c,
                   int(L in g["untrained"]), np.mean(g["free"][L]) if L in g["free"] else ""]
                  for L, v, c in zip(lengths, values, chance)]
         if g["free"] and not shared_free:

@@ -370,6 +370,12 @@ assert seeds("lengths.csv", "1") == sum(r["beyond_training"] == "1" for r in run
 assert seeds("learned_lengths.csv", "0") == seeds("lengths.csv", "0") == sum(r["beyond_training"] == "0" for r in runs)
 print("plot_lengths --learned leaves out what the report leaves out")
 PY
+# --label: a group in words, in the legend and the CSV
+$py "$analysis/plot_lengths.py" eval-out --label "task=reverse_string min_length=1 max_length=3 => reverse, trained on 1-3" \
+  --out labelled.png
+grep -q "^\"reverse, trained on 1-3\",3," labelled.csv
+! grep -q "^task=reverse_string min_length=1 max_length=3," labelled.csv
+fails_with 2 "expected 'GROUP => WORDS'" $py "$analysis/plot_lengths.py" eval-out --label "no arrow" --out bad.png
 $py "$analysis/plot_training.py" eval-out --out training.png
 $py "$analysis/plot_training.py" "$run" --out run_training.png
 for f in lengths training run_training; do
