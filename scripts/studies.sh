@@ -22,7 +22,9 @@
 # of both pelab report and plot_lengths.py (--metric, --method, --samples, --learned) for its
 # per-run file, table and plot; --learned is the study's threshold for a run that has learned its
 # training range (the per-run file's learned column; beyond training, the others are left out).
-# Lines "# label: GROUP => WORDS" name a group in the plot's legend in words (GROUP as
+# A line "# table: OPTIONS" gives options of the table's pelab report alone (--aggregate
+# median-ci: the median with its order-statistic interval). Lines "# label: GROUP => WORDS"
+# name a group in the plot's legend in words (GROUP as
 # plot_lengths.py labels it from the axis values, e.g. "learned max_positions=256 phases=32").
 # Environment: PELAB (default build/pelab), STUDY_JOBS (runs at once, default 2), STUDIES_DOCS
 # (the pages' folder, default docs/studies; tests/studies_from_data.sh makes a copy's tables).
@@ -45,10 +47,12 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 # report_options (the caller's local array): the sweep file's "# report:" line, split;
-# label_options: its "# label: GROUP => WORDS" lines, as plot_lengths.py --label arguments (the
-# legend in words instead of the group's axis values)
+# table_options: its "# table:" line (options of the table's pelab report alone, e.g.
+# --aggregate median-ci); label_options: its "# label: GROUP => WORDS" lines, as plot_lengths.py
+# --label arguments (the legend in words instead of the group's axis values)
 read_report_options() {
   read -r -a report_options <<<"$(sed -n 's/^# report: //p' "$1")"
+  read -r -a table_options <<<"$(sed -n 's/^# table: //p' "$1")"
   label_options=()
   local label
   while IFS= read -r label; do label_options+=(--label "$label"); done < <(sed -n 's/^# label: //p' "$1")
@@ -80,7 +84,7 @@ run_sweep() {
 
 # second stage for one sweep file: its table and plot from its per-run file
 tables_of_sweep() {
-  local file=$1 out=$2 sweep report_options
+  local file=$1 out=$2 sweep report_options table_options label_options
   sweep=$(basename "$file" .yaml)
   read_report_options "$file"
   if [ ! -f "$out/${sweep}_runs.csv" ]; then
@@ -91,7 +95,8 @@ tables_of_sweep() {
   # From the folder, so that the table names its source as <sweep>_runs.csv, wherever it is.
   "$py" analysis/plot_lengths.py "$out/${sweep}_runs.csv" "${report_options[@]}" "${label_options[@]}" \
     --out "$out/$sweep.png" > /dev/null
-  (cd "$out" && "$pelab" report "${sweep}_runs.csv" --format markdown "${report_options[@]}" --out "$scratch/$sweep" > /dev/null)
+  (cd "$out" && "$pelab" report "${sweep}_runs.csv" --format markdown "${report_options[@]}" "${table_options[@]}" \
+    --out "$scratch/$sweep" > /dev/null)
   cp "$scratch/$sweep/report.md" "$out/$sweep.md"
   cp "$scratch/$sweep/report.csv" "$out/$sweep.csv"
 }
