@@ -48,12 +48,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter  # noqa: E402
 
 from plotting import group_style, plot_mean_and_spread, sample_std, save_figure_and_csv  # noqa: E402
-from runfile import (condition_values, evaluation_settings, group_label, load, per_run_file, select_rows,  # noqa: E402
-                     sweep_runs, task_name)
-
-
-# the position-free baseline's column per metric (tasks whose outputs rearrange the input)
-FREE_KEYS = {"token": "position_free_token_accuracy", "sequence": "position_free_sequence_accuracy"}
+from runfile import (POSITION_FREE_KEYS, condition_values, evaluation_settings, group_label, load,  # noqa: E402
+                     per_run_file, select_rows, sweep_runs, task_name)
 
 
 def collect(runs, args, key, chance_key, scale, facet=None):
@@ -80,7 +76,7 @@ def collect(runs, args, key, chance_key, scale, facet=None):
                 continue  # generalization of what was not learned (pelab report --learned)
             g["values"].setdefault(length, []).append(scale * row[key])
             g["chance"].setdefault(length, []).append(scale * row[chance_key])
-            free = row.get(FREE_KEYS.get(args.metric), float("nan"))  # the position-free baseline
+            free = row.get(POSITION_FREE_KEYS.get(args.metric), float("nan"))  # the position-free baseline
             if np.isfinite(free):
                 g["free"].setdefault(length, []).append(scale * free)
             if row["untrained"]:

@@ -29,7 +29,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from plotting import save_figure_and_csv  # noqa: E402
-from runfile import per_run_file, select_rows, sweep_runs, task_name  # noqa: E402
+from runfile import POSITION_FREE_KEYS, per_run_file, select_rows, sweep_runs, task_name  # noqa: E402
 
 
 def cells(runs, metric):
@@ -50,10 +50,9 @@ def cells(runs, metric):
             continue
         c = out.setdefault((task_name(run), scheme), dict(beyond=[], baseline=[], at_train_max=[], lengths=set()))
         c["beyond"].append(float(np.mean([row[key] for row in beyond.values()])))
-        # the stronger of the input-independent and the position-free baseline (where the task has one)
-        free_key = {"token": "position_free_token_accuracy", "sequence": "position_free_sequence_accuracy"}[metric]
-        c["baseline"].append(float(np.mean([max(row[chance_key], row.get(free_key, float("nan")))
-                                            if np.isfinite(row.get(free_key, float("nan"))) else row[chance_key]
+        # the stronger of the input-independent and the position-free baseline (fmax: chance where
+        # the task has no position-free one, NaN)
+        c["baseline"].append(float(np.mean([np.fmax(row[chance_key], row.get(POSITION_FREE_KEYS[metric], np.nan))
                                             for row in beyond.values()])))
         c["at_train_max"].append(rows[train_max][key])
         c["lengths"].update(beyond)

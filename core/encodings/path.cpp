@@ -13,32 +13,40 @@ namespace {
 // The bias on the CPU in float32: the row kernels (core/kernels/path_transport.h) below
 // path_chunks::kRowsBelow tokens, where their few short recurrences beat the chunks' many small
 // matrix products; the chunked form (core/encodings/path_chunks.h) from there on.
-torch::Tensor rows_bias(const torch::Tensor& q_in, const torch::Tensor& k_in, const torch::Tensor& w_in,
-                        const torch::Tensor& beta_in, double scale) {
-  const auto q = unit_last_stride(q_in), k = unit_last_stride(k_in), w = unit_last_stride(w_in);
-  const auto beta = beta_in.contiguous();
-  const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-  auto bias = torch::empty({dims.batch, dims.heads, dims.queries, dims.keys}, q.options());
-  const kernels::PathInputs in{kernel_view(q), kernel_view(k), kernel_view(w), kernel_view(beta), static_cast<float>(scale)};
-  at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
-    kernels::path_transport_forward(dims, begin, end, in, mutable_kernel_view(bias));
+// The row kernels' inputs: q, k, w with unit stride along Dh, beta contiguous, and their views
+struct RowKernelInputs {
+  torch::Tensor q, k, w, beta;
+  kernels::AttentionDims dims;
+  kernels::PathInputs in;
+  RowKernelInputs(const torch::Tensor& q_in, const torch::Tensor& k_in, const torch::Tensor& w_in,
+                  const torch::Tensor& beta_in, double scale)
+      : q(unit_last_stride(q_in)), k(unit_last_stride(k_in)), w(unit_last_stride(w_in)), beta(beta_in.contiguous()),
+        dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)},
+        in{kernel_view(q), kernel_view(k), kernel_view(w), kernel_view(beta), static_cast<float>(scale)} {}
+  int64_t pairs() const { return dims.batch * dims.heads; }
+};
+
+torch::Tensor rows_bias(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w, const torch::Tensor& beta,
+                        double scale) {
+  const RowKernelInputs r(q, k, w, beta, scale);
+  auto bias = torch::empty({r.dims.batch, r.dims.heads, r.dims.queries, r.dims.keys}, r.q.options());
+  at::parallel_for(0, r.pairs(), 1, [&](int64_t begin, int64_t end) {
+    kernels::path_transport_forward(r.dims, begin, end, r.in, mutable_kernel_view(bias));
   });
   return bias;
 }
 
-torch::autograd::variable_list rows_bias_backward(const torch::Tensor& q_in, const torch::Tensor& k_in,
-                                                  const torch::Tensor& w_in, const torch::Tensor& beta_in,
-                                                  const torch::Tensor& grad_bias, double scale) {
-  const auto q = unit_last_stride(q_in), k = unit_last_stride(k_in), w = unit_last_stride(w_in);
-  const auto beta = beta_in.contiguous();
+torch::autograd::variable_list rows_bias_backward(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& w,
+                                                  const torch::Tensor& beta, const torch::Tensor& grad_bias,
+                                                  double scale) {
+  const RowKernelInputs r(q, k, w, beta, scale);
   const auto grad = unit_last_stride(grad_bias);
-  const kernels::AttentionDims dims{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-  auto grad_q = torch::empty(q.sizes(), q.options()), grad_k = torch::empty(k.sizes(), k.options()),
-       grad_w = torch::empty(w.sizes(), w.options()), grad_beta = torch::empty(beta.sizes(), beta.options());
-  const kernels::PathInputs in{kernel_view(q), kernel_view(k), kernel_view(w), kernel_view(beta), static_cast<float>(scale)};
-  at::parallel_for(0, dims.batch * dims.heads, 1, [&](int64_t begin, int64_t end) {
-    kernels::path_transport_backward(dims, begin, end, in, kernel_view(grad), mutable_kernel_view(grad_q),
-                                     mutable_kernel_view(grad_k), mutable_kernel_view(grad_w), mutable_kernel_view(grad_beta));
+  auto grad_q = torch::empty(r.q.sizes(), r.q.options()), grad_k = torch::empty(r.k.sizes(), r.k.options()),
+       grad_w = torch::empty(r.w.sizes(), r.w.options()), grad_beta = torch::empty(r.beta.sizes(), r.beta.options());
+  at::parallel_for(0, r.pairs(), 1, [&](int64_t begin, int64_t end) {
+    kernels::path_transport_backward(r.dims, begin, end, r.in, kernel_view(grad), mutable_kernel_view(grad_q),
+                                     mutable_kernel_view(grad_k), mutable_kernel_view(grad_w),
+                                     mutable_kernel_view(grad_beta));
   });
   return {grad_q, grad_k, grad_w, grad_beta};
 }
@@ -214,8 +222,9 @@ torch::Tensor PathImpl::bias_of(const torch::Tensor& q, const torch::Tensor& k, 
                                 const torch::Tensor& beta, double scale) {
   if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32)
     return PathBias::apply(q, k, w, beta, scale);
-  // elsewhere (the GPU; other dtypes) by torch operations, chunks of 64: T / 64 sequential steps
-  return chunked_bias(q, k, w, beta, scale, 64);
+  // elsewhere (the GPU; other dtypes) by torch operations, chunked_bias's default chunks of 64:
+  // T / 64 sequential steps
+  return chunked_bias(q, k, w, beta, scale);
 }
 
 torch::Tensor PathImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {

@@ -77,19 +77,21 @@ struct Pair {
   float* queries;           // (Tp, Dh): q~ per chunk
   float* transport;         // (n, Dh, Dh): P per chunk
   float* square;            // (C, C) scratch
+  float *current, *next;    // (Tp, Dh) each: scores' rotating Y_c when it keeps none
 
   explicit Pair(const Sizes& sizes) : z(sizes) {
     const int64_t Tp = z.padded(), C = z.C, Dh = z.Dh;
-    storage.resize(5 * Tp * Dh + Tp + z.n * C * C + z.n * C * z.solved() + z.n * Dh * Dh + C * C);
-    float* next = storage.data();
+    storage.resize(7 * Tp * Dh + Tp + z.n * C * C + z.n * C * z.solved() + z.n * Dh * Dh + C * C);
+    float* cursor = storage.data();
     auto take = [&](int64_t count) {
-      float* start = next;
-      next += count;
+      float* start = cursor;
+      cursor += count;
       return start;
     };
     q = take(Tp * Dh), k = take(Tp * Dh), w = take(Tp * Dh), beta = take(Tp);
     lower = take(z.n * C * C), solved = take(z.n * C * z.solved());
     keys = take(Tp * Dh), queries = take(Tp * Dh), transport = take(z.n * Dh * Dh), square = take(C * C);
+    current = take(Tp * Dh), next = take(Tp * Dh);
   }
 
   // copies pair `p`'s rows (contiguous (B * H, T, Dh) and (B * H, T) inputs), zero padding
@@ -177,20 +179,19 @@ struct Pair {
   // Every score of the pair into `out` (T x T, row stride T; or null: only the chunks' quantities
   // and the Y_c), by
   // the transforms and the key chunks from the last down; `carried`: where each Y_c is kept
-  // (carried_offset), or null (two rotating buffers of Tp rows, `current` and `next`)
-  void scores(float scale, Scores what, float* out, float* carried, std::vector<float>& current,
-              std::vector<float>& next) {
+  // (carried_offset), or null (the rotating `current` and `next`)
+  void scores(float scale, Scores what, float* out, float* carried) {
     for (int64_t c = 0; c < z.n; ++c) transform(c, scale, what, out);
     int64_t rows = 0;
     for (int64_t c = z.n - 2; c >= 0; --c) {
       if (carried) {
         carry(c, c == z.n - 2 ? nullptr : carried + carried_offset(c + 1), rows, carried + carried_offset(c));
       } else {
-        carry(c, current.data(), rows, next.data());
+        carry(c, current, rows, next);
         std::swap(current, next);
       }
       rows += z.C;
-      between(c, carried ? carried + carried_offset(c) : current.data(), scale, what, out);
+      between(c, carried ? carried + carried_offset(c) : current, scale, what, out);
     }
   }
 
@@ -363,10 +364,9 @@ torch::Tensor bias_forward(const torch::Tensor& q_in, const torch::Tensor& k_in,
   auto bias = torch::empty({in.q.size(0), in.q.size(1), T, T}, in.q.options());
   at::parallel_for(0, pairs, 1, [&](int64_t begin, int64_t end) {
     Pair pair(z);
-    std::vector<float> current(z.padded() * z.Dh), next(z.padded() * z.Dh);
     for (int64_t p = begin; p < end; ++p) {
       in.load(pair, p);
-      pair.scores(static_cast<float>(scale), Scores::kBias, bias.data_ptr<float>() + p * T * T, nullptr, current, next);
+      pair.scores(static_cast<float>(scale), Scores::kBias, bias.data_ptr<float>() + p * T * T, nullptr);
     }
   });
   return bias;
@@ -384,10 +384,10 @@ std::array<torch::Tensor, 4> bias_backward(const torch::Tensor& q_in, const torc
   at::parallel_for(0, pairs, 1, [&](int64_t begin, int64_t end) {
     Pair pair(z);
     PairGradients d(z);
-    std::vector<float> carried(std::max<int64_t>(pair.carried_offset(-1), 1)), unused;
+    std::vector<float> carried(std::max<int64_t>(pair.carried_offset(-1), 1));
     for (int64_t p = begin; p < end; ++p) {
       in.load(pair, p);
-      pair.scores(static_cast<float>(scale), Scores::kBias, nullptr, carried.data(), unused, unused);  // Y_c only
+      pair.scores(static_cast<float>(scale), Scores::kBias, nullptr, carried.data());  // Y_c only
       scores_backward(pair, grad.data_ptr<float>() + p * T * T, static_cast<float>(scale), Scores::kBias,
                       carried.data(), d);
       store(d, p, T, z.Dh, grad_q, grad_k, grad_w, grad_beta);
@@ -410,10 +410,10 @@ std::pair<torch::Tensor, torch::Tensor> attention_forward(const torch::Tensor& q
   auto lse = torch::empty({B, H, T}, in.q.options());
   at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
     Pair pair(z);
-    std::vector<float> current(z.padded() * Dh), next(z.padded() * Dh), logits(T * T);
+    std::vector<float> logits(T * T);
     for (int64_t p = begin; p < end; ++p) {
       in.load(pair, p);
-      pair.scores(static_cast<float>(scale), Scores::kLogits, logits.data(), nullptr, current, next);
+      pair.scores(static_cast<float>(scale), Scores::kLogits, logits.data(), nullptr);
       const float *vp = v.data_ptr<float>() + p * T * Dh, *m = mask.rows(p);
       float *op = out.data_ptr<float>() + p * T * Dh, *lp = lse.data_ptr<float>() + p * T;
       for (int64_t r0 = 0; r0 < T; r0 += C) {  // a block of query rows and the keys up to its last
@@ -443,11 +443,11 @@ std::array<torch::Tensor, 5> attention_backward(const torch::Tensor& q_in, const
   at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
     Pair pair(z);
     PairGradients d(z);
-    std::vector<float> carried(std::max<int64_t>(pair.carried_offset(-1), 1)), unused, probabilities(T * T),
+    std::vector<float> carried(std::max<int64_t>(pair.carried_offset(-1), 1)), probabilities(T * T),
         grad(T * T);
     for (int64_t p = begin; p < end; ++p) {
       in.load(pair, p);
-      pair.scores(static_cast<float>(scale), Scores::kLogits, probabilities.data(), carried.data(), unused, unused);
+      pair.scores(static_cast<float>(scale), Scores::kLogits, probabilities.data(), carried.data());
       const float *vp = v.data_ptr<float>() + p * T * Dh, *dout = grad_out.data_ptr<float>() + p * T * Dh;
       float* dv = grad_v.data_ptr<float>() + p * T * Dh;
       std::fill(dv, dv + T * Dh, 0.0f);

@@ -41,6 +41,8 @@ EVALUATION_DATASETS = ["method", "length", "sequence_length", "samples", "loss",
 # the task's evaluation condition (passkey: depth; flip_flop: p_ignore) and its value; files
 # written before 2026-12-02 lack them and read as "" and 0 (no condition); the position-free
 # baseline (NaN where the task has none), absent before 2026-12-03 and read as NaN
+# the position-free baseline's dataset (and per-run column) for each accuracy metric
+POSITION_FREE_KEYS = {"token": "position_free_token_accuracy", "sequence": "position_free_sequence_accuracy"}
 OPTIONAL_EVALUATION_DATASETS = {"condition": "", "condition_value": 0.0, "position_free_token_accuracy": float("nan"),
                                 "position_free_sequence_accuracy": float("nan")}
 EVALUATION_ATTRS = ["train_min_length", "train_max_length", "task_format", "protocol", "train_steps", "run_sampler",
