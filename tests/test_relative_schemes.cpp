@@ -3,6 +3,7 @@
 // and translation invariance.
 #include "tests/catch.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/encodings/alibi.h"
@@ -613,6 +614,34 @@ CATCH_TEST_CASE("t5_bias equals one table lookup per bucket, shared by layers", 
   }
   Fixture f;
   CATCH_CHECK(make("t5_bias", f.context, {{"scale", std::string("none")}})->attention_scale() == 1.0);
+}
+
+CATCH_TEST_CASE("t5_bias clamp: distances beyond the longest trained one read its bucket", "[relative][t5_bias]") {
+  for (bool causal : {false, true}) {
+    Fixture f(causal);
+    auto scheme = make("t5_bias", f.context);
+    auto table = param(scheme, "relative_attention_bias");
+    const auto plain = scheme->score_bias(f.q, f.k, f.at(0));
+    // trained on sequences of 3 tokens: offsets up to 2; T = 6 reaches 5
+    scheme->set_extrapolation({"clamp", 2.0, 3});
+    auto naive = torch::zeros({1, 2, f.T, f.T});
+    for (int64_t i = 0; i < f.T; ++i)
+      for (int64_t j = 0; j < f.T; ++j)
+        for (int64_t h = 0; h < 2; ++h)
+          naive[0][h][i][j] = table[naive_t5_bucket(std::clamp<int64_t>(j - i, -2, 2), !causal)][h];
+    const auto clamped = scheme->score_bias(f.q, f.k, f.at(0));
+    CATCH_CHECK(close(clamped, naive));
+    CATCH_CHECK_FALSE(close(clamped, plain));  // distances 3-5 have buckets of their own
+    scheme->set_extrapolation({});
+    CATCH_CHECK(close(scheme->score_bias(f.q, f.k, f.at(0)), plain));
+    CATCH_CHECK_THROWS_WITH(scheme->set_extrapolation({"ntk", 2.0, 3}),
+                            test::ContainsText("t5_bias: extrapolation method 'ntk' is not one of t5_bias's (none, clamp)"));
+  }
+  // a rotary scheme refuses it
+  Fixture f;
+  auto rope = make("rope", f.context);
+  CATCH_CHECK_THROWS_WITH(rope->set_extrapolation({"clamp", 2.0, 3}),
+                          test::ContainsText("rotary: clamp is an extrapolation method of t5_bias only"));
 }
 
 namespace {

@@ -424,7 +424,8 @@ CATCH_TEST_CASE("a run checks that the sampler's positions fit the scheme before
   auto not_rotary = test::tiny_config({"encoding.name=alibi", "eval.extrapolation=[none, ntk]"});
   Encoder alibi = build_model(not_rotary, *task);
   CATCH_CHECK_THROWS_WITH(check_lengths_fit(not_rotary, *task, *alibi),
-                          test::ContainsText("extrapolation method 'ntk' (eval.extrapolation, pelab eval --extrapolation) needs a rotary scheme"));
+                          test::ContainsText("extrapolation method 'ntk' (eval.extrapolation, pelab eval --extrapolation) needs a "
+                                             "scheme that has one"));
 }
 
 CATCH_TEST_CASE("one trained model is evaluated plain and stretched in the same run", "[rotary][sampler]") {

@@ -851,3 +851,25 @@ CATCH_TEST_CASE("the CUDA generator's lock admits one exclusive or many shared h
   CATCH_CHECK(lock.try_lock_shared());
   lock.unlock_shared();
 }
+
+CATCH_TEST_CASE("t5_bias is evaluated plain and clamped in the same run; other schemes refuse clamp",
+                "[trainer][t5_bias]") {
+  auto config = test::tiny_config({"encoding.name=t5_bias", "eval.extrapolation=[none, clamp]", "eval.lengths=[3, 12]"});
+  auto task = test::default_task("reverse_string");
+  Encoder model = build_model(config, *task);
+  CATCH_CHECK_NOTHROW(check_lengths_fit(config, *task, *model));
+  Trainer trainer(config, std::move(model), *task, torch::kCPU);
+  auto results = trainer.evaluator().evaluate();
+  CATCH_REQUIRE(results.size() == 4u);
+  CATCH_CHECK(results[2].method == "clamp");
+  CATCH_CHECK(results[3].length == 12);
+  // within the training length no distance is clamped; at 12 (24 tokens) distances beyond the
+  // longest trained one change bucket
+  CATCH_CHECK(results[0].loss == results[2].loss);
+  CATCH_CHECK(results[1].loss != results[3].loss);
+  auto alibi = test::tiny_config({"encoding.name=alibi", "eval.extrapolation=[none, clamp]"});
+  Encoder alibi_model = build_model(alibi, *task);
+  CATCH_CHECK_THROWS_WITH(check_lengths_fit(alibi, *task, *alibi_model),
+                          test::ContainsText("extrapolation method 'clamp' (eval.extrapolation, pelab eval "
+                                             "--extrapolation) needs a scheme that has one"));
+}

@@ -16,8 +16,8 @@
 namespace pelab {
 
 const std::vector<std::string>& extrapolation_methods() {
-  static const std::vector<std::string> methods = {"none",        "interpolation", "ntk", "yarn",
-                                                   "dynamic_ntk", "rerope",        "leaky_rerope"};
+  static const std::vector<std::string> methods = {"none",   "interpolation", "ntk",  "yarn", "dynamic_ntk",
+                                                   "rerope", "leaky_rerope",  "clamp"};
   return methods;
 }
 

@@ -118,9 +118,9 @@ std::shared_ptr<torch::nn::Module> linear_if(bool served, int64_t in, int64_t ou
 // `layer` value of the embed hook at the token embeddings (before the embedding LayerNorm).
 constexpr int64_t kInputLayer = -1;
 
-// Evaluation-time extrapolation of rotary schemes (core/encodings/rotary.h).
+// Evaluation-time extrapolation of rotary schemes (core/encodings/rotary.h) and t5_bias (clamp).
 struct Extrapolation {
-  std::string method = "none";  // none | interpolation | ntk | yarn | dynamic_ntk | rerope | leaky_rerope
+  std::string method = "none";  // none | interpolation | ntk | yarn | dynamic_ntk | rerope | leaky_rerope | clamp
   double factor = 1.0;          // s: test / training sequence length, in tokens
   int64_t training_length = 0;  // the longest training sequence, in tokens (YaRN's and dynamic NTK's L)
 };
@@ -230,7 +230,7 @@ class PositionEncodingImpl : public torch::nn::Module {
   }
 
   // Evaluation-time extrapolation of rotary schemes (position interpolation, NTK-aware base
-  // scaling, YaRN, dynamic NTK); other schemes support only "none".
+  // scaling, YaRN, dynamic NTK) and of t5_bias (clamp); other schemes support only "none".
   virtual bool supports_extrapolation() const { return false; }
   virtual void set_extrapolation(const Extrapolation& extrapolation) {
     TORCH_CHECK(extrapolation.method == "none", "this position encoding has no extrapolation method '",

@@ -113,6 +113,7 @@ void RotaryImpl::set_extrapolation(const Extrapolation& extrapolation) {
   TORCH_CHECK(std::find(methods.begin(), methods.end(), method) != methods.end(),
               "rotary: unknown extrapolation method '", method,
               "'; expected none, interpolation, ntk, yarn, dynamic_ntk, rerope or leaky_rerope");
+  TORCH_CHECK(method != "clamp", "rotary: clamp is an extrapolation method of t5_bias only");
   TORCH_CHECK((method != "yarn" && method != "dynamic_ntk") || extrapolation.training_length > 0, "rotary: ",
               method, " needs the training length in tokens");
   TORCH_CHECK(supports_rerope_ || !is_rerope(method), "rotary: ", method,

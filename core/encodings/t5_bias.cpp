@@ -34,9 +34,11 @@ void check_t5_max_distance(const std::string& scheme, bool causal, int64_t num_b
 }
 
 torch::Tensor t5_bucket_bias(const torch::Tensor& table, const Positions& positions, bool causal,
-                             int64_t num_buckets, int64_t max_distance) {
+                             int64_t num_buckets, int64_t max_distance, int64_t clamp_distance) {
   const RelativeGeometry geometry(positions);
-  auto buckets = t5_relative_bucket(-geometry.offsets(), !causal, num_buckets, max_distance);  // (W)
+  auto offsets = geometry.offsets();  // (W) query - key
+  if (clamp_distance > 0) offsets = offsets.clamp(-clamp_distance, clamp_distance);
+  auto buckets = t5_relative_bucket(-offsets, !causal, num_buckets, max_distance);  // (W)
   return geometry.bias(table.t().index_select(1, buckets));  // (H, W) -> (B'|1, H, Tq, Tk)
 }
 
@@ -64,10 +66,21 @@ std::vector<OptionSpec> T5BiasImpl::options() {
   };
 }
 
+void T5BiasImpl::set_extrapolation(const Extrapolation& extrapolation) {
+  TORCH_CHECK(extrapolation.method == "none" || extrapolation.method == "clamp", "t5_bias: extrapolation method '",
+              extrapolation.method, "' is not one of t5_bias's (none, clamp)");
+  if (extrapolation.method == "none") {
+    clamp_distance_ = 0;
+    return;
+  }
+  TORCH_CHECK(extrapolation.training_length > 1, "t5_bias: clamp needs the training length in tokens");
+  clamp_distance_ = extrapolation.training_length - 1;  // the longest offset training saw
+}
+
 double T5BiasImpl::attention_scale() const { return scaled_ ? PositionEncodingImpl::attention_scale() : 1.0; }
 
 torch::Tensor T5BiasImpl::score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) {
-  return t5_bucket_bias(table_, attention.positions, context_.causal, num_buckets_, max_distance_);
+  return t5_bucket_bias(table_, attention.positions, context_.causal, num_buckets_, max_distance_, clamp_distance_);
 }
 
 }  // namespace pelab

@@ -21,9 +21,10 @@ torch::Tensor t5_relative_bucket(const torch::Tensor& key_minus_query, bool bidi
 void check_t5_max_distance(const std::string& scheme, bool causal, int64_t num_buckets, int64_t max_distance);
 
 // table (num_buckets, H) looked up by the bucket of every (query, key) pair of `positions`
-// -> (B'|1, H, Tq, Tk)
+// -> (B'|1, H, Tq, Tk). clamp_distance > 0: offsets beyond +-clamp_distance read the bucket of
+// +-clamp_distance (eval.extrapolation clamp).
 torch::Tensor t5_bucket_bias(const torch::Tensor& table, const Positions& positions, bool causal,
-                             int64_t num_buckets, int64_t max_distance);
+                             int64_t num_buckets, int64_t max_distance, int64_t clamp_distance = 0);
 
 class T5BiasImpl : public PositionEncodingImpl {
  public:
@@ -33,11 +34,16 @@ class T5BiasImpl : public PositionEncodingImpl {
 
   torch::Tensor score_bias(const torch::Tensor& q, const torch::Tensor& k, const AttentionContext& attention) override;
   double attention_scale() const override;
+  // eval.extrapolation none or clamp: distances beyond the longest training sequence's (L - 1
+  // tokens) read its bucket, so that no bucket training never reached is read
+  bool supports_extrapolation() const override { return true; }
+  void set_extrapolation(const Extrapolation& extrapolation) override;
   std::vector<PositionTable> position_tables() const override { return {{"relative_attention_bias", "bucket", 0}}; }
 
  private:
   int64_t num_buckets_, max_distance_;
   bool scaled_;
+  int64_t clamp_distance_ = 0;  // 0: no clamping
   torch::Tensor table_;  // (num_buckets, H)
 };
 

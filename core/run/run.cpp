@@ -157,8 +157,8 @@ void check_lengths_fit(const RunConfig& config, const Task& task, EncoderImpl& m
   for (const auto& method : config.eval.extrapolation) {
     if (method != "none" && !model.encoding().supports_extrapolation())
       throw LengthsDoNotFit("extrapolation method '" + method + "' (eval.extrapolation, pelab eval "
-                               "--extrapolation) needs a rotary scheme (rope, xpos); '" + config.encoding.name +
-                               "' has none");
+                               "--extrapolation) needs a scheme that has one (the rotary methods: rope, xpos; clamp: "
+                               "t5_bias); '" + config.encoding.name + "' has none");
     // a method only some rotary schemes have (rerope: rope), with every scheme of the model
     if (method == "none") continue;
     try {
