@@ -852,7 +852,7 @@ CATCH_TEST_CASE("the CUDA generator's lock admits one exclusive or many shared h
   lock.unlock_shared();
 }
 
-CATCH_TEST_CASE("t5_bias is evaluated plain and clamped in the same run; other schemes refuse clamp",
+CATCH_TEST_CASE("t5_bias is evaluated plain and clamped in the same run, other schemes refuse clamp",
                 "[trainer][t5_bias]") {
   auto config = test::tiny_config({"encoding.name=t5_bias", "eval.extrapolation=[none, clamp]", "eval.lengths=[3, 12]"});
   auto task = test::default_task("reverse_string");
