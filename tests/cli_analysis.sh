@@ -88,6 +88,13 @@ assert group_label({"train.phases": "[{max_length: 32}]"}) == "phases=32"
 # phases that differ in more than their lengths keep apart (the label groups runs)
 assert group_label({"train.phases": "[{share: 0.5, max_length: 32}, {max_length: 128}]"}) != label.split()[-1]
 assert group_label({"eval.lengths": "[10, 20]"}) == "lengths=[10, 20]"
+# median_interval, by hand: n = 5 the range with 1 - 2/32; n = 6 the range with 1 - 2/64; n = 9
+# the second smallest and largest with 1 - 2 (1 + 9)/512; n = 12 the third, 1 - 2 (1 + 12 + 66)/4096
+from runfile import median_interval
+assert median_interval([5, 1, 4, 2, 3]) == (3, 1, 5, 0.9375)
+assert median_interval([6, 5, 4, 3, 2, 1]) == (3.5, 1, 6, 0.96875)
+assert median_interval(range(9)) == (4, 1, 7, 1 - 20 / 512)
+assert median_interval(range(12)) == (5.5, 2, 9, 1 - 158 / 4096)
 EOF
 # a complete run whose file cannot be read is named and left out, not dropped silently
 cp -r sweep-out broken-out

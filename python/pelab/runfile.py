@@ -539,3 +539,25 @@ def group_label(overrides):
         return value if name == "encoding" else f"{name}={value}"
     text = " ".join(item(k, v) for k, v in overrides.items() if k != "seed")
     return text or "(base)"
+
+
+def median_interval(values):
+    """(median, low, high, coverage) of the values: pelab report's --aggregate median-ci in Python
+    (experiments/report.cpp). Of the n values sorted, [x_(k), x_(n+1-k)] holds the median of
+    their distribution unless k or more fall on one side of it: with probability 1 - 2
+    P(Binomial(n, 1/2) <= k - 1), the coverage; k is the largest with at least 95% (n = 6 to 8:
+    the range, n = 9 to 11: the second smallest and largest). Below 6 values none has 95%, and
+    the range is given with what it holds (1 - 2^(1-n)); one value: itself, coverage 0."""
+    from math import comb
+    x = sorted(values)
+    n = len(x)
+    if n == 0:
+        raise ValueError("median_interval: no values")
+    median = (x[(n - 1) // 2] + x[n // 2]) / 2
+
+    def coverage(k):
+        return 1 - 2 * sum(comb(n, i) for i in range(k)) / 2 ** n
+    k = 1
+    while k + 1 <= n // 2 and coverage(k + 1) >= 0.95:
+        k += 1
+    return median, x[k - 1], x[n - k], coverage(k) if n >= 2 else 0.0
