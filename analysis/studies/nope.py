@@ -6,7 +6,9 @@ measure: at every task and test length beyond training the five encodings are ra
 exact match (mean over seeds), and each encoding's reciprocal ranks are averaged. Equal exact
 match shares a rank: competition ranking (1, 1, 3), so a cell where every encoding is at 0%
 gives each the same reciprocal rank; the table also gives the average rank of ties (1.5, 1.5,
-3) and the ranks with the all-tied cells left out, which order the encodings alike. A seed that
+3), the ranks with the all-tied cells left out, and ranks that respect the seeds' spread (an
+encoding ranks below another only where the other's order-statistic interval lies wholly above
+its own; overlapping intervals tie). A seed that
 has not learned its training range (the per-run file's learned column: the sweeps' --learned
 threshold) is left out beyond training; one more column ranks over every seed, as the paper
 does not filter.
@@ -31,7 +33,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import complete_runs_of_sweeps, parse_overrides, report_options, scheme_name, select_rows  # noqa: E402
+from runfile import (complete_runs_of_sweeps, median_interval, parse_overrides, report_options,  # noqa: E402
+                     scheme_name, select_rows)
 from plotting import write_and_print  # noqa: E402
 
 TASKS = ["copy", "reverse", "addition"]
@@ -59,7 +62,9 @@ def collect(out, learned_only=True):
 def reciprocal_ranks(cells, tasks, ties="competition"):
     """{encoding: [1 / rank at every task and length beyond training that every encoding has]},
     ranked by mean exact match; ties: competition (1, 1, 3), average (1.5, 1.5, 3) or
-    exclude (a cell where every encoding ties is left out)."""
+    exclude (a cell where every encoding ties is left out); or intervals: an encoding is ranked
+    below another only where the other's order-statistic interval of the seeds' exact match lies
+    wholly above its own (1 + the number of such encodings; overlapping intervals tie)."""
     ranks = {e: [] for e, _ in ENCODINGS}
     for task in tasks:
         per_encoding = {e: cells.get((e, task), {}) for e, _ in ENCODINGS}
@@ -67,6 +72,11 @@ def reciprocal_ranks(cells, tasks, ties="competition"):
         for length in sorted(lengths):
             score = {e: float(np.mean([seed[0] for seed in per_encoding[e][length]])) for e, _ in ENCODINGS}
             if ties == "exclude" and len(set(score.values())) == 1:
+                continue
+            if ties == "intervals":
+                interval = {e: median_interval([seed[0] for seed in per_encoding[e][length]])[1:3] for e in score}
+                for e in score:
+                    ranks[e].append(1.0 / (1 + sum(interval[f][0] > interval[e][1] for f in score)))
                 continue
             for e in score:
                 better = sum(v > score[e] for v in score.values())
@@ -78,7 +88,7 @@ def reciprocal_ranks(cells, tasks, ties="competition"):
 def write_ranks(out, cells, every_run_cells, tasks, lines):
     """Appends the rank table to `lines`, writes nope.md and nope.png; every_run_cells: collect()'s
     cells with the runs that did not learn their training range, for the paper's column."""
-    by_rule = {rule: reciprocal_ranks(cells, tasks, rule) for rule in ("competition", "average", "exclude")}
+    by_rule = {rule: reciprocal_ranks(cells, tasks, rule) for rule in ("competition", "average", "exclude", "intervals")}
     by_rule["every run"] = reciprocal_ranks(every_run_cells, tasks)
     mrr = {rule: {e: float(np.mean(r)) if r else float("nan") for e, r in ranks.items()}
            for rule, ranks in by_rule.items()}
@@ -87,12 +97,14 @@ def write_ranks(out, cells, every_run_cells, tasks, lines):
     lines += ["", f"Mean reciprocal rank over {count} task x length cells beyond training, ranked by mean exact "
               f"match of the seeds that learned their training range; ties share the best rank (1, 1, 3), or "
               f"their average rank, or the {excluded} cells where all five tie are left out; every run: shared "
-              "ranks over every seed, learned or not, as the paper counts (Figure 1, over all its tasks)", "",
-              "| encoding | pelab | ties averaged | all-tied cells out | every run | Kazemnejad et al. |",
-              "|---|---:|---:|---:|---:|---:|"]
+              "ranks over every seed, learned or not, as the paper counts (Figure 1, over all its tasks); intervals: "
+              "an encoding ranks below another only where the other's order-statistic interval of the seeds' exact "
+              "match lies wholly above its own, and overlapping intervals share a rank", "",
+              "| encoding | pelab | ties averaged | all-tied cells out | every run | intervals | Kazemnejad et al. |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
     for encoding, label in sorted(ENCODINGS, key=lambda e: -mrr["competition"][e[0]]):
         lines.append(f"| {label} | {mrr['competition'][encoding]:.2f} | {mrr['average'][encoding]:.2f} | "
-                     f"{mrr['exclude'][encoding]:.2f} | {mrr['every run'][encoding]:.2f} | "
+                     f"{mrr['exclude'][encoding]:.2f} | {mrr['every run'][encoding]:.2f} | {mrr['intervals'][encoding]:.2f} | "
                      f"{PUBLISHED_MRR[encoding]:.2f} |")
     lines.append("")
     write_and_print(os.path.join(out, "nope.md"), lines)
@@ -126,10 +138,11 @@ def beyond_table(tasks, value_of, aggregate="mean ± std"):
 
 
 def medians(out, tasks):
-    """{(encoding, task): (median, ci_low, ci_high, seeds)} of the exact match beyond training, from
-    pelab report --aggregate median-ci over each task's per-run file with its sweep's report
-    options (the learned threshold): the median over the learned seeds with its 95% bootstrap
-    interval (with 5 or fewer seeds, their range). PELAB: the pelab binary (default build/pelab)."""
+    """{(encoding, task): (median, ci_low, ci_high, seeds, coverage)} of the exact match beyond
+    training, from pelab report --aggregate median-ci over each task's per-run file with its
+    sweep's report options (the learned threshold): the median over the learned seeds with its
+    order-statistic interval and the probability that it holds the median (from 6 seeds at least
+    95%; below, the range with less). PELAB: the pelab binary (default build/pelab)."""
     pelab = os.path.abspath(os.environ.get("PELAB", "build/pelab"))
     got = {}
     for task in tasks:
@@ -141,7 +154,8 @@ def medians(out, tasks):
         for row in csv.DictReader(open(os.path.join(scratch, "report.csv"), newline="")):
             if row["length"] == "beyond":
                 encoding = scheme_name(parse_overrides(row["group"]))
-                got[(encoding, task)] = tuple(float(row[k]) for k in ("median", "ci_low", "ci_high")) + (int(row["seeds"]),)
+                got[(encoding, task)] = tuple(float(row[k]) for k in ("median", "ci_low", "ci_high")) + (
+                    int(row["seeds"]), float(row["ci_coverage"] or "nan"))
     return got
 
 
@@ -181,10 +195,13 @@ def main():
     def median_of(encoding, task):
         if (encoding, task) not in median:
             return "not learned" if seeds.get((encoding, task)) else ""
-        m, low, high, n = median[(encoding, task)]
-        return f"{m:.1f} [{low:.1f}, {high:.1f}]" + (f" (n={n})" if n < seeds[(encoding, task)] else "")
+        m, low, high, n, _ = median[(encoding, task)]
+        interval = f" [{low:.1f}, {high:.1f}]" if n > 1 else ""
+        return f"{m:.1f}{interval}" + (f" (n={n})" if n < seeds[(encoding, task)] else "")
+    coverages = sorted({f"{100 * v[4]:.1f}%" for v in median.values() if v[4] == v[4]})
     lines = beyond_table(tasks, value_of) + [""] + beyond_table(
-        tasks, median_of, "median [95% bootstrap interval; with 5 or fewer seeds, their range]")
+        tasks, median_of, "median [the order-statistic interval, which holds the median of the seeds' distribution "
+        f"with probability {', '.join(coverages) or 'n/a'}]")
     write_ranks(out, cells, every_run_cells, tasks, lines)
     return 0
 
