@@ -9,8 +9,8 @@ when the padding row is zero, random or huge, with the attention mask and withou
 From a sweep folder (with its run files), writes OUT/padding_row.csv, the per-run file: every
 run and setting (a run that `pelab padding` cannot measure is named and left out). From
 OUT/padding_row.csv alone, writes OUT/padding_row.md (max |logit change| and changed
-predictions; over the runs of a scheme and direction when there are several seeds, the largest
-of each). PELAB names the pelab binary (default build/pelab).
+predictions: the largest change over the runs of a scheme and direction, and the seeds' median
+share of changed predictions with its order-statistic interval, runfile.median_interval). PELAB names the pelab binary (default build/pelab).
 """
 import csv
 import os
@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import sweep_runs  # noqa: E402
+from runfile import median_interval, sweep_runs  # noqa: E402
 from plotting import run_study, write_and_print  # noqa: E402
 
 
@@ -48,26 +48,37 @@ def extract(sweep, out):
             writer.writerow(row)
 
 
+def schemes_of(rows):
+    """The (encoding, causal) pairs of padding_row.csv's rows, in order."""
+    return list(dict.fromkeys((row["encoding"], row["causal"]) for row in rows))
+
+
 def tables(out):
     """OUT/padding_row.md from OUT/padding_row.csv."""
     with open(os.path.join(out, "padding_row.csv")) as f:
         rows = list(csv.DictReader(f))
     settings = [(row, masked) for masked in ("true", "false") for row in ("zero", "random", "huge")]
-    lines = ["max |logit change| at real tokens (changed predictions)", "",
+    seeds = len({row["run"] for row in rows}) // max(1, len(schemes_of(rows)))
+    coverage = median_interval(list(range(seeds)))[3]
+    lines = ["largest |logit change| at real tokens over the runs (changed predictions: the median over seeds"
+             + (f" [its order-statistic interval, {100 * coverage:.1f}% coverage; {seeds} seeds]" if seeds > 1 else "")
+             + ")", "",
              "| scheme | attention | " + " | ".join(f"{r} row, mask {'on' if m == 'true' else 'off'}"
                                                    for r, m in settings) + " |",
              "|---|---|" + "---:|" * len(settings)]
-    schemes = list(dict.fromkeys((row["encoding"], row["causal"]) for row in rows))
+    schemes = schemes_of(rows)
     for encoding, causal in schemes:
         cells = []
         for name, masked in settings:
             mine = [row for row in rows if (row["encoding"], row["causal"]) == (encoding, causal)
                     and row["row"] == name and row["masked"] == masked]
             change = max(float(row["max_logit_change"]) for row in mine)
-            changed = max(float(row["changed_predictions"]) for row in mine)
+            # the seeds' median share of changed predictions, and its order-statistic interval
+            middle, low, high, _ = median_interval([100 * float(row["changed_predictions"]) for row in mine])
+            share = f"{middle:.0f}%" + (f" [{low:.0f}-{high:.0f}]" if high > low else "")
             # float rounding (pelab padding's within_rounding, kPaddingRounding): not an effect
             rounding = all(row.get("within_rounding") == "true" for row in mine)
-            cells.append(f"0* ({100 * changed:.0f}%)" if rounding else f"{change:.2g} ({100 * changed:.0f}%)")
+            cells.append(f"0* ({share})" if rounding else f"{change:.2g} ({share})")
         direction = "causal" if causal == "true" else "bidirectional"
         lines.append(f"| {encoding} | {direction} | " + " | ".join(cells) + " |")
     lines += ["", "0*: every change under 1e-5 of the largest logit, float rounding (with the mask, padding "
