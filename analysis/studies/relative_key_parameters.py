@@ -2,7 +2,7 @@
 """The parameters study (configs/studies/relative_key_parameters.yaml): per scheme, the model's
 parameters, those of the position encoding, and for each position table the share of its rows
 that training updated (the run file's /trained_rows), beside the accuracy at the training
-length and beyond. Also HF BERT-base's counts for position_embedding_type absolute and
+length and beyond (the median over seeds with its order-statistic interval). Also HF BERT-base's counts for position_embedding_type absolute and
 relative_key, from the shapes its modeling code creates.
 
   /usr/bin/python3 analysis/studies/relative_key_parameters.py runs/studies/relative_key_parameters OUT
@@ -21,7 +21,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from plotting import run_study  # noqa: E402
-from runfile import parse_overrides, scheme_name, select_rows, study_sweep_runs, sweep_runs  # noqa: E402
+from runfile import (median_interval, parse_overrides, scheme_name, select_rows, study_sweep_runs,  # noqa: E402
+                     sweep_runs)
 
 # HF BertModel (transformers' modeling_bert.py): BertEmbeddings always creates position_embeddings
 # (max_position_embeddings x hidden) and adds it only for "absolute"; relative_key(_query) adds
@@ -55,27 +56,57 @@ def extract(sweep, out):
                              sum(int(np.size(v)) for v in trained.values())])
 
 
+LENGTHS = (64, 128, 256)
+
+
+def cell(values, digits=1):
+    """The median of the seeds' values with its order-statistic interval, as text."""
+    middle, low, high, _ = median_interval(values)
+    return f"{middle:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]" if len(values) > 1 else f"{middle:.{digits}f}"
+
+
 def tables(out):
-    """OUT/parameters.{csv,md} from OUT/parameters_runs.csv and the sweep's per-run file."""
+    """OUT/parameters.{csv,md} from OUT/parameters_runs.csv and the sweep's per-run file: per
+    scheme, its parameters and trained rows (the same in every seed: they follow from the shapes
+    and the training length; a scheme whose seeds differ is an error), and the accuracy at each
+    test length and its drop from 64 to 256 bytes, the median over seeds with its
+    order-statistic interval (runfile.median_interval)."""
     accuracy = {r["id"]: {L: row["per_token_accuracy"] * 100 for L, row in select_rows(r["run"]).items()}
                 for r in study_sweep_runs(out, "relative_key_parameters") or []}
-    lines = ["| scheme | parameters | position parameters | share | position rows trained | "
-             "accuracy at 64 | at 128 | at 256 |", "|---|---:|---:|---:|---|---:|---:|---:|"]
-    csv_rows = ["scheme,parameters,position_parameters,trained_rows,rows,accuracy_64,accuracy_128,accuracy_256"]
     with open(os.path.join(out, "parameters_runs.csv"), newline="") as f:
         runs = list(csv.DictReader(f))
+    schemes = {}
     for r in runs:
-        scheme = scheme_name(parse_overrides(r["overrides"]))
-        total, position = int(r["parameters"]), int(r["position_parameters"])
-        rows_trained, rows_total = int(r["trained_rows"]), int(r["rows"])
+        schemes.setdefault(scheme_name(parse_overrides(r["overrides"])), []).append(r)
+    seeds = max(len(rs) for rs in schemes.values())
+    coverage = median_interval(list(range(seeds)))[3]
+    lines = ["| scheme | parameters | position parameters | share | position rows trained | "
+             "accuracy at 64 | at 128 | at 256 | drop 64 to 256 |", "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+    csv_rows = ["scheme,seeds,parameters,position_parameters,trained_rows,rows,"
+                + ",".join(f"accuracy_{L},accuracy_{L}_low,accuracy_{L}_high" for L in LENGTHS)
+                + ",drop_64_256,drop_64_256_low,drop_64_256_high"]
+    for scheme, rs in schemes.items():
+        counts = {(int(r["parameters"]), int(r["position_parameters"]), int(r["trained_rows"]), int(r["rows"]))
+                  for r in rs}
+        if len(counts) > 1:
+            sys.exit(f"relative_key_parameters: {scheme}'s seeds differ in parameters or trained rows: {sorted(counts)}")
+        total, position, rows_trained, rows_total = counts.pop()
         tables_text = (f"{rows_trained} of {rows_total} ({100 * rows_trained / rows_total:.0f}%)"
                        if rows_total else "no tables")
-        acc = [accuracy.get(r["run"], {}).get(L) for L in (64, 128, 256)]
-        lines.append(f"| {scheme} | {total:,} | {position:,} | {100 * position / total:.1f}% | "
-                     f"{tables_text} | " + " | ".join(f"{a:.1f}" if a is not None else "" for a in acc) + " |")
-        csv_rows.append(f"{scheme},{total},{position},{rows_trained},{rows_total},"
-                        + ",".join(f"{a:.2f}" if a is not None else "" for a in acc))
-    lines += ["", "HF BERT-base (12 layers, hidden 768, 512 positions), from the shapes modeling_bert.py creates:", "",
+        per_seed = [accuracy.get(r["run"], {}) for r in rs]
+        by_length = {L: [a[L] for a in per_seed if L in a] for L in LENGTHS}
+        drops = [a[64] - a[256] for a in per_seed if 64 in a and 256 in a]
+        label = "none (position-free)" if scheme == "none" else scheme
+        lines.append(f"| {label} | {total:,} | {position:,} | {100 * position / total:.1f}% | {tables_text} | "
+                     + " | ".join(cell(v) if v else "" for v in list(by_length.values()) + [drops]) + " |")
+        stats = [median_interval(v) if v else (None,) * 4 for v in list(by_length.values()) + [drops]]
+        csv_rows.append(f"{scheme},{len(rs)},{total},{position},{rows_trained},{rows_total},"
+                        + ",".join(",".join("" if x is None else f"{x:.2f}" for x in st[:3]) for st in stats))
+    spread = (f"the median over {seeds} seeds [its order-statistic interval, {100 * coverage:.1f}% coverage]"
+              if seeds > 1 else "one seed")
+    lines += ["", f"Accuracy: per masked byte (%), {spread}; drop: each seed's accuracy at 64 bytes less its accuracy at "
+              "256, the same way. none: the position-free baseline, a model without positions (a bag of bytes).",
+              "", "HF BERT-base (12 layers, hidden 768, 512 positions), from the shapes modeling_bert.py creates:", "",
               "| model | position parameters | used | unused |", "|---|---:|---:|---:|"]
     for name, total, used, unused in hf_bert_rows():
         lines.append(f"| {name} | {total:,} | {used:,} | {unused:,} |")
