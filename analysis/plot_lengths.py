@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Length-generalization plot of a sweep: accuracy (or loss) against test length, one line per group
-of runs (the sweep's axis values but the seed) with its mean and min-max spread over seeds,
+of runs (the sweep's axis values but the seed) with its mean and min-max spread over seeds (or,
+--aggregate median-ci, its median and the order-statistic interval of pelab report's
+--aggregate median-ci),
 each group's training max length (dotted), chance level (dashed) and, for tasks whose outputs
 rearrange the input, the position-free baseline (dash-dot: the input's most frequent symbol at
 every output slot) drawn, and the points whose evaluation used position-table rows training
@@ -9,7 +11,7 @@ never updated circled in red.
   /usr/bin/python3 analysis/plot_lengths.py runs/sweeps/quickstart [--metric token|sequence|loss] [--method none]
       [--step S] [--sampler NAME [--sampler-max-length N]] [--samples N]
       [--learned F [--learned-metric token|sequence]] [--facet KEY] [--filter KEY=V[,V...]] [--log-x]
-      [--condition V]
+      [--condition V] [--aggregate mean|median-ci]
       [--out FILE.png]
   /usr/bin/python3 analysis/plot_lengths.py runs/a/run.h5 runs/b/run.h5 [SWEEP_DIR ...] --out FILE.png
   /usr/bin/python3 analysis/plot_lengths.py docs/studies/nope/copy_runs.csv --metric sequence --out copy.png
@@ -47,9 +49,9 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter  # noqa: E402
 
-from plotting import group_style, plot_mean_and_spread, sample_std, save_figure_and_csv  # noqa: E402
+from plotting import center_and_band, group_style, plot_mean_and_spread, sample_std, save_figure_and_csv  # noqa: E402
 from runfile import (POSITION_FREE_KEYS, condition_values, evaluation_settings, group_label, load,  # noqa: E402
-                     per_run_file, select_rows, sweep_runs, task_name)
+                     median_interval, per_run_file, select_rows, sweep_runs, task_name)
 
 
 def collect(runs, args, key, chance_key, scale, facet=None):
@@ -167,6 +169,9 @@ def main():
     parser.add_argument("--label", action="append", default=[], metavar="GROUP => WORDS",
                         help="name the group labelled GROUP (from its axis values) WORDS in the legend and the CSV "
                              "(repeatable)")
+    parser.add_argument("--aggregate", choices=["mean", "median-ci"], default="mean",
+                        help="each point over seeds: the mean with the range as its band (default), or the median with "
+                             "its order-statistic interval (pelab report --aggregate median-ci)")
     parser.add_argument("--out", help="PNG to write (default SWEEP_DIR/lengths.png for one sweep, else "
                                       "lengths.png here); the CSV goes beside it")
     args = parser.parse_args()
@@ -251,8 +256,11 @@ def main():
     title = (os.path.basename(os.path.normpath(args.paths[0])) if one_sweep
              else os.path.basename(args.paths[0]).replace("_runs.csv", "").replace(".csv", "") if one_file
              else f"{len(runs)} run" + ("s" if len(runs) != 1 else ""))
-    heading = (f"length generalization: {title}" + (f" ({tasks})" if tasks and not args.facet == "task.name" else "")
-               + (f"\n{', '.join(selection)}" if selection else ""))
+    spread = ("median over seeds, band: its order-statistic interval" if args.aggregate == "median-ci"
+              else "mean over seeds, band: their range")
+    heading = (f"length generalization: {title}"
+               + (f" ({tasks})" if tasks and tasks != title and not args.facet == "task.name" else "")
+               + f"\n{spread}" + (f"; {', '.join(selection)}" if selection else ""))
     if len(panels) == 1 and not args.facet:
         axes[0, 0].set_title(heading, fontsize=10)
         axes[0, 0].legend(handles=list(legend.values()), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
@@ -262,7 +270,7 @@ def main():
         fig.tight_layout(rect=(0, 0, 0.8, 0.95))
         fig.legend(handles=list(legend.values()), fontsize=8, loc="upper left", bbox_to_anchor=(0.805, 0.93))
     header = ["group", "length", "beyond_training", "mean", "std", "min", "max", "seeds", "chance", "untrained",
-              "position_free"]
+              "position_free", "median", "interval_low", "interval_high", "interval_coverage"]
     save_figure_and_csv(fig, out, ([args.facet] if args.facet else []) + header, rows,
                         layout=len(panels) == 1 and not args.facet)
     return 0
@@ -305,15 +313,15 @@ def plot_panel(ax, groups, styles, args, loss, legend):
         seeds = max(len(v) for v in values)
         learned = f", {seeds - g['not_learned']} learned" if g["not_learned"] else ""
         line = plot_mean_and_spread(ax, lengths, values, f"{args.words.get(name, name)} (n={seeds}{learned})",
-                                    **styles[name])
+                                    aggregate=args.aggregate, **styles[name])
         legend.setdefault(name, line)  # labelled with the first panel's seed count
         ax.axvline(g["train_max"], color=line.get_color(), linestyle=":")
         if not shared_chance:
             ax.plot(lengths, chance, linestyle="--", color=line.get_color())
-        untrained_points += [(L, np.mean(g["values"][L])) for L in sorted(g["untrained"])]
+        untrained_points += [(L, center_and_band(g["values"][L], args.aggregate)[0]) for L in sorted(g["untrained"])]
         rows += [[args.words.get(name, name), L, int(L > g["train_max"]), np.mean(v), sample_std(v), min(v), max(v), len(v), c,
                   int(L in g["untrained"]), np.mean(g["free"][L]) if L in g["free"] else ""]
-                 for L, v, c in zip(lengths, values, chance)]
+                 + list(median_interval(v)) for L, v, c in zip(lengths, values, chance)]
         if g["free"] and not shared_free:
             free_lengths = sorted(g["free"])
             ax.plot(free_lengths, [np.mean(g["free"][L]) for L in free_lengths], linestyle="-.", color=line.get_color())

@@ -1,4 +1,5 @@
-"""Shared by the plot and study scripts: a mean line with its min-max band over seeds, a style
+"""Shared by the plot and study scripts: a line over seeds with its band (the mean and the range,
+or the median and its order-statistic interval), a style
 per group that keeps equal lines apart, the sample standard deviation the tables use, saving a
 figure together with the plotted numbers as CSV beside it, and writing a markdown text that is
 also printed."""
@@ -7,12 +8,26 @@ import os
 
 import numpy as np
 
+from runfile import median_interval
 
-def plot_mean_and_spread(ax, xs, values, label, **style):
-    """values[i]: the seeds' values at xs[i]; a line through their means (matplotlib `style`
-    over a default marker "o"), a band from min to max in its colour. Returns the line."""
-    line, = ax.plot(xs, [np.mean(v) for v in values], **{"marker": "o", **style}, label=label)
-    ax.fill_between(xs, [min(v) for v in values], [max(v) for v in values], color=line.get_color(), alpha=0.2)
+
+def center_and_band(values, aggregate="mean"):
+    """(centre, low, high) of one point's seed values: aggregate "mean": their mean and range;
+    "median-ci": their median and its order-statistic interval (runfile.median_interval, pelab
+    report's --aggregate median-ci; from 6 values it holds the median with at least 95%)."""
+    if aggregate == "median-ci":
+        return median_interval(values)[:3]
+    return float(np.mean(values)), min(values), max(values)
+
+
+def plot_mean_and_spread(ax, xs, values, label, aggregate="mean", **style):
+    """values[i]: the seeds' values at xs[i]; a line through their centres (matplotlib `style`
+    over a default marker "o"), a band in its colour (center_and_band: the mean and the range,
+    or the median and its order-statistic interval). Returns the line."""
+    points = [center_and_band(v, aggregate) for v in values]
+    line, = ax.plot(xs, [c for c, _, _ in points], **{"marker": "o", **style}, label=label)
+    ax.fill_between(xs, [low for _, low, _ in points], [high for _, _, high in points], color=line.get_color(),
+                    alpha=0.2)
     return line
 
 

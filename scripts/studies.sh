@@ -23,7 +23,7 @@
 # per-run file, table and plot; --learned is the study's threshold for a run that has learned its
 # training range (the per-run file's learned column; beyond training, the others are left out).
 # A line "# table: OPTIONS" gives options of the table's pelab report alone (--aggregate
-# median-ci: the median with its order-statistic interval). Lines "# label: GROUP => WORDS"
+# median-ci: the median with its order-statistic interval; the plot then draws the same). Lines "# label: GROUP => WORDS"
 # name a group in the plot's legend in words (GROUP as
 # plot_lengths.py labels it from the axis values, e.g. "learned max_positions=256 phases=32").
 # Environment: PELAB (default build/pelab), STUDY_JOBS (runs at once, default 2), STUDIES_DOCS
@@ -91,10 +91,16 @@ tables_of_sweep() {
     echo "studies: $out/${sweep}_runs.csv is missing: run the study first (scripts/dev studies $study)" >&2
     exit 1
   fi
+  # the plot aggregates the seeds as the table does (--aggregate median-ci: the median and its
+  # order-statistic interval; otherwise the mean and the range)
+  local plot_options=() i
+  for ((i = 0; i < ${#table_options[@]}; i++)); do
+    if [ "${table_options[i]}" = --aggregate ]; then plot_options=(--aggregate "${table_options[i + 1]}"); fi
+  done
   # the plot first: it writes its numbers as <sweep>.csv, which the table's CSV then replaces.
   # From the folder, so that the table names its source as <sweep>_runs.csv, wherever it is.
-  "$py" analysis/plot_lengths.py "$out/${sweep}_runs.csv" "${report_options[@]}" "${label_options[@]}" \
-    --out "$out/$sweep.png" > /dev/null
+  "$py" analysis/plot_lengths.py "$out/${sweep}_runs.csv" "${report_options[@]}" "${plot_options[@]}" \
+    "${label_options[@]}" --out "$out/$sweep.png" > /dev/null
   (cd "$out" && "$pelab" report "${sweep}_runs.csv" --format markdown "${report_options[@]}" "${table_options[@]}" \
     --out "$scratch/$sweep" > /dev/null)
   cp "$scratch/$sweep/report.md" "$out/$sweep.md"

@@ -15,7 +15,13 @@ rows = list(csv.DictReader(open("lengths.csv")))
 assert rows and all(r["seeds"] == "2" for r in rows), rows
 for r in rows:
     assert math.isclose(float(r["std"]), (float(r["max"]) - float(r["min"])) / math.sqrt(2), abs_tol=1e-9), r
+    # two seeds: the median is their mean, its interval their range, holding the median with 1 - 2^(1-2)
+    assert math.isclose(float(r["median"]), float(r["mean"]), abs_tol=1e-9), r
+    assert (r["interval_low"], r["interval_high"], r["interval_coverage"]) == (r["min"], r["max"], "0.5"), r
 PY
+# --aggregate median-ci draws the median and its interval (the CSV's numbers are the same either way)
+$py "$analysis/plot_lengths.py" sweep-out --aggregate median-ci --out median.png > /dev/null
+test -s median.png && cmp median.csv lengths.csv
 # facets by any config key (a sweep axis, or a key of the stored config), filters, a log axis
 $py "$analysis/plot_lengths.py" sweep-out --facet train.max_length --log-x --out facets.png > /dev/null
 $py "$analysis/plot_lengths.py" sweep-out --facet train.max_length --filter encoding.name=alibi --filter model.d_model=16 \
