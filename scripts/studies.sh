@@ -23,8 +23,8 @@
 # per-run file, table and plot; --learned is the study's threshold for a run that has learned its
 # training range (the per-run file's learned column; beyond training, the others are left out).
 # A line "# table: OPTIONS" gives options of the table's pelab report alone (--aggregate
-# median-ci: the median with its order-statistic interval; the plot then draws the same). Lines "# label: GROUP => WORDS"
-# name a group in the plot's legend in words (GROUP as
+# median-ci: the median with its order-statistic interval; the plot then draws the same).
+# Lines "# label: GROUP => WORDS" name a group in the plot's legend in words (GROUP as
 # plot_lengths.py labels it from the axis values, e.g. "learned max_positions=256 phases=32").
 # Environment: PELAB (default build/pelab), STUDY_JOBS (runs at once, default 2), STUDIES_DOCS
 # (the pages' folder, default docs/studies; tests/studies_from_data.sh makes a copy's tables).
