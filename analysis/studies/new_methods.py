@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """The new-methods study (configs/studies/new_methods/): FoX, stick-breaking, PaTH and FoPE against
-NoPE, RoPE and ALiBi on three tasks. For each task's sweep, pelab report's median over seeds with a
-bootstrap 95% interval, per-token and per-sequence, with runs that did not learn their training
-range (per-token accuracy at the training lengths below the sweep file's --learned threshold, its
-"# report:" line) flagged and their beyond-training values left out (docs/analysis.md).
+NoPE, RoPE and ALiBi on three tasks. For each task's sweep, pelab report's median over seeds with
+its order-statistic interval (--aggregate median-ci), per-token and per-sequence, with runs that
+did not learn their training range (per-token accuracy at the longest training length below the
+sweep file's --learned threshold, its "# report:" line) flagged and their beyond-training values
+left out (docs/analysis.md).
 
   /usr/bin/python3 analysis/studies/new_methods.py runs/studies/new_methods docs/studies/new_methods
 

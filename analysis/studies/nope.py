@@ -33,8 +33,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import (complete_runs_of_sweeps, median_interval, parse_overrides, report_options,  # noqa: E402
-                     scheme_name, select_rows)
+from runfile import (complete_runs_of_sweeps, learned_threshold, median_interval, parse_overrides,  # noqa: E402
+                     report_options, scheme_name, select_rows)
 from plotting import write_and_print  # noqa: E402
 
 TASKS = ["copy", "reverse", "addition"]
@@ -57,6 +57,22 @@ def collect(out, learned_only=True):
             if length > r["run"]["train_max_length"]:
                 cell.setdefault(length, []).append((row["per_sequence_accuracy"], row["per_token_accuracy"]))
     return cells
+
+
+def learned_rule(tasks):
+    """The rule that says which seeds count beyond training, in words, from the task sweeps'
+    report lines (--learned T --learned-metric M): one threshold and metric for every task."""
+    rules = set()
+    for task in tasks:
+        options = report_options(os.path.join(CONFIGS, f"{task}.yaml"))
+        metric = options[options.index("--learned-metric") + 1] if "--learned-metric" in options else "token"
+        rules.add((learned_threshold(os.path.join(CONFIGS, f"{task}.yaml")), metric))
+    if len(rules) != 1 or None in next(iter(rules)):
+        sys.exit(f"nope: the task sweeps must share one --learned threshold and metric, not {sorted(rules, key=str)}")
+    threshold, metric = rules.pop()
+    what = "exact match" if metric == "sequence" else "per-token accuracy"
+    return (f"the seeds that learned their training range ({what} at least {100 * threshold:g}% at the longest "
+            f"training length)")
 
 
 def reciprocal_ranks(cells, tasks, ties="competition"):
@@ -95,7 +111,7 @@ def write_ranks(out, cells, every_run_cells, tasks, lines):
     count = len(next(iter(by_rule["competition"].values())))
     excluded = count - len(next(iter(by_rule["exclude"].values())))
     lines += ["", f"Mean reciprocal rank over {count} task x length cells beyond training, ranked by mean exact "
-              f"match of the seeds that learned their training range; ties share the best rank (1, 1, 3), or "
+              f"match of {learned_rule(tasks)}; ties share the best rank (1, 1, 3), or "
               f"their average rank, or the {excluded} cells where all five tie are left out; every run: shared "
               "ranks over every seed, learned or not, as the paper counts (Figure 1, over all its tasks); intervals: "
               "an encoding ranks below another only where the other's order-statistic interval of the seeds' exact "
@@ -129,8 +145,8 @@ def write_ranks(out, cells, every_run_cells, tasks, lines):
 
 def beyond_table(tasks, value_of, aggregate="mean ± std"):
     """A table's lines; value_of(encoding, task) -> its cell text."""
-    lines = [f"Exact match (%) averaged over the test lengths beyond training, {aggregate} over the seeds that "
-             "learned their training range (n: seeds, when not all of them)", "",
+    lines = [f"Exact match (%) averaged over the test lengths beyond training, {aggregate} over "
+             f"{learned_rule(tasks)} (n: seeds, when not all of them)", "",
              "| encoding | " + " | ".join(tasks) + " |", "|---|" + "---:|" * len(tasks)]
     for encoding, label in ENCODINGS:
         lines.append(f"| {label} | " + " | ".join(value_of(encoding, task) for task in tasks) + " |")
