@@ -101,6 +101,9 @@ assert median_interval([5, 1, 4, 2, 3]) == (3, 1, 5, 0.9375)
 assert median_interval([6, 5, 4, 3, 2, 1]) == (3.5, 1, 6, 0.96875)
 assert median_interval(range(9)) == (4, 1, 7, 1 - 20 / 512)
 assert median_interval(range(12)) == (5.5, 2, 9, 1 - 158 / 4096)
+# the coverage alone, as a table of n seeds states it; one value holds nothing
+from runfile import median_interval_coverage
+assert [median_interval_coverage(n) for n in (1, 5, 6, 9)] == [0.0, 0.9375, 0.96875, 1 - 20 / 512]
 EOF
 # a complete run whose file cannot be read is named and left out, not dropped silently
 cp -r sweep-out broken-out

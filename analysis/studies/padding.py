@@ -10,7 +10,8 @@ From a sweep folder (with its run files), writes OUT/padding_row.csv, the per-ru
 run and setting (a run that `pelab padding` cannot measure is named and left out). From
 OUT/padding_row.csv alone, writes OUT/padding_row.md (max |logit change| and changed
 predictions: the largest change over the runs of a scheme and direction, and the seeds' median
-share of changed predictions with its order-statistic interval, runfile.median_interval). PELAB names the pelab binary (default build/pelab).
+share of changed predictions with its order-statistic interval, runfile.median_interval). PELAB
+names the pelab binary (default build/pelab).
 """
 import csv
 import os
@@ -19,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import median_interval, sweep_runs  # noqa: E402
+from runfile import median_interval, median_interval_coverage, sweep_runs  # noqa: E402
 from plotting import run_study, write_and_print  # noqa: E402
 
 
@@ -48,25 +49,20 @@ def extract(sweep, out):
             writer.writerow(row)
 
 
-def schemes_of(rows):
-    """The (encoding, causal) pairs of padding_row.csv's rows, in order."""
-    return list(dict.fromkeys((row["encoding"], row["causal"]) for row in rows))
-
-
 def tables(out):
     """OUT/padding_row.md from OUT/padding_row.csv."""
     with open(os.path.join(out, "padding_row.csv")) as f:
         rows = list(csv.DictReader(f))
     settings = [(row, masked) for masked in ("true", "false") for row in ("zero", "random", "huge")]
-    seeds = len({row["run"] for row in rows}) // max(1, len(schemes_of(rows)))
-    coverage = median_interval(list(range(seeds)))[3]
+    schemes = list(dict.fromkeys((row["encoding"], row["causal"]) for row in rows))
+    seeds = len({row["run"] for row in rows}) // max(1, len(schemes))
+    coverage = median_interval_coverage(seeds) if seeds else 0.0
     lines = ["largest |logit change| at real tokens over the runs (changed predictions: the median over seeds"
              + (f" [its order-statistic interval, {100 * coverage:.1f}% coverage; {seeds} seeds]" if seeds > 1 else "")
              + ")", "",
              "| scheme | attention | " + " | ".join(f"{r} row, mask {'on' if m == 'true' else 'off'}"
                                                    for r, m in settings) + " |",
              "|---|---|" + "---:|" * len(settings)]
-    schemes = schemes_of(rows)
     for encoding, causal in schemes:
         cells = []
         for name, masked in settings:

@@ -2,8 +2,9 @@
 """The parameters study (configs/studies/relative_key_parameters.yaml): per scheme, the model's
 parameters, those of the position encoding, and for each position table the share of its rows
 that training updated (the run file's /trained_rows), beside the accuracy at the training
-length and beyond (the median over seeds with its order-statistic interval). Also HF BERT-base's counts for position_embedding_type absolute and
-relative_key, from the shapes its modeling code creates.
+length and beyond (the median over seeds with its order-statistic interval). Also HF
+BERT-base's counts for position_embedding_type absolute and relative_key, from the shapes its
+modeling code creates.
 
   /usr/bin/python3 analysis/studies/relative_key_parameters.py runs/studies/relative_key_parameters OUT
   /usr/bin/python3 analysis/studies/relative_key_parameters.py OUT OUT
@@ -21,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from plotting import run_study  # noqa: E402
-from runfile import (median_interval, parse_overrides, scheme_name, select_rows, study_sweep_runs,  # noqa: E402
-                     sweep_runs)
+from runfile import (median_interval, median_interval_coverage, parse_overrides, scheme_name,  # noqa: E402
+                     select_rows, study_sweep_runs, sweep_runs)
 
 # HF BertModel (transformers' modeling_bert.py): BertEmbeddings always creates position_embeddings
 # (max_position_embeddings x hidden) and adds it only for "absolute"; relative_key(_query) adds
@@ -59,10 +60,12 @@ def extract(sweep, out):
 LENGTHS = (64, 128, 256)
 
 
-def cell(values, digits=1):
-    """The median of the seeds' values with its order-statistic interval, as text."""
-    middle, low, high, _ = median_interval(values)
-    return f"{middle:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]" if len(values) > 1 else f"{middle:.{digits}f}"
+def cell(stats, seeds):
+    """A median_interval result of `seeds` values as text: the median [its interval]; '' for none."""
+    if not seeds:
+        return ""
+    middle, low, high, _ = stats
+    return f"{middle:.1f} [{low:.1f}, {high:.1f}]" if seeds > 1 else f"{middle:.1f}"
 
 
 def tables(out):
@@ -79,7 +82,7 @@ def tables(out):
     for r in runs:
         schemes.setdefault(scheme_name(parse_overrides(r["overrides"])), []).append(r)
     seeds = max(len(rs) for rs in schemes.values())
-    coverage = median_interval(list(range(seeds)))[3]
+    coverage = median_interval_coverage(seeds)
     lines = ["| scheme | parameters | position parameters | share | position rows trained | "
              "accuracy at 64 | at 128 | at 256 | drop 64 to 256 |", "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
     csv_rows = ["scheme,seeds,parameters,position_parameters,trained_rows,rows,"
@@ -94,12 +97,13 @@ def tables(out):
         tables_text = (f"{rows_trained} of {rows_total} ({100 * rows_trained / rows_total:.0f}%)"
                        if rows_total else "no tables")
         per_seed = [accuracy.get(r["run"], {}) for r in rs]
-        by_length = {L: [a[L] for a in per_seed if L in a] for L in LENGTHS}
-        drops = [a[64] - a[256] for a in per_seed if 64 in a and 256 in a]
+        # the accuracy at each test length, then each seed's drop from 64 to 256 bytes
+        columns = [[a[L] for a in per_seed if L in a] for L in LENGTHS]
+        columns.append([a[64] - a[256] for a in per_seed if 64 in a and 256 in a])
+        stats = [median_interval(v) if v else (None,) * 4 for v in columns]
         label = "none (position-free)" if scheme == "none" else scheme
         lines.append(f"| {label} | {total:,} | {position:,} | {100 * position / total:.1f}% | {tables_text} | "
-                     + " | ".join(cell(v) if v else "" for v in list(by_length.values()) + [drops]) + " |")
-        stats = [median_interval(v) if v else (None,) * 4 for v in list(by_length.values()) + [drops]]
+                     + " | ".join(cell(st, len(v)) for st, v in zip(stats, columns)) + " |")
         csv_rows.append(f"{scheme},{len(rs)},{total},{position},{rows_trained},{rows_total},"
                         + ",".join(",".join("" if x is None else f"{x:.2f}" for x in st[:3]) for st in stats))
     spread = (f"the median over {seeds} seeds [its order-statistic interval, {100 * coverage:.1f}% coverage]"

@@ -548,16 +548,31 @@ def median_interval(values):
     P(Binomial(n, 1/2) <= k - 1), the coverage; k is the largest with at least 95% (n = 6 to 8:
     the range, n = 9 to 11: the second smallest and largest). Below 6 values none has 95%, and
     the range is given with what it holds (1 - 2^(1-n)); one value: itself, coverage 0."""
-    from math import comb
     x = sorted(values)
     n = len(x)
     if n == 0:
         raise ValueError("median_interval: no values")
     median = (x[(n - 1) // 2] + x[n // 2]) / 2
+    k, coverage = _median_interval_rank(n)
+    return median, x[k - 1], x[n - k], coverage
+
+
+def median_interval_coverage(n):
+    """The probability that median_interval's interval of n values holds the median of their
+    distribution (n = 6: 96.9%): what a table of n seeds states beside its intervals."""
+    if n < 1:
+        raise ValueError("median_interval_coverage: no values")
+    return _median_interval_rank(n)[1]
+
+
+def _median_interval_rank(n):
+    """(k, coverage) of median_interval for n >= 1 values: [x_(k), x_(n+1-k)], k the largest
+    with at least 95% (at least 1), and the probability that it holds the median."""
+    from math import comb
 
     def coverage(k):
         return 1 - 2 * sum(comb(n, i) for i in range(k)) / 2 ** n
     k = 1
     while k + 1 <= n // 2 and coverage(k + 1) >= 0.95:
         k += 1
-    return median, x[k - 1], x[n - k], coverage(k) if n >= 2 else 0.0
+    return k, coverage(k) if n >= 2 else 0.0
