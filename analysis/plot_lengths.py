@@ -50,8 +50,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter  # noqa: E402
 
 from plotting import center_and_band, group_style, plot_mean_and_spread, sample_std, save_figure_and_csv  # noqa: E402
-from runfile import (POSITION_FREE_KEYS, condition_values, evaluation_settings, group_label, load,  # noqa: E402
-                     median_interval, per_run_file, select_rows, sweep_runs, task_name)
+from runfile import (POSITION_FREE_KEYS, condition_values, evaluation_settings, group_label, judged_accuracy,  # noqa: E402
+                     load, median_interval, per_run_file, select_rows, sweep_runs, task_name)
 
 
 def collect(runs, args, key, chance_key, scale, facet=None):
@@ -84,15 +84,6 @@ def collect(runs, args, key, chance_key, scale, facet=None):
             if row["untrained"]:
                 g["untrained"].add(length)
     return groups, left_out
-
-
-def judged_accuracy(run, selected, metric):
-    """The accuracy (metric: "token" or "sequence") at the longest selected length within the
-    run's training lengths, as pelab report judges --learned; inf (learned) when no length there
-    was evaluated."""
-    key = "per_sequence_accuracy" if metric == "sequence" else "per_token_accuracy"
-    within = [length for length in selected if run["train_min_length"] <= length <= run["train_max_length"]]
-    return float(selected[max(within)][key]) if within else np.inf
 
 
 def flatten(tree, prefix=""):

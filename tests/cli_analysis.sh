@@ -104,6 +104,13 @@ assert median_interval(range(12)) == (5.5, 2, 9, 1 - 158 / 4096)
 # the coverage alone, as a table of n seeds states it; one value holds nothing
 from runfile import median_interval_coverage
 assert [median_interval_coverage(n) for n in (1, 5, 6, 9)] == [0.0, 0.9375, 0.96875, 1 - 20 / 512]
+# --learned judges a run at its longest evaluated training length, not at the mean over them
+from runfile import judged_accuracy
+run = dict(train_min_length=1, train_max_length=20)
+rows = {L: dict(per_token_accuracy=a, per_sequence_accuracy=a / 2) for L, a in [(10, 1.0), (20, 0.85), (30, 0.5)]}
+assert judged_accuracy(run, rows) == 0.85  # the mean over 10 and 20 (0.925) would pass 0.9
+assert judged_accuracy(run, rows, "sequence") == 0.425
+assert judged_accuracy(run, {30: rows[30]}) == float("inf")  # nothing evaluated within training: learned
 EOF
 # a complete run whose file cannot be read is named and left out, not dropped silently
 cp -r sweep-out broken-out

@@ -7,16 +7,20 @@ scripts/ruoss-paper.sh), from the per-run files OUT/<task>_runs.csv alone. Per t
   train.learning_rate --aggregate max), over every run as the paper takes it;
 - OUT/<task>_paper_learned.md: the same over the runs that learned their training range;
 - OUT/<task>_median_token.md and OUT/<task>_median_sequence.md: per encoding and learning rate,
-  the median over seeds with its bootstrap 95% interval, per token and per sequence (exact match);
+  the median over seeds with its order-statistic interval (pelab report --aggregate median-ci),
+  per token and per sequence (exact match);
 
 in all but the first a run that has not learned its training range (per-token accuracy below 90%
-at the lengths within it) is flagged and its values beyond training are left out. Over the
+at its longest training length, as pelab report --learned judges it) is flagged and its values
+beyond training are left out. Over the
 tasks: OUT/ruoss.md and OUT/ruoss.csv, one row per task, encoding and positions (plain or
 randomized): the training steps (one number per task: a per-run file that mixes protocols is
 refused), the runs and how many learned, the paper's measure over every run and over the
 learned ones, the median at the encoding's best learning rate (the highest median beyond
-training, as the paper takes its best) with its interval, and the input-independent baseline
-beyond training (the best constant prediction per position); OUT/ruoss.png draws them.
+training, as the paper takes its best) with its interval and coverage, and the two baselines
+beyond training: the input-independent one (the best constant prediction per position) and the
+position-free one (the input's most frequent symbol at every output slot, docs/tasks.md; empty
+where the task has none or the per-run file predates it); OUT/ruoss.png draws them.
 
   /usr/bin/python3 analysis/studies/ruoss.py runs/studies/ruoss docs/studies/ruoss
 
@@ -34,7 +38,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfile import learned_threshold, parse_overrides, per_run_file, scheme_name  # noqa: E402
+from runfile import judged_accuracy, learned_threshold, parse_overrides, per_run_file, scheme_name  # noqa: E402
 from plotting import write_and_print  # noqa: E402
 
 TASKS = ["even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation", "stack_manipulation",
@@ -94,14 +98,16 @@ def task_summary(pelab, out, task, scratch):
         sys.exit(f"ruoss: {runs_file} mixes runs of {' and '.join(map(str, steps))} steps; give each its own file")
     for r in runs:  # runs, learned runs and the baseline beyond training, per encoding
         c = cells.setdefault((scheme_name(r["overrides"]), r["overrides"].get("positions.sampler", "contiguous")),
-                             dict(runs=0, learned=0, chances=[]))
+                             dict(runs=0, learned=0, chances=[], frees=[]))
         c["runs"] += 1
-        within = r["run"]["in_distribution_token_accuracy"]  # None: no length in range, learned (as pelab report)
-        c["learned"] += within is None or within >= LEARNED
-        beyond = [row for L, row in r["run"]["selected"]["none"].items() if L > r["run"]["train_max_length"]]
+        selected = r["run"]["selected"]["none"]
+        c["learned"] += judged_accuracy(r["run"], selected) >= LEARNED  # at the longest training length
+        beyond = [row for L, row in selected.items() if L > r["run"]["train_max_length"]]
         c["chances"].append(100 * np.mean([row["chance_token_accuracy"] for row in beyond]))
+        c["frees"].append(100 * np.mean([row["position_free_token_accuracy"] for row in beyond]))  # NaN: none
     for c in cells.values():
         c["chance"] = float(np.mean(c.pop("chances")))
+        c["position_free"] = float(np.mean(c.pop("frees")))
     for name, learned, suffix in [("paper", False, ""), ("paper_learned", True, "_learned")]:
         text, rows = report(pelab, runs_file, scratch, ["--pool", "train.learning_rate", "--aggregate", "max"], learned)
         with open(os.path.join(out, f"{task}_paper{suffix}.md"), "w") as f:
@@ -120,7 +126,7 @@ def task_summary(pelab, out, task, scratch):
             cell = cells[(scheme, sampler)]
             if row["length"] == "beyond" and float(row["median"]) > cell.get("median", -1):
                 cell.update(median=float(row["median"]), ci=(float(row["ci_low"]), float(row["ci_high"])),
-                            seeds=int(row["seeds"]), rate=rate)
+                            coverage=float(row["ci_coverage"] or "nan"), seeds=int(row["seeds"]), rate=rate)
     return {"steps": steps[0], "cells": cells}
 
 
@@ -133,13 +139,16 @@ def main():
         print(f"ruoss: no per-run files (<task>_runs.csv) in {out} yet; nothing to tabulate", file=sys.stderr)
         return 0
     header = ["task", "steps", "encoding", "sampler", "runs", "learned", "paper_measure_all", "paper_measure_learned",
-              "median", "ci_low", "ci_high", "seeds", "best_learning_rate", "chance"]
+              "median", "ci_low", "ci_high", "ci_coverage", "seeds", "best_learning_rate", "chance", "position_free"]
     lines = ["Per-token accuracy beyond training (%), each run's mean over the test lengths beyond 40. "
              "paper: the best of seeds x learning rates (Ruoss et al.'s measure), over every run as the paper "
-             f"takes it, and over the runs that learned (>= {100 * LEARNED:.0f}% per token within training); "
-             "median [95% bootstrap interval] (seeds) of the learned runs at the encoding's best learning rate (with "
-             "5 or fewer seeds the interval is their range); runs: learned / complete. chance: the best "
-             "input-independent prediction.", ""]
+             f"takes it, and over the runs that learned (>= {100 * LEARNED:.0f}% per token at the longest training "
+             "length, 40); median [order-statistic interval] (seeds, the interval's coverage of the median) of the "
+             "learned runs at the encoding's best learning rate: of the n values sorted, [x_(k), x_(n+1-k)] with the "
+             "largest k that holds the median with at least 95%; below 6 seeds none does, and the range is given "
+             "with what it holds; runs: learned / complete. chance: the best input-independent prediction; "
+             "position-free: the input's most frequent symbol at every output slot (empty where the task has none "
+             "or the per-run file predates it). A scheme generalizes only above the stronger of the two.", ""]
     with open(os.path.join(out, "ruoss.csv"), "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
@@ -147,24 +156,27 @@ def main():
             cells = summary["cells"]
             lines += [f"**{task}** ({summary['steps']:,} steps)", "",
                       "| encoding | positions | runs | paper: every run | paper: learned runs | "
-                      "median [95% CI] (seeds) at rate | chance |",
-                      "|---|---|---:|---:|---:|---|---:|"]
+                      "median [interval] (seeds, coverage) at rate | chance | position-free |",
+                      "|---|---|---:|---:|---:|---|---:|---:|"]
             for scheme, label in ENCODINGS:  # the grid's cells, and any other the file has
                 for sampler in [s for s in POSITIONS if s in SAMPLERS[scheme] or (scheme, s) in cells]:
                     c = cells.get((scheme, sampler))
                     positions = POSITIONS[sampler]
                     if c is None:  # not run yet
-                        lines.append(f"| {label} | {positions} |  |  |  |  |  |")
+                        lines.append(f"| {label} | {positions} |  |  |  |  |  |  |")
                         continue
                     ci = c.get("ci", (np.nan, np.nan))
-                    median = (f"{number(c['median'])}{interval(ci)} ({c['seeds']}) at {c['rate']}"
+                    coverage = "" if np.isnan(c.get("coverage", np.nan)) else f", {100 * c['coverage']:.1f}%"
+                    median = (f"{number(c['median'])}{interval(ci)} ({c['seeds']}{coverage}) at {c['rate']}"
                               if "median" in c else "")
                     lines.append(f"| {label} | {positions} | {c['learned']}/{c['runs']} | {number(c.get('paper'))} | "
-                                 f"{number(c.get('paper_learned'))} | {median} | {number(c.get('chance'))} |")
+                                 f"{number(c.get('paper_learned'))} | {median} | {number(c.get('chance'))} | "
+                                 f"{number(c.get('position_free'))} |")
                     writer.writerow([task, summary["steps"], scheme, sampler, c["runs"], c["learned"],
                                      number(c.get("paper"), 4), number(c.get("paper_learned"), 4),
                                      number(c.get("median"), 4), number(ci[0], 4), number(ci[1], 4),
-                                     c.get("seeds", ""), c.get("rate", ""), number(c.get("chance"), 4)])
+                                     number(c.get("coverage"), 4), c.get("seeds", ""), c.get("rate", ""),
+                                     number(c.get("chance"), 4), number(c.get("position_free"), 4)])
             lines.append("")
     write_and_print(os.path.join(out, "ruoss.md"), lines)
     plot(summaries, os.path.join(out, "ruoss.png"))
@@ -174,7 +186,7 @@ def main():
 def plot(summaries, path):
     """One panel per task: per encoding, the paper's measure over the learned runs as bars (plain,
     randomized) and over every run as crosses, the best rate's median with its interval as a dot
-    and whisker; the baseline dashed."""
+    and whisker; the input-independent baseline dashed, the position-free one dash-dot."""
     # a grid of two columns at a size the page shows readably (a strip of four panels was
     # 2747 x 386 pixels, its type too small once scaled to the page)
     columns = min(2, len(summaries))
@@ -207,6 +219,9 @@ def plot(summaries, path):
         chance = [c["chance"] for c in cells.values() if "chance" in c]
         if chance:
             ax.axhline(np.mean(chance), color="k", linestyle="--", linewidth=1, label="input-independent baseline")
+        free = [c["position_free"] for c in cells.values() if np.isfinite(c.get("position_free", np.nan))]
+        if free:
+            ax.axhline(np.mean(free), color="k", linestyle="-.", linewidth=1, label="position-free baseline")
         ax.set_xticks(x, [label for _, label in ENCODINGS], fontsize=8)
         ax.set_ylim(0, 100)
         ax.set_title(f"{task} ({summary['steps']:,} steps)", fontsize=10)

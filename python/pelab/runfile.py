@@ -492,6 +492,17 @@ def learned_threshold(sweep_file):
     return float(options[options.index("--learned") + 1]) if "--learned" in options else None
 
 
+def judged_accuracy(run, selected, metric="token"):
+    """The accuracy (metric: "token" or "sequence") of a run at the longest of its selected lengths
+    within its training lengths, where pelab report --learned judges whether it has learned its
+    task (the hardest training length: a mean would let an easy short length carry a run); inf
+    (learned) when no length there was evaluated. run: a run dict (sweep_runs' or per_run_file's
+    "run"); selected: {length: row} of one method."""
+    key = "per_sequence_accuracy" if metric == "sequence" else "per_token_accuracy"
+    within = [length for length in selected if run["train_min_length"] <= length <= run["train_max_length"]]
+    return float(selected[max(within)][key]) if within else float("inf")
+
+
 def complete_runs_of_sweeps(root, names):
     """(name, row) for every complete run (sweep_runs' rows, loaded) of the sweeps NAME of a study
     (see study_sweep_runs: root is its run folder or its shipped files' folder), in the order of
