@@ -135,6 +135,37 @@ test "$(wc -l < padding.csv)" = 7
 PELAB="$PELAB" $py "$analysis/studies/padding.py" sweep-out studies-padding > /dev/null
 grep -q "^| alibi | bidirectional | 0\* (0%) | 0\* (0%) | 0\* (0%) |" studies-padding/padding_row.md
 
+# the new-methods summary's rules by hand, on a made-up per-run file of six seeds: a run learned
+# at 20 or not; above the stronger baseline (here the position-free 57%, not chance's 50%) only
+# where the whole interval is; bold where the interval overlaps the top median's
+mkdir -p studies-new-methods
+$py - studies-new-methods/reverse_string_runs.csv <<'PY'
+import sys
+header = ("run,group,overrides,task,seed,method,length,beyond_training,per_token_accuracy,per_sequence_accuracy,loss,"
+          "chance_token_accuracy,chance_sequence_accuracy,chance_loss,samples,train_min_length,train_max_length,"
+          "train_steps,in_distribution_token_accuracy,learned,untrained,condition,condition_value,"
+          "position_free_token_accuracy,position_free_sequence_accuracy")
+at_20 = {"none": [1.0] * 6, "rope": [1.0] * 6, "alibi": [1.0] * 5 + [0.85], "fox": [0.80, 0.81, 0.82, 0.83, 0.84, 0.85]}
+at_30 = {"none": [0.56, 0.58, 0.60, 0.60, 0.62, 0.63], "rope": [0.78, 0.79, 0.80, 0.81, 0.82, 0.84],
+         "alibi": [0.70, 0.72, 0.74, 0.76, 0.79, 0.30], "fox": [0.5] * 6}
+with open(sys.argv[1], "w") as f:
+    print(header, file=f)
+    for scheme in at_20:
+        for seed in range(6):
+            for length, accuracy in [(20, at_20[scheme][seed]), (30, at_30[scheme][seed])]:
+                print(f'seed-{seed}_{scheme},"encoding={{name: {scheme}}}","seed={seed} encoding={{name: {scheme}}}",'
+                      f"reverse_string,{seed},none,{length},{int(length > 20)},{accuracy},0,0.5,0.5,0,0.69,256,1,20,"
+                      f"3000,{at_20[scheme][seed]},,,,,0.57,0", file=f)
+PY
+PELAB="$PELAB" $py "$analysis/studies/new_methods.py" - studies-new-methods > new_methods.txt 2> new_methods.err
+grep -qF "| NoPE | 60.0 [56.0, 63.0] (6/6, 96.9%) |" studies-new-methods/new_methods.md
+grep -qF "| RoPE | **80.5 [78.0, 84.0] +** (6/6, 96.9%) |" studies-new-methods/new_methods.md
+grep -qF "| ALiBi | **74.0 [70.0, 79.0] +** (5/6, 93.8%) |" studies-new-methods/new_methods.md
+grep -qF "| FoX | not learned (0/6; 80.0-85.0% at 20) |" studies-new-methods/new_methods.md
+grep -qF "| *input-independent* | 50.0 |" studies-new-methods/new_methods.md
+grep -qF "| *position-free* | 57.0 |" studies-new-methods/new_methods.md
+grep -q "bucket_sort_runs.csv not there" new_methods.err
+
 "$PELAB" export-attention "$run" --lengths 5,12 --examples 2 --threads 1 | tee export.txt
 grep -q "/attention/length_12: 2 examples x 2 layers x 4 heads x 24 x 24 (float16, extrapolation none)" export.txt
 $py "$analysis/summarize_run.py" --check "$run"
